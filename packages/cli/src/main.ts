@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// rankd: the one command people type. Each subcommand lives in commands/<name>.ts
+// and registers itself; this file only wires them and maps errors to exit codes.
+import { Command, CommanderError } from 'commander';
+import { RANKD_VERSION } from '@rankd/protocol';
+import { CliError, ExitCode } from './exit-codes.js';
+import { commands } from './commands/index.js';
+
+const program = new Command('rankd')
+  .description('pinned distributed ranks on RDMA clusters')
+  .version(RANKD_VERSION, '-V, --version')
+  .exitOverride()
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+for (const register of commands) register(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // help and version are "errors" to commander; their text is already printed
+    process.exitCode = err.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
+  } else if (err instanceof CliError) {
+    process.stderr.write(`rankd: ${err.message}\n`);
+    process.exitCode = err.exitCode;
+  } else {
+    process.stderr.write(`rankd: internal error: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = ExitCode.Software;
+  }
+}

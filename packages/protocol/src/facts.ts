@@ -1,0 +1,214 @@
+// The Facts snapshot: what an agent knows about its node's hardware.
+//
+// Everything the planner decides rests on this shape, so it is strict about types
+// (CPU and node sets are integer arrays, never strings) and explicit about the
+// unknown: a field that could not be read is null and a warning says why.
+import Type from 'typebox';
+
+const Int = Type.Integer();
+const IntList = Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 65536 });
+const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Str = (maxLength = 4096) => Type.String({ maxLength });
+
+export const TopologyCounts = Type.Object({
+  packages: Type.Integer({ minimum: 0 }),
+  numaNodes: Type.Integer({ minimum: 0 }),
+  cores: Type.Integer({ minimum: 0 }),
+  pus: Type.Integer({ minimum: 0 }),
+});
+export type TopologyCounts = Type.Static<typeof TopologyCounts>;
+
+/** One physical core: the hardware threads that share it, grouped from sysfs siblings. */
+export const Core = Type.Object({
+  package: Int,
+  /** core_id as sysfs gives it; only unique within a package. */
+  coreId: Int,
+  /** NUMA node of the core's first PU, -1 when unknown. */
+  numaNode: Int,
+  /** Online PUs of this core in sibling order, whether or not they are allowed. */
+  pus: IntList,
+});
+export type Core = Type.Static<typeof Core>;
+
+export const CpuFacts = Type.Object({
+  /** Counts in the allowed view: what this process (and so its ranks) may use. */
+  packages: Type.Integer({ minimum: 0 }),
+  cores: Type.Integer({ minimum: 0 }),
+  pus: Type.Integer({ minimum: 0 }),
+  /** The same counts for the whole machine, ignoring cgroup/cpuset limits. */
+  hardware: TopologyCounts,
+  model: Nullable(Str()),
+  online: IntList,
+  offline: IntList,
+  /** Online CPUs inside this process's cgroup cpuset. */
+  allowed: IntList,
+  /** Physical cores of the whole machine, ordered by (package, first PU). */
+  coreList: Type.Array(Core, { maxItems: 65536 }),
+});
+export type CpuFacts = Type.Static<typeof CpuFacts>;
+
+export const HugePages = Type.Object({
+  sizeKb: Type.Integer({ minimum: 0 }),
+  total: Type.Integer({ minimum: 0 }),
+  free: Type.Integer({ minimum: 0 }),
+});
+export type HugePages = Type.Static<typeof HugePages>;
+
+export const NumaNode = Type.Object({
+  id: Type.Integer({ minimum: 0 }),
+  cpus: IntList,
+  memTotalKb: Nullable(Type.Integer({ minimum: 0 })),
+  memFreeKb: Nullable(Type.Integer({ minimum: 0 })),
+  cpuless: Type.Boolean(),
+  hugepages: Type.Array(HugePages, { maxItems: 16 }),
+});
+export type NumaNode = Type.Static<typeof NumaNode>;
+
+export const NumaFacts = Type.Object({
+  nodes: Type.Array(NumaNode, { maxItems: 4096 }),
+  /** distances[i][j] between nodes[i] and nodes[j]; empty when unknown. */
+  distances: Type.Array(Type.Array(Int, { maxItems: 4096 }), { maxItems: 4096 }),
+});
+export type NumaFacts = Type.Static<typeof NumaFacts>;
+
+/** A memlock limit in bytes; null means unlimited. */
+const Limit = Nullable(Type.Integer({ minimum: 0 }));
+export const MemlockFacts = Type.Object({
+  agentSoft: Limit,
+  agentHard: Limit,
+  /** What a rank spawned by the agent will get: raised to the hard limit when allowed. */
+  ranks: Limit,
+});
+export type MemlockFacts = Type.Static<typeof MemlockFacts>;
+
+export const MemoryFacts = Type.Object({
+  totalKb: Nullable(Type.Integer({ minimum: 0 })),
+  availableKb: Nullable(Type.Integer({ minimum: 0 })),
+  hugepages: Type.Array(HugePages, { maxItems: 16 }),
+  memlock: MemlockFacts,
+});
+export type MemoryFacts = Type.Static<typeof MemoryFacts>;
+
+export const IpAddress = Type.Object({
+  family: Type.Union([Type.Literal('inet'), Type.Literal('inet6')]),
+  address: Str(64),
+  prefixLength: Type.Integer({ minimum: 0, maximum: 128 }),
+});
+export type IpAddress = Type.Static<typeof IpAddress>;
+
+export const Nic = Type.Object({
+  name: Str(64),
+  mac: Nullable(Str(64)),
+  mtu: Nullable(Int),
+  /** operstate: up, down, unknown, … */
+  state: Str(32),
+  speedMbps: Nullable(Int),
+  pciAddress: Nullable(Str(32)),
+  numaNode: Nullable(Int),
+  /** The RDMA device this netdev belongs to, if any. */
+  rdmaDevice: Nullable(Str(64)),
+  /** Live addresses only: empty when read from a captured tree. */
+  addresses: Type.Array(IpAddress, { maxItems: 256 }),
+  virtual: Type.Boolean(),
+});
+export type Nic = Type.Static<typeof Nic>;
+
+export const GidType = Type.Union([Type.Literal('IB/RoCE v1'), Type.Literal('RoCE v2'), Type.Literal('unknown')]);
+export type GidType = Type.Static<typeof GidType>;
+
+export const Gid = Type.Object({
+  index: Type.Integer({ minimum: 0 }),
+  /** Colon form as sysfs prints it: fe80:0000:…:0001. */
+  gid: Str(64),
+  type: GidType,
+  netdev: Nullable(Str(64)),
+  scope: Type.Union([Type.Literal('ipv4-mapped'), Type.Literal('link-local'), Type.Literal('global')]),
+  /** The IPv4 address of an IPv4-mapped GID. */
+  ipv4: Nullable(Str(16)),
+});
+export type Gid = Type.Static<typeof Gid>;
+
+export const RdmaPort = Type.Object({
+  port: Type.Integer({ minimum: 1 }),
+  /** ibv_port_state name without the number: ACTIVE, DOWN, INIT, ARMED, … */
+  state: Str(32),
+  physState: Nullable(Str(64)),
+  linkLayer: Type.Union([Type.Literal('InfiniBand'), Type.Literal('Ethernet'), Type.Literal('unknown')]),
+  /** As sysfs prints it, e.g. "100 Gb/sec (4X EDR)". */
+  rate: Nullable(Str(64)),
+  lid: Nullable(Int),
+  smLid: Nullable(Int),
+  lmc: Nullable(Int),
+  netdev: Nullable(Str(64)),
+  /** Non-empty entries only. */
+  gids: Type.Array(Gid, { maxItems: 4096 }),
+});
+export type RdmaPort = Type.Static<typeof RdmaPort>;
+
+export const RdmaDevice = Type.Object({
+  name: Str(64),
+  /** 16 lowercase hex digits, no colons. */
+  nodeGuid: Nullable(Type.String({ pattern: '^[0-9a-f]{16}$' })),
+  sysImageGuid: Nullable(Type.String({ pattern: '^[0-9a-f]{16}$' })),
+  /** node_type as sysfs gives it, e.g. "1: CA". */
+  nodeType: Nullable(Str(64)),
+  transport: Type.Union([Type.Literal('InfiniBand'), Type.Literal('iWARP'), Type.Literal('usNIC'), Type.Literal('unknown')]),
+  fwVersion: Nullable(Str(128)),
+  hcaType: Nullable(Str(128)),
+  boardId: Nullable(Str(128)),
+  vendorId: Nullable(Str(16)),
+  vendorPartId: Nullable(Str(16)),
+  hwRev: Nullable(Str(32)),
+  pciAddress: Nullable(Str(32)),
+  numaNode: Nullable(Int),
+  ports: Type.Array(RdmaPort, { maxItems: 256 }),
+});
+export type RdmaDevice = Type.Static<typeof RdmaDevice>;
+
+export const Gpu = Type.Object({
+  pciAddress: Str(32),
+  vendor: Type.Union([Type.Literal('nvidia'), Type.Literal('amd'), Type.Literal('intel'), Type.Literal('other')]),
+  vendorId: Str(16),
+  deviceId: Str(16),
+  /** PCI class code, e.g. 0x030200. */
+  pciClass: Str(16),
+  numaNode: Nullable(Int),
+  model: Nullable(Str(256)),
+  /** Order among GPUs of the node by PCI address, as CUDA_DEVICE_ORDER=PCI_BUS_ID counts. */
+  index: Type.Integer({ minimum: 0 }),
+});
+export type Gpu = Type.Static<typeof Gpu>;
+
+export const FactsWarning = Type.Object({
+  code: Str(64),
+  message: Str(1024),
+  path: Type.Optional(Str(1024)),
+});
+export type FactsWarning = Type.Static<typeof FactsWarning>;
+
+export const Facts = Type.Object({
+  schemaVersion: Type.Literal(1),
+  collectedAt: Str(64),
+  /** The filesystem root the facts were read under ("/" for the live system). */
+  root: Str(1024),
+  host: Type.Object({
+    hostname: Nullable(Str(256)),
+    kernel: Nullable(Str(256)),
+    os: Nullable(Str(256)),
+    arch: Nullable(Str(64)),
+  }),
+  cpu: CpuFacts,
+  numa: NumaFacts,
+  memory: MemoryFacts,
+  nics: Type.Array(Nic, { maxItems: 1024 }),
+  rdma: Type.Object({ devices: Type.Array(RdmaDevice, { maxItems: 1024 }) }),
+  gpus: Type.Array(Gpu, { maxItems: 256 }),
+  fabric: Type.Object({
+    /** libfabric shared objects found (paths). */
+    libfabric: Type.Array(Str(), { maxItems: 64 }),
+    /** PSM3 provider objects found (paths). */
+    psm3: Type.Array(Str(), { maxItems: 64 }),
+  }),
+  warnings: Type.Array(FactsWarning, { maxItems: 1024 }),
+});
+export type Facts = Type.Static<typeof Facts>;

@@ -1,0 +1,37 @@
+// REST views of the node registry.
+import Type from 'typebox';
+import { Labels, NodeName } from '../messages/session.js';
+
+export const NodeState = Type.Union([
+  /** Connected and heartbeating. */
+  Type.Literal('ready'),
+  /** Heartbeats missed past the TTL. */
+  Type.Literal('unreachable'),
+  /** Unreachable past the lost deadline; its ranks are presumed gone. */
+  Type.Literal('lost'),
+  /** Known from before a controller restart, inside the grace period. */
+  Type.Literal('pending'),
+]);
+export type NodeState = Type.Static<typeof NodeState>;
+
+export const NodeView = Type.Object({
+  name: NodeName,
+  state: NodeState,
+  address: Type.Union([Type.String(), Type.Null()]),
+  labels: Labels,
+  version: Type.Union([Type.String(), Type.Null()]),
+  capabilities: Type.Array(Type.String()),
+  /** Allowed CPUs / NUMA nodes from the last facts; null before any facts. */
+  cpus: Type.Union([Type.Integer(), Type.Null()]),
+  numaNodes: Type.Union([Type.Integer(), Type.Null()]),
+  firstSeen: Type.String({ description: 'ISO 8601' }),
+  lastSeen: Type.String({ description: 'ISO 8601' }),
+  stateReason: Type.String(),
+});
+export type NodeView = Type.Static<typeof NodeView>;
+
+export const NodeList = Type.Object({ nodes: Type.Array(NodeView) });
+export type NodeList = Type.Static<typeof NodeList>;
+
+export const NodeParams = Type.Object({ name: Type.String({ maxLength: 253 }) });
+export type NodeParams = Type.Static<typeof NodeParams>;
