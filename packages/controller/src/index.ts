@@ -1,1 +1,2 @@
-export {};
+export { startController, DEFAULT_PORT, type ControllerOptions, type RunningController } from './controller.js';
+export { defaultFleetTiming, fleetTimingFromHeartbeat, type FleetTiming } from './fleet/timing.js';

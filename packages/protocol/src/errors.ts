@@ -25,7 +25,7 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** An error with a stable code, carried as-is in error frames and REST error bodies. */
 export class RankdError extends Error {
-  override readonly name = 'RankdError';
+  override readonly name: string = 'RankdError';
   constructor(
     readonly code: string,
     message: string,

@@ -9,8 +9,6 @@ export const NodeState = Type.Union([
   Type.Literal('unreachable'),
   /** Unreachable past the lost deadline; its ranks are presumed gone. */
   Type.Literal('lost'),
-  /** Known from before a controller restart, inside the grace period. */
-  Type.Literal('pending'),
 ]);
 export type NodeState = Type.Static<typeof NodeState>;
 
@@ -20,6 +18,8 @@ export const NodeView = Type.Object({
   address: Type.Union([Type.String(), Type.Null()]),
   labels: Labels,
   version: Type.Union([Type.String(), Type.Null()]),
+  /** Whether the agent holds a live connection now (false for a known node inside the restart grace period). */
+  connected: Type.Boolean(),
   capabilities: Type.Array(Type.String()),
   /** Allowed CPUs / NUMA nodes from the last facts; null before any facts. */
   cpus: Type.Union([Type.Integer(), Type.Null()]),

@@ -1,0 +1,115 @@
+// Agent configuration: a file (/etc/rankd/agent.json), then the environment, then
+// flags — each layer overriding the one before, as systemd units and humans expect.
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import Type from 'typebox';
+import { Compile } from 'typebox/compile';
+
+export const AgentConfigFile = Type.Object(
+  {
+    controller: Type.Optional(Type.String()),
+    tokenFile: Type.Optional(Type.String()),
+    name: Type.Optional(Type.String()),
+    labels: Type.Optional(Type.Record(Type.String(), Type.String())),
+    address: Type.Optional(Type.String()),
+    spoolDir: Type.Optional(Type.String()),
+    factsRoot: Type.Optional(Type.String()),
+    factsIntervalMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+    allowRoot: Type.Optional(Type.Boolean()),
+    /** Cap of the reconnect backoff. */
+    reconnectMaxMs: Type.Optional(Type.Integer({ minimum: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type AgentConfigFile = Type.Static<typeof AgentConfigFile>;
+
+export interface AgentConfig {
+  controller: string;
+  tokenFile: string;
+  name: string;
+  labels: Record<string, string>;
+  address: string | null;
+  spoolDir: string;
+  factsRoot: string;
+  factsIntervalMs: number;
+  allowRoot: boolean;
+  reconnectMaxMs: number;
+}
+
+export const DEFAULT_CONFIG_FILE = '/etc/rankd/agent.json';
+const validateFile = Compile(AgentConfigFile);
+
+/** Reads the config file; a missing default file is fine, a missing explicit one is not. */
+export function readConfigFile(path: string, explicit: boolean): AgentConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new Error(`cannot read agent config ${path}: ${(err as Error).message}`);
+  }
+  // an empty file (or /dev/null) is a config with no settings
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`agent config ${path} is not JSON: ${(err as Error).message}`);
+  }
+  if (!validateFile.Check(value)) {
+    const first = [...validateFile.Errors(value)][0] as { instancePath?: string; message?: string } | undefined;
+    throw new Error(`agent config ${path}: ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`);
+  }
+  return value;
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv): AgentConfigFile {
+  const out: AgentConfigFile = {};
+  if (env['RANKD_CONTROLLER']) out.controller = env['RANKD_CONTROLLER'];
+  if (env['RANKD_TOKEN_FILE']) out.tokenFile = env['RANKD_TOKEN_FILE'];
+  if (env['RANKD_NODE_NAME']) out.name = env['RANKD_NODE_NAME'];
+  if (env['RANKD_LABELS']) out.labels = parseLabels(env['RANKD_LABELS'].split(','));
+  if (env['RANKD_ADDRESS']) out.address = env['RANKD_ADDRESS'];
+  if (env['RANKD_SPOOL_DIR']) out.spoolDir = env['RANKD_SPOOL_DIR'];
+  if (env['RANKD_FACTS_ROOT']) out.factsRoot = env['RANKD_FACTS_ROOT'];
+  if (env['RANKD_RECONNECT_MAX_MS']) out.reconnectMaxMs = Number(env['RANKD_RECONNECT_MAX_MS']);
+  return out;
+}
+
+/** "k=v" pairs to a record; a pair without "=" is an error that names it. */
+export function parseLabels(pairs: readonly string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of pairs) {
+    if (pair.trim() === '') continue;
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`label "${pair}" is not key=value`);
+    labels[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
+  }
+  return labels;
+}
+
+/** Merges the layers and fills defaults; throws naming the first missing setting. */
+export function resolveAgentConfig(...layers: AgentConfigFile[]): AgentConfig {
+  const merged: AgentConfigFile = {};
+  for (const layer of layers) {
+    for (const [k, v] of Object.entries(layer)) {
+      if (v === undefined) continue;
+      if (k === 'labels') merged.labels = { ...merged.labels, ...(v as Record<string, string>) };
+      else (merged as Record<string, unknown>)[k] = v;
+    }
+  }
+  if (!merged.controller) throw new Error('no controller URL: set "controller" in the config file, RANKD_CONTROLLER, or --controller');
+  if (!merged.tokenFile) throw new Error('no join token file: set "tokenFile" in the config file, RANKD_TOKEN_FILE, or --token-file');
+  return {
+    controller: merged.controller,
+    tokenFile: merged.tokenFile,
+    name: merged.name ?? hostname().split('.')[0]!,
+    labels: merged.labels ?? {},
+    address: merged.address ?? null,
+    spoolDir: merged.spoolDir ?? '/var/lib/rankd/spool',
+    factsRoot: merged.factsRoot ?? '/',
+    factsIntervalMs: merged.factsIntervalMs ?? 30_000,
+    allowRoot: merged.allowRoot ?? false,
+    reconnectMaxMs: merged.reconnectMaxMs ?? 30_000,
+  };
+}

@@ -1,0 +1,197 @@
+// The agent's link to the controller: dial, hello, heartbeat, detect a dead link,
+// reconnect with backoff — forever, until stopped.
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import {
+  ControllerMessages,
+  MAX_FRAME_BYTES,
+  SUBPROTOCOL,
+  decodeFrame,
+  type ErrorMessage,
+  type Hello,
+  type Welcome,
+} from '@rankd/protocol';
+import type { Logger } from 'pino';
+import { Backoff } from './backoff.js';
+
+export type ControllerMessage = { type: string; id?: string } & Record<string, unknown>;
+export type ControllerHandler = (message: ControllerMessage) => void;
+
+export interface ControllerLinkOptions {
+  /** http(s):// or ws(s):// URL of the controller; the path /v1/agent is added. */
+  controllerUrl: string;
+  joinToken: string;
+  log: Logger;
+  /** Builds the hello for each new connection (facts are re-read then). */
+  hello: () => Hello;
+  backoff?: { baseMs: number; capMs: number };
+}
+
+export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [string] }> {
+  private ws: WebSocket | null = null;
+  private readonly handlers = new Map<string, ControllerHandler>();
+  private readonly backoff: Backoff;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private seq = 0;
+  private stopped = false;
+  private awaitingPong = false;
+  /** Set while a welcome has been received on the current socket. */
+  welcome: Welcome | null = null;
+
+  constructor(private readonly options: ControllerLinkOptions) {
+    super();
+    this.backoff = new Backoff(options.backoff ?? { baseMs: 250, capMs: 30_000 });
+    this.handlers.set('welcome', (m) => this.onWelcome(m as unknown as Welcome));
+    this.handlers.set('error', (m) => {
+      const err = m as unknown as ErrorMessage;
+      options.log.warn({ code: err.code, inReplyTo: err.inReplyTo }, `controller refused a frame: ${err.message}`);
+    });
+  }
+
+  static agentUrl(controllerUrl: string): string {
+    const url = new URL(controllerUrl);
+    if (url.protocol === 'http:') url.protocol = 'ws:';
+    else if (url.protocol === 'https:') url.protocol = 'wss:';
+    url.pathname = url.pathname.replace(/\/+$/, '') + '/v1/agent';
+    return url.toString();
+  }
+
+  /** Registers the handler of a controller message type (jobs, exec, … add theirs). */
+  handle(type: string, handler: ControllerHandler): void {
+    if (this.handlers.has(type)) throw new Error(`controller message handler registered twice: ${type}`);
+    this.handlers.set(type, handler);
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.connect();
+  }
+
+  /** Sends a message if the link is up; returns false when it is not (the caller keeps its state). */
+  send(message: { type: string } & Record<string, unknown>): boolean {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcome) return false;
+    this.ws.send(JSON.stringify(message));
+    return true;
+  }
+
+  /** Bytes queued on the socket, for senders that must respect backpressure. */
+  get bufferedAmount(): number {
+    return this.ws?.bufferedAmount ?? 0;
+  }
+
+  get connected(): boolean {
+    return this.welcome !== null && this.ws?.readyState === WebSocket.OPEN;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.stopHeartbeat();
+    const ws = this.ws;
+    if (!ws || ws.readyState === WebSocket.CLOSED) return;
+    await new Promise<void>((resolve) => {
+      ws.once('close', () => resolve());
+      ws.close(1000, 'agent stopping');
+      setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 1000).unref();
+    });
+  }
+
+  private connect(): void {
+    const { log, joinToken } = this.options;
+    const url = ControllerLink.agentUrl(this.options.controllerUrl);
+    const ws = new WebSocket(url, [SUBPROTOCOL], {
+      headers: { authorization: `Bearer ${joinToken}` },
+      maxPayload: MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+      handshakeTimeout: 10_000,
+    });
+    this.ws = ws;
+    ws.on('open', () => {
+      log.info({ url }, 'connected to controller');
+      ws.send(JSON.stringify(this.options.hello()));
+    });
+    ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
+    ws.on('pong', () => (this.awaitingPong = false));
+    ws.on('unexpected-response', (_req, res) => {
+      // The controller answers a refused upgrade with a plain HTTP status: say which.
+      const why = res.statusCode === 401 ? 'join token refused (401)' : `upgrade refused with HTTP ${res.statusCode}`;
+      log.error({ url, status: res.statusCode }, why);
+      res.resume();
+      ws.terminate();
+      this.scheduleReconnect(why);
+    });
+    ws.on('error', (err) => log.warn({ url, err: err.message }, 'controller link error'));
+    ws.on('close', (code, reason) => {
+      if (this.ws !== ws) return;
+      this.scheduleReconnect(`closed ${code}${reason.length ? ' ' + reason.toString() : ''}`);
+    });
+  }
+
+  private onFrame(data: Buffer, isBinary: boolean): void {
+    if (isBinary) return;
+    const decoded = decodeFrame(data, ControllerMessages);
+    if (!decoded.ok) {
+      this.options.log.warn({ code: decoded.code, error: decoded.error }, 'refused controller frame');
+      this.send({ type: 'error', code: decoded.code, message: decoded.error, ...(decoded.type ? { inReplyTo: decoded.type } : {}) });
+      return;
+    }
+    const handler = this.handlers.get(decoded.type);
+    if (!handler) {
+      this.send({ type: 'error', code: 'RANKD_UNKNOWN_TYPE', message: `agent has no handler for "${decoded.type}"`, inReplyTo: decoded.type });
+      return;
+    }
+    try {
+      handler(decoded.message);
+    } catch (err) {
+      this.options.log.error({ err, type: decoded.type }, 'controller message handler failed');
+    }
+  }
+
+  private onWelcome(welcome: Welcome): void {
+    this.welcome = welcome;
+    this.backoff.reset();
+    this.stopHeartbeat();
+    this.awaitingPong = false;
+    this.heartbeatTimer = setInterval(() => this.beat(), welcome.heartbeatMs);
+    this.options.log.info({ heartbeatMs: welcome.heartbeatMs }, 'registered with controller');
+    this.emit('ready', welcome);
+  }
+
+  private beat(): void {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    // A pong missing for a whole interval means the link is dead even if TCP has not noticed.
+    if (this.awaitingPong) {
+      this.options.log.warn('controller missed a pong; reconnecting');
+      ws.terminate();
+      return;
+    }
+    this.awaitingPong = true;
+    ws.ping();
+    ws.send(JSON.stringify({ type: 'heartbeat', seq: this.seq++ }));
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+  }
+
+  private scheduleReconnect(why: string): void {
+    const wasUp = this.welcome !== null;
+    this.welcome = null;
+    this.stopHeartbeat();
+    if (wasUp) this.emit('down', why);
+    if (this.stopped || this.reconnectTimer) return;
+    const delay = this.backoff.next();
+    this.options.log.info({ why, delayMs: delay }, 'controller link down; reconnecting');
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (!this.stopped) this.connect();
+    }, delay);
+  }
+}
+

@@ -1,0 +1,29 @@
+// `rankd controller`: runs the controller in the foreground (systemd runs it so).
+import type { Command } from 'commander';
+import { join } from 'node:path';
+import { DEFAULT_PORT, fleetTimingFromHeartbeat, startController } from '@rankd/controller';
+import { rankdHome } from '../client/config.js';
+import { parseListen } from '../listen-address.js';
+import { positiveInt } from '../options.js';
+import { untilSignal } from '../signals.js';
+
+export function register(program: Command): void {
+  program
+    .command('controller')
+    .description('run the controller (REST API + agent gateway) in the foreground')
+    .option('--listen <addr>', `address to listen on (loopback unless told otherwise)`, `127.0.0.1:${DEFAULT_PORT}`)
+    .option('--data-dir <dir>', 'database, tokens and logs (default: ~/.rankd/controller)')
+    .option('--heartbeat-ms <ms>', 'agent heartbeat interval; TTL, lost deadline and restart grace scale with it', positiveInt)
+    .action(async (opts: { listen: string; dataDir?: string; heartbeatMs?: number }) => {
+      const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
+      const controller = await startController({
+        dataDir: opts.dataDir ?? join(rankdHome(), 'controller'),
+        host,
+        port,
+        ...(opts.heartbeatMs ? { timing: fleetTimingFromHeartbeat(opts.heartbeatMs) } : {}),
+      });
+      const signal = await untilSignal();
+      controller.log.info({ signal }, 'controller stopping');
+      await controller.close();
+    });
+}

@@ -1,0 +1,117 @@
+// `rankd up`: a controller and one local agent as child processes, data under
+// ~/.rankd, and the client config written so that every other command just works.
+import type { Command } from 'commander';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { NodeList } from '@rankd/protocol';
+import { clientConfigPath, rankdHome, type ClientConfig } from '../client/config.js';
+import { request } from '../client/http.js';
+import { CliError, ExitCode } from '../exit-codes.js';
+import { untilSignal } from '../signals.js';
+import { renderTable } from '../table.js';
+import { DaemonProcess } from '../up/daemon-process.js';
+import { waitFor } from '../up/wait.js';
+
+interface UpFlags {
+  listen: string;
+  name: string;
+  heartbeatMs?: string;
+}
+
+export function register(program: Command): void {
+  program
+    .command('up')
+    .description('start a controller and a local agent (data under ~/.rankd) and keep them running until Ctrl-C')
+    .option('--listen <addr>', 'controller address', '127.0.0.1:7480')
+    .option('--name <name>', 'name of the local node', hostname().split('.')[0])
+    .option('--heartbeat-ms <ms>', 'agent heartbeat interval')
+    .action(async (flags: UpFlags) => {
+      const home = rankdHome();
+      const cluster = await startLocalCluster(home, flags);
+      const { code } = await Promise.race([
+        untilSignal().then(() => ({ code: ExitCode.Ok })),
+        cluster.controller.exited.then(() => ({ code: ExitCode.Software, why: 'controller' })),
+        cluster.agent.exited.then(() => ({ code: ExitCode.Software, why: 'agent' })),
+      ]);
+      process.stderr.write('rankd: stopping agent and controller\n');
+      await cluster.agent.stop();
+      await cluster.controller.stop();
+      process.exitCode = code;
+    });
+}
+
+export interface LocalCluster {
+  controller: DaemonProcess;
+  agent: DaemonProcess;
+  client: ClientConfig;
+}
+
+export async function startLocalCluster(home: string, flags: UpFlags): Promise<LocalCluster> {
+  const controllerDir = join(home, 'controller');
+  const agentDir = join(home, 'agent');
+  mkdirSync(controllerDir, { recursive: true, mode: 0o700 });
+  mkdirSync(agentDir, { recursive: true, mode: 0o700 });
+  const stateFile = join(controllerDir, 'controller.json');
+  rmSync(stateFile, { force: true });
+
+  const heartbeat = flags.heartbeatMs ? ['--heartbeat-ms', flags.heartbeatMs] : [];
+  const controller = new DaemonProcess('controller', ['controller', '--listen', flags.listen, '--data-dir', controllerDir, ...heartbeat], join(home, 'controller.log'));
+  const url = await untilReady(controller, 'the controller to listen', () => {
+    try {
+      return (JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string }).url;
+    } catch {
+      return undefined;
+    }
+  });
+  const client: ClientConfig = { url, token: readFileSync(join(controllerDir, 'api-token'), 'utf8').trim() };
+  const configPath = clientConfigPath();
+  writeFileSync(configPath + '.tmp', JSON.stringify(client, null, 2) + '\n', { mode: 0o600 });
+  renameSync(configPath + '.tmp', configPath);
+
+  const agent = new DaemonProcess(
+    'agent',
+    ['agent', '--controller', url, '--token-file', join(controllerDir, 'join-token'), '--name', flags.name, '--spool-dir', join(agentDir, 'spool')],
+    join(home, 'agent.log'),
+  );
+  let nodes: NodeList['nodes'];
+  try {
+    nodes = await untilReady(agent, `node "${flags.name}" to be ready`, async () => {
+      if (!controller.alive) throw new CliError(`the controller exited; its log ends:\n${controller.tail()}`, ExitCode.Software);
+      const { nodes } = await request<NodeList>(client, '/v1/nodes');
+      return nodes.some((n) => n.name === flags.name && n.state === 'ready' && n.connected) ? nodes : undefined;
+    });
+  } catch (err) {
+    await controller.stop();
+    throw err;
+  }
+
+  process.stderr.write(
+    [
+      `rankd: controller  ${url}  (pid ${controller.child.pid}, data ${controllerDir}, log ${controller.logFile})`,
+      `rankd: agent       ${flags.name}  (pid ${agent.child.pid}, spool ${join(agentDir, 'spool')}, log ${agent.logFile})`,
+      `rankd: client config written to ${configPath}; try "rankd nodes". Ctrl-C stops both.`,
+      '',
+    ].join('\n'),
+  );
+  process.stdout.write(
+    renderTable(
+      ['NAME', 'STATE', 'ADDRESS', 'CPUS', 'NUMA'],
+      nodes.map((n) => [n.name, n.state, n.address ?? '-', String(n.cpus ?? '-'), String(n.numaNodes ?? '-')]),
+    ),
+  );
+  return { controller, agent, client };
+}
+
+async function untilReady<T>(daemon: DaemonProcess, what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  try {
+    return await waitFor(what, 20_000, () => {
+      if (!daemon.alive) throw new CliError(`the ${daemon.label} exited; its log (${daemon.logFile}) ends:\n${daemon.tail()}`, ExitCode.Software);
+      return probe();
+    });
+  } catch (err) {
+    await daemon.stop(1000);
+    if (err instanceof CliError) throw err;
+    throw new CliError(`${(err as Error).message}; see ${daemon.logFile}`, ExitCode.Software);
+  }
+}

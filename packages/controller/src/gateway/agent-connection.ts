@@ -1,0 +1,123 @@
+// One agent's WebSocket, from hello to close.
+//
+// The first frame must be a valid hello; after that, frames are dispatched through
+// the gateway's Map of handlers. A frame that fails to decode gets an error frame
+// and the connection stays up: one bad message must not cost a node its link.
+import { createHash } from 'node:crypto';
+import type { WebSocket } from 'ws';
+import { AgentMessages, CloseCode, ErrorCode, RANKD_VERSION, decodeFrame, type Decoded, type Hello } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { AgentLink, NodeRegistry } from '../fleet/node-registry.js';
+
+export type AgentMessage = { type: string; id?: string } & Record<string, unknown>;
+export type AgentHandler = (conn: AgentConnection, message: AgentMessage) => void;
+
+const HELLO_TIMEOUT_MS = 10_000;
+
+export class AgentConnection implements AgentLink {
+  /** Set once the hello is accepted. */
+  name: string | null = null;
+  private alive = true;
+  private readonly helloTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly remoteAddress: string | null,
+    private readonly registry: NodeRegistry,
+    private readonly handlers: ReadonlyMap<string, AgentHandler>,
+    private readonly log: Logger,
+  ) {
+    this.helloTimer = setTimeout(() => this.close(CloseCode.BadHello, 'no hello within 10 s'), HELLO_TIMEOUT_MS);
+    ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
+    ws.on('pong', () => (this.alive = true));
+    ws.on('close', (code, reason) => this.onClose(code, reason.toString()));
+    ws.on('error', (err) => this.log.warn({ err: err.message, node: this.name }, 'agent socket error'));
+  }
+
+  send(message: { type: string } & Record<string, unknown>): boolean {
+    if (this.ws.readyState !== this.ws.OPEN) return false;
+    this.ws.send(JSON.stringify(message));
+    return true;
+  }
+
+  /** Bytes queued on the socket: senders of bulk data check it for backpressure. */
+  get bufferedAmount(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  close(code: number, reason: string): void {
+    this.ws.close(code, reason);
+  }
+
+  /** Called by the gateway's ping timer: a link that missed the last pong is dead. */
+  checkAlive(): void {
+    if (!this.alive) {
+      this.log.warn({ node: this.name }, 'agent missed a pong; terminating link');
+      this.ws.terminate();
+      return;
+    }
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  private onFrame(data: Buffer, isBinary: boolean): void {
+    const decoded: Decoded = isBinary
+      ? { ok: false, code: ErrorCode.BadFrame, error: 'binary frames are not part of rankd.v1' }
+      : decodeFrame(data, AgentMessages);
+    if (!decoded.ok) {
+      this.log.warn({ node: this.name, code: decoded.code, error: decoded.error }, 'refused agent frame');
+      if (this.name === null) {
+        this.close(CloseCode.BadHello, truncate(`expected hello: ${decoded.error}`));
+        return;
+      }
+      this.send({ type: 'error', ...(decoded.id ? { id: decoded.id } : {}), code: decoded.code, message: decoded.error, ...(decoded.type ? { inReplyTo: decoded.type.slice(0, 128) } : {}) });
+      return;
+    }
+    const message = decoded.message;
+    if (this.name === null) {
+      if (message.type !== 'hello') {
+        this.close(CloseCode.BadHello, `expected hello, got "${message.type}"`);
+        return;
+      }
+      this.onHello(message as unknown as Hello);
+      return;
+    }
+    if (message.type === 'hello') {
+      this.send({ type: 'error', code: ErrorCode.OutOfOrder, message: 'hello was already received on this connection', inReplyTo: 'hello' });
+      return;
+    }
+    const handler = this.handlers.get(message.type);
+    if (!handler) {
+      // Known to the schema map but not served by this controller: say so, stay up.
+      this.send({ type: 'error', code: ErrorCode.UnknownType, message: `no handler for "${message.type}"`, inReplyTo: message.type });
+      return;
+    }
+    try {
+      handler(this, message);
+    } catch (err) {
+      this.log.error({ err, node: this.name, type: message.type }, 'agent message handler failed');
+      this.send({ type: 'error', code: ErrorCode.Internal, message: `controller failed to handle "${message.type}"`, inReplyTo: message.type });
+    }
+  }
+
+  private onHello(hello: Hello): void {
+    clearTimeout(this.helloTimer);
+    this.name = hello.name;
+    const factsHash = hello.facts ? createHash('sha256').update(JSON.stringify(hello.facts)).digest('hex') : null;
+    const { superseded } = this.registry.register(hello, this, factsHash);
+    if (superseded) superseded.close(CloseCode.Superseded, 'another connection registered this node name');
+    const { heartbeatMs, ttlMs } = this.registry.timing;
+    this.send({ type: 'welcome', controllerVersion: RANKD_VERSION, heartbeatMs, ttlMs });
+    this.log.info({ node: hello.name, address: this.remoteAddress, version: hello.version }, 'agent registered');
+  }
+
+  private onClose(code: number, reason: string): void {
+    clearTimeout(this.helloTimer);
+    if (this.name) this.registry.disconnected(this.name, this, `${code}${reason ? ' ' + reason : ''}`);
+  }
+}
+
+function truncate(s: string): string {
+  // close reasons are limited to 123 bytes by RFC 6455
+  return Buffer.byteLength(s) <= 120 ? s : Buffer.from(s).subarray(0, 117).toString('utf8') + '...';
+}

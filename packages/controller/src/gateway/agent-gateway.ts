@@ -1,0 +1,86 @@
+// The agent gateway: WebSocket upgrades on /v1/agent.
+//
+// Authentication happens on the upgrade request itself: without the join token the
+// answer is a plain HTTP 401 and no WebSocket ever exists. Frames are capped at
+// MAX_FRAME_BYTES (ws closes with 1009 above it) and compression is off, which keeps
+// memory per connection small and flat.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { MAX_FRAME_BYTES, SUBPROTOCOL, ErrorCode } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { NodeRegistry } from '../fleet/node-registry.js';
+import { bearerMatches } from '../store/tokens.js';
+import { AgentConnection, type AgentHandler } from './agent-connection.js';
+import { sessionHandlers } from './session-handlers.js';
+
+export const AGENT_PATH = '/v1/agent';
+
+export class AgentGateway {
+  private readonly wss: WebSocketServer;
+  private readonly connections = new Set<AgentConnection>();
+  private readonly handlers: Map<string, AgentHandler>;
+  private readonly pingTimer: NodeJS.Timeout;
+
+  constructor(
+    server: Server,
+    private readonly joinToken: string,
+    private readonly registry: NodeRegistry,
+    private readonly log: Logger,
+  ) {
+    this.handlers = new Map(sessionHandlers(registry, log));
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+      handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
+    });
+    server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+    // A dead TCP peer sends no close; pings find it. Twice the TTL keeps this off the hot path.
+    this.pingTimer = setInterval(() => {
+      for (const conn of this.connections) conn.checkAlive();
+    }, registry.timing.ttlMs);
+    this.pingTimer.unref();
+  }
+
+  /** Registers the handler of an agent message type (jobs, exec, … add theirs). */
+  handle(type: string, handler: AgentHandler): void {
+    if (this.handlers.has(type)) throw new Error(`agent message handler registered twice: ${type}`);
+    this.handlers.set(type, handler);
+  }
+
+  get size(): number {
+    return this.connections.size;
+  }
+
+  close(code: number, reason: string): void {
+    clearInterval(this.pingTimer);
+    for (const conn of this.connections) conn.close(code, reason);
+    this.wss.close();
+  }
+
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== AGENT_PATH) return refuse(socket, 404, 'Not Found', ErrorCode.NotFound, `no WebSocket endpoint at ${path}`);
+    if (!bearerMatches(req.headers.authorization, this.joinToken)) {
+      this.log.warn({ remote: req.socket.remoteAddress }, 'agent upgrade refused: bad or missing join token');
+      return refuse(socket, 401, 'Unauthorized', ErrorCode.Unauthorized, 'missing or wrong join token');
+    }
+    const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
+    if (!offered.includes(SUBPROTOCOL)) {
+      return refuse(socket, 400, 'Bad Request', ErrorCode.BadFrame, `subprotocol ${SUBPROTOCOL} required (offered: ${offered.join(',') || 'none'})`);
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const conn = new AgentConnection(ws, req.socket.remoteAddress ?? null, this.registry, this.handlers, this.log);
+      this.connections.add(conn);
+      ws.on('close', () => this.connections.delete(conn));
+    });
+  }
+}
+
+function refuse(socket: Duplex, status: number, text: string, code: string, message: string): void {
+  const body = JSON.stringify({ statusCode: status, code, error: text, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

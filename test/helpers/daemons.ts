@@ -1,0 +1,163 @@
+// Real controller and agent processes for tests, started from the built CLI and
+// stopped by their own PIDs. Every helper is bounded in time.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CLI = fileURLToPath(new URL('../../packages/cli/dist/main.js', import.meta.url));
+
+export interface Daemon {
+  child: ChildProcess;
+  pid: number;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
+}
+
+export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  let running = true;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => {
+      running = false;
+      resolve({ code, signal });
+    }),
+  );
+  return {
+    child,
+    pid: child.pid!,
+    output: () => out,
+    exited,
+    async stop(signal = 'SIGTERM', graceMs = 5000) {
+      if (!running) return;
+      child.kill(signal);
+      const t = setTimeout(() => running && child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+export async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false> | T | undefined | false): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface ControllerHandle extends Daemon {
+  url: string;
+  dataDir: string;
+  apiToken: string;
+  joinTokenFile: string;
+  api<T = unknown>(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: T }>;
+}
+
+/** Starts `rankd controller` on a free loopback port (or a given one) and waits until it listens. */
+export async function startController(opts: { dataDir?: string; port?: number; heartbeatMs?: number } = {}): Promise<ControllerHandle> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
+  const stateFile = join(dataDir, 'controller.json');
+  rmSync(stateFile, { force: true });
+  const args = ['controller', '--listen', `127.0.0.1:${opts.port ?? 0}`, '--data-dir', dataDir];
+  if (opts.heartbeatMs) args.push('--heartbeat-ms', String(opts.heartbeatMs));
+  const daemon = spawnDaemon(args);
+  const url = await waitUntil('controller.json', 15_000, () => {
+    if (daemon.child.exitCode !== null) throw new Error(`controller exited: ${daemon.output()}`);
+    try {
+      return (JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string }).url;
+    } catch {
+      return undefined;
+    }
+  });
+  const apiToken = readFileSync(join(dataDir, 'api-token'), 'utf8').trim();
+  return {
+    ...daemon,
+    url,
+    dataDir,
+    apiToken,
+    joinTokenFile: join(dataDir, 'join-token'),
+    async api<T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}) {
+      const token = init.token === undefined ? apiToken : init.token;
+      const res = await fetch(url + path, {
+        method: init.method ?? 'GET',
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // leave as text
+      }
+      return { status: res.status, body: body as T };
+    },
+  };
+}
+
+export function startAgent(controller: { url: string; joinTokenFile: string }, opts: { name: string; labels?: string[]; root?: string; spoolDir?: string; extra?: string[] }): Daemon {
+  const args = ['agent', '--controller', controller.url, '--token-file', controller.joinTokenFile, '--name', opts.name, '--config', '/dev/null'];
+  for (const l of opts.labels ?? []) args.push('--label', l);
+  if (opts.root) args.push('--root', opts.root);
+  args.push('--spool-dir', opts.spoolDir ?? mkdtempSync(join(tmpdir(), 'rankd-spool-')));
+  args.push(...(opts.extra ?? []));
+  // short reconnect backoff keeps restart tests quick
+  return spawnDaemon(args, { RANKD_RECONNECT_MAX_MS: '500' });
+}
+
+export interface NodeViewLike {
+  name: string;
+  state: string;
+  connected: boolean;
+  firstSeen: string;
+  lastSeen: string;
+  cpus: number | null;
+  numaNodes: number | null;
+  address: string | null;
+  labels: Record<string, string>;
+}
+
+export async function waitForNode(controller: ControllerHandle, name: string, state: string, timeoutMs = 15_000): Promise<NodeViewLike> {
+  return waitUntil(`node ${name} ${state}`, timeoutMs, async () => {
+    const { status, body } = await controller.api<{ nodes: NodeViewLike[] }>('/v1/nodes');
+    if (status !== 200) return undefined;
+    const node = body.nodes.find((n) => n.name === name);
+    return node && node.state === state && (state !== 'ready' || node.connected) ? node : undefined;
+  });
+}
+
+/** Runs the CLI to completion and returns its exit code and output. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`rankd ${args.join(' ')} timed out; stderr: ${stderr}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
