@@ -5,6 +5,8 @@ import { RANKD_VERSION, type Hello } from '@rankd/protocol';
 import type { AgentConfig } from './config.js';
 import { ControllerLink } from './link/controller-link.js';
 import { FactsPublisher, type FactsSource } from './link/facts-publisher.js';
+import { JobExecutor } from './jobs/job-executor.js';
+import { RankRunner } from './ranks/rank-runner.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -20,9 +22,9 @@ export interface RunningAgent {
 }
 
 /** What this agent can do; the controller adapts to it instead of versioning message names. */
-export const AGENT_CAPABILITIES = ['facts'];
+export const AGENT_CAPABILITIES = ['facts', 'jobs'];
 
-export function startAgent(options: AgentOptions): RunningAgent {
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { config } = options;
   const log = options.log ?? pino({ name: 'rankd-agent' });
   const joinToken = readToken(config.tokenFile);
@@ -46,6 +48,10 @@ export function startAgent(options: AgentOptions): RunningAgent {
     },
   });
   publisher = new FactsPublisher(options.facts, link, config.factsIntervalMs, log);
+  const runner = new RankRunner({ spoolDir: config.spoolDir, allowRoot: config.allowRoot });
+  const executor = new JobExecutor(runner, link, baseRankEnv(), log);
+  // ranks from before an agent restart are taken back before the controller hears from us
+  await executor.adopt();
   link.start();
   publisher.start();
   log.info({ name: config.name, controller: config.controller }, 'agent started');
@@ -55,9 +61,21 @@ export function startAgent(options: AgentOptions): RunningAgent {
     log,
     async stop() {
       publisher?.stop();
+      // ranks keep running (KillMode=process): the next agent adopts them
+      executor.close();
       await link.stop();
     },
   };
+}
+
+/** What every rank starts from before the planner's and the job's variables. */
+function baseRankEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin' };
+  for (const key of ['LANG', 'LC_ALL', 'TZ']) {
+    const value = process.env[key];
+    if (value !== undefined) env[key] = value;
+  }
+  return env;
 }
 
 function readToken(path: string): string {

@@ -4,11 +4,16 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { CloseCode } from '@rankd/protocol';
+import { CloseCode, DEFAULT_CONTROLLER_PORT } from '@rankd/protocol';
 import { buildApi } from './api/server.js';
 import { NodeRegistry } from './fleet/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
+import { jobHandlers } from './gateway/job-handlers.js';
+import { JobManager } from './jobs/job-manager.js';
+import { LogStore } from './jobs/log-store.js';
+import { RankEvents } from './jobs/rank-events.js';
+import { JobsRepo } from './store/jobs-repo.js';
 import { openDatabase, type Db } from './store/database.js';
 import { EventsRepo } from './store/events-repo.js';
 import { NodesRepo } from './store/nodes-repo.js';
@@ -28,6 +33,7 @@ export interface RunningController {
   url: string;
   tokens: Tokens;
   registry: NodeRegistry;
+  jobs: JobManager;
   gateway: AgentGateway;
   app: FastifyInstance;
   db: Db;
@@ -35,7 +41,7 @@ export interface RunningController {
   close(): Promise<void>;
 }
 
-export const DEFAULT_PORT = 7480;
+export const DEFAULT_PORT = DEFAULT_CONTROLLER_PORT;
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   const log = options.log ?? pino({ name: 'rankd-controller' });
@@ -46,9 +52,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const timing = { ...defaultFleetTiming, ...options.timing };
   const registry = new NodeRegistry(new NodesRepo(db), events, timing, log);
   registry.load();
+  const jobsRepo = new JobsRepo(db);
+  const agents = { send: (node: string, message: { type: string } & Record<string, unknown>) => registry.link(node)?.send(message) ?? false };
+  const jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log);
+  jobs.restore();
+  const rankEvents = new RankEvents(jobs, agents, jobsRepo, log);
 
-  const app = await buildApi({ log, apiToken: tokens.api, registry });
+  const app = await buildApi({ log, apiToken: tokens.api, registry, jobs });
   const gateway = new AgentGateway(app.server, tokens.join, registry, log);
+  for (const [type, handler] of jobHandlers(rankEvents)) gateway.handle(type, handler);
   await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? DEFAULT_PORT });
   registry.start();
 
@@ -62,11 +74,13 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const close = () =>
     (closed ??= (async () => {
       gateway.close(CloseCode.ShuttingDown, 'controller shutting down');
+      rankEvents.close();
       registry.stop();
       await app.close();
+      jobs.logs.closeAll();
       db.close();
     })());
-  return { url, tokens, registry, gateway, app, db, log, close };
+  return { url, tokens, registry, jobs, gateway, app, db, log, close };
 }
 
 function writeAtomically(path: string, content: string): void {

@@ -17,6 +17,8 @@ export const ErrorCode = {
   InvalidRequest: 'RANKD_INVALID_REQUEST',
   NotFound: 'RANKD_NOT_FOUND',
   NodeNotFound: 'RANKD_NODE_NOT_FOUND',
+  /** The job already ended; it cannot be cancelled or signalled. */
+  JobEnded: 'RANKD_JOB_ENDED',
   /** The controller could not be reached (CLI side). */
   Unreachable: 'RANKD_UNREACHABLE',
   Internal: 'RANKD_INTERNAL',

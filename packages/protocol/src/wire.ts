@@ -1,5 +1,8 @@
 // Wire-level constants shared by both ends of the agent gateway.
 
+/** Where `rankd controller` and `rankd up` listen unless told otherwise (on loopback). */
+export const DEFAULT_CONTROLLER_PORT = 7480;
+
 /** The WebSocket subprotocol; a peer that does not offer it is refused. */
 export const SUBPROTOCOL = 'rankd.v1';
 

@@ -5,6 +5,7 @@ import type { ClientConfig } from './config.js';
 export interface RequestOptions {
   method?: string;
   body?: unknown;
+  headers?: Record<string, string>;
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -25,6 +26,7 @@ export async function send(config: ClientConfig, path: string, options: RequestO
     res = await fetch(config.url + path, {
       method,
       headers: {
+        ...options.headers,
         authorization: `Bearer ${config.token}`,
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },

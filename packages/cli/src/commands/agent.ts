@@ -1,15 +1,6 @@
 // `rankd agent`: runs the node agent in the foreground (systemd runs it so).
 import type { Command } from 'commander';
-import {
-  DEFAULT_CONFIG_FILE,
-  configFromEnv,
-  parseLabels,
-  readConfigFile,
-  resolveAgentConfig,
-  startAgent,
-  type AgentConfigFile,
-} from '@rankd/agent';
-import { factsSource } from '../facts-source.js';
+import type { AgentConfigFile } from '@rankd/agent';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { collect } from '../options.js';
 import { untilSignal } from '../signals.js';
@@ -29,7 +20,7 @@ export function register(program: Command): void {
   program
     .command('agent')
     .description('run the node agent in the foreground')
-    .option('--config <file>', `config file (default ${DEFAULT_CONFIG_FILE} when present)`)
+    .option('--config <file>', 'config file (default /etc/rankd/agent.json when present)')
     .option('--controller <url>', 'controller URL, e.g. http://10.0.0.1:7480')
     .option('--token-file <file>', 'file holding the cluster join token')
     .option('--name <name>', 'node name (default: the hostname)')
@@ -38,6 +29,9 @@ export function register(program: Command): void {
     .option('--spool-dir <dir>', 'where rank output and state live (default /var/lib/rankd/spool)')
     .option('--root <dir>', 'read facts under this root instead of / (captured or generated trees)')
     .action(async (flags: AgentFlags) => {
+      // loaded here, not at the top: other commands must not pay for the agent
+      const { DEFAULT_CONFIG_FILE, configFromEnv, parseLabels, readConfigFile, resolveAgentConfig, startAgent } = await import('@rankd/agent');
+      const { factsSource } = await import('../facts-source.js');
       let config;
       try {
         const fromFlags: AgentConfigFile = {
@@ -53,7 +47,7 @@ export function register(program: Command): void {
       } catch (err) {
         throw new CliError((err as Error).message, ExitCode.Usage);
       }
-      const agent = startAgent({ config, facts: factsSource(config.factsRoot) });
+      const agent = await startAgent({ config, facts: factsSource(config.factsRoot) });
       const signal = await untilSignal();
       agent.log.info({ signal }, 'agent stopping');
       await agent.stop();

@@ -1,7 +1,7 @@
 // `rankd controller`: runs the controller in the foreground (systemd runs it so).
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { DEFAULT_PORT, fleetTimingFromHeartbeat, startController } from '@rankd/controller';
+import { DEFAULT_CONTROLLER_PORT as DEFAULT_PORT } from '@rankd/protocol';
 import { rankdHome } from '../client/config.js';
 import { parseListen } from '../listen-address.js';
 import { positiveInt } from '../options.js';
@@ -16,6 +16,8 @@ export function register(program: Command): void {
     .option('--heartbeat-ms <ms>', 'agent heartbeat interval; TTL, lost deadline and restart grace scale with it', positiveInt)
     .action(async (opts: { listen: string; dataDir?: string; heartbeatMs?: number }) => {
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
+      // loaded here, not at the top: other commands must not pay for fastify and SQLite
+      const { fleetTimingFromHeartbeat, startController } = await import('@rankd/controller');
       const controller = await startController({
         dataDir: opts.dataDir ?? join(rankdHome(), 'controller'),
         host,

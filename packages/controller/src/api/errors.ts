@@ -9,6 +9,7 @@ const statusOf: Record<string, number> = {
   [ErrorCode.NotFound]: 404,
   [ErrorCode.NodeNotFound]: 404,
   [ErrorCode.TooLarge]: 413,
+  [ErrorCode.JobEnded]: 409,
 };
 
 const reason: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 500: 'Internal Server Error' };

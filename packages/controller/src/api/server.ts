@@ -6,15 +6,20 @@ import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import { MAX_FRAME_BYTES, RANKD_VERSION } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { JobManager } from '../jobs/job-manager.js';
 import { installAuth } from './auth.js';
 import { installErrorHandlers } from './errors.js';
 import { healthRoutes } from './routes/health.js';
+import { jobsRoutes } from './routes/jobs.js';
+import { logsRoutes } from './routes/logs.js';
 import { nodesRoutes } from './routes/nodes.js';
+import { planRoutes } from './routes/plan.js';
 
 export interface ApiDeps {
   log: Logger;
   apiToken: string;
   registry: NodeRegistry;
+  jobs: JobManager;
 }
 
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
@@ -38,6 +43,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   installAuth(app, deps.apiToken);
   await app.register(healthRoutes);
   await app.register(nodesRoutes, { registry: deps.registry });
+  await app.register(planRoutes, { registry: deps.registry });
+  await app.register(jobsRoutes, { jobs: deps.jobs });
+  await app.register(logsRoutes, { jobs: deps.jobs });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -13,6 +13,7 @@ import type { FleetTiming } from './timing.js';
 /** What the registry needs from a live agent connection. */
 export interface AgentLink {
   readonly remoteAddress: string | null;
+  send(message: { type: string } & Record<string, unknown>): boolean;
   close(code: number, reason: string): void;
 }
 
@@ -127,6 +128,15 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
 
   link(name: string): AgentLink | null {
     return this.nodes.get(name)?.link ?? null;
+  }
+
+  /** Ready, connected nodes with facts: where the planner may place ranks. */
+  candidates(): Array<{ name: string; address: string | null; facts: Facts }> {
+    const out: Array<{ name: string; address: string | null; facts: Facts }> = [];
+    for (const n of this.nodes.values()) {
+      if (n.state === 'ready' && n.link && n.facts) out.push({ name: n.name, address: n.address, facts: n.facts });
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
   list(): NodeView[] {

@@ -25,4 +25,39 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX events_subject ON events(subject, id);
   `,
+  `
+  CREATE TABLE jobs (
+    id               TEXT PRIMARY KEY,
+    name             TEXT,
+    idempotency_key  TEXT UNIQUE,
+    state            TEXT NOT NULL,
+    reason           TEXT NOT NULL DEFAULT '',
+    submit           TEXT NOT NULL,
+    rank_map         TEXT NOT NULL,
+    exit_code        INTEGER,
+    created_at       INTEGER NOT NULL,
+    started_at       INTEGER,
+    ended_at         INTEGER
+  );
+  CREATE INDEX jobs_created ON jobs(created_at);
+  CREATE TABLE ranks (
+    job_id        TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    rank          INTEGER NOT NULL,
+    node          TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    pid           INTEGER,
+    started_at    INTEGER,
+    ended_at      INTEGER,
+    exit_code     INTEGER,
+    signal        TEXT,
+    binding       TEXT,
+    error         TEXT,
+    warnings      TEXT NOT NULL DEFAULT '[]',
+    -- the log index: bytes stored per stream (the files under logs/ hold the bytes)
+    stdout_bytes  INTEGER NOT NULL DEFAULT 0,
+    stderr_bytes  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_id, rank)
+  );
+  CREATE INDEX ranks_node ON ranks(node, state);
+  `,
 ];

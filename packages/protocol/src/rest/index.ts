@@ -1,2 +1,3 @@
 export * from './common.js';
 export * from './nodes.js';
+export * from './jobs.js';

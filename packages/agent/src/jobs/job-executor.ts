@@ -1,0 +1,211 @@
+// The agent's side of jobs: maps the controller's job messages onto the rank runner,
+// streams output and exits back, and keeps the lease — a job whose controller has
+// been silent for longer than its lease is ended here, with nobody's help.
+import type { JobAbort, JobRelease, JobResume, JobSignal, JobStart, RankLaunch as WireLaunch } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { ControllerLink } from '../link/controller-link.js';
+import { watchRankDir } from '../ranks/dir-watch.js';
+import { RankOutput } from '../ranks/output.js';
+import type { RankRunner } from '../ranks/rank-runner.js';
+import type { RankExit, RankInfo } from '../ranks/rank-spec.js';
+import { OutputPump } from './output-pump.js';
+
+/** Lease of jobs adopted after an agent restart, whose job.start (and lease) is gone. */
+const DEFAULT_LEASE_MS = 60_000;
+/** Grace of a lease-expiry abort: nobody is waiting for a clean shutdown. */
+const LEASE_ABORT_GRACE_MS = 5_000;
+
+interface JobEntry {
+  leaseMs: number;
+  pumps: Map<number, OutputPump>;
+  unwatch: Map<number, () => void>;
+}
+
+export class JobExecutor {
+  private readonly jobs = new Map<string, JobEntry>();
+  private readonly output: RankOutput;
+  private leaseTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly runner: RankRunner,
+    private readonly link: ControllerLink,
+    private readonly baseEnv: Record<string, string>,
+    private readonly log: Logger,
+  ) {
+    this.output = new RankOutput(runner.spool);
+    runner.on('exit', (exit) => this.onExit(exit));
+    link.handle('job.start', (m) => void this.start(m as unknown as JobStart));
+    link.handle('job.abort', (m) => void this.abort(m as unknown as JobAbort));
+    link.handle('job.signal', (m) => this.signal(m as unknown as JobSignal));
+    link.handle('job.resume', (m) => this.resume(m as unknown as JobResume));
+    link.handle('job.release', (m) => this.release(m as unknown as JobRelease));
+    link.on('ready', () => this.onLinkUp());
+    link.on('down', () => this.onLinkDown());
+  }
+
+  /** After an agent restart: take back the ranks in the spool (the controller resumes them). */
+  async adopt(): Promise<void> {
+    const found = await this.runner.adopt();
+    for (const info of found) {
+      const entry = this.entry(info.jobId, DEFAULT_LEASE_MS);
+      const pump = this.pumpFor(entry, info.jobId, info.rank, true);
+      if (info.exit) pump.ended(info.exit);
+      else this.watch(entry, info.jobId, info.rank, pump);
+    }
+    if (found.length > 0) this.log.info({ ranks: found.length }, 'adopted ranks from the spool');
+  }
+
+  close(): void {
+    if (this.leaseTimer) clearTimeout(this.leaseTimer);
+    for (const entry of this.jobs.values()) {
+      for (const p of entry.pumps.values()) p.stop();
+      for (const u of entry.unwatch.values()) u();
+    }
+    this.runner.close();
+  }
+
+  private async start(m: JobStart): Promise<void> {
+    const entry = this.entry(m.jobId, m.leaseMs);
+    entry.leaseMs = m.leaseMs;
+    await Promise.all(m.ranks.map((launch) => this.startRank(entry, m.jobId, launch)));
+  }
+
+  private async startRank(entry: JobEntry, jobId: string, launch: WireLaunch): Promise<void> {
+    if (entry.pumps.has(launch.rank)) return; // a repeated job.start after a reconnect
+    const pump = this.pumpFor(entry, jobId, launch.rank, false);
+    try {
+      const started = await this.runner.start({
+        jobId,
+        rank: launch.rank,
+        argv: launch.argv,
+        env: { ...this.baseEnv, ...launch.env },
+        cpus: launch.cpus,
+        memNodes: launch.memNodes,
+        ...(launch.cwd ? { cwd: launch.cwd } : {}),
+        ...(launch.user ? { user: launch.user } : {}),
+        ...(launch.pty ? { pty: true } : {}),
+      });
+      const b = started.binding;
+      const detail = b.mismatch ? `mismatch: ${b.mismatch}` : b.unread ? `not read: the rank ${b.unread === 'exited' ? 'exited first' : 'did not get past its wrappers in time'}` : undefined;
+      this.link.send({
+        type: 'rank.started',
+        jobId,
+        rank: launch.rank,
+        pid: started.pid,
+        startedAt: started.startedAt,
+        binding: { cpus: b.cpus, memNodes: b.memNodes, verified: b.verified, ...(detail ? { detail } : {}) },
+        warnings: started.warnings,
+      });
+      if (!pump.hasEnded) this.watch(entry, jobId, launch.rank, pump);
+      pump.announce();
+    } catch (err) {
+      const e = err as { code?: string; message: string };
+      this.log.warn({ jobId, rank: launch.rank, code: e.code, err: e.message }, 'rank failed to start');
+      this.stopWatching(entry, launch.rank);
+      pump.stop();
+      this.link.send({
+        type: 'rank.exit',
+        jobId,
+        rank: launch.rank,
+        code: null,
+        signal: null,
+        endedAt: new Date().toISOString(),
+        outputBytes: { stdout: 0, stderr: 0 },
+        error: { code: e.code ?? 'RANKD_RANK_SPAWN_FAILED', message: e.message },
+      });
+    }
+  }
+
+  private async abort(m: JobAbort): Promise<void> {
+    this.log.info({ jobId: m.jobId, reason: m.reason, graceMs: m.graceMs }, 'aborting job');
+    await this.runner.abortJob(m.jobId, m.graceMs);
+  }
+
+  private signal(m: JobSignal): void {
+    this.runner.signal(m.jobId, m.rank ?? 'all', m.signal as NodeJS.Signals);
+  }
+
+  private resume(m: JobResume): void {
+    const entry = this.jobs.get(m.jobId);
+    const pump = entry?.pumps.get(m.rank);
+    if (!pump) {
+      this.log.warn({ jobId: m.jobId, rank: m.rank }, 'resume of a rank this agent does not hold');
+      return;
+    }
+    pump.resume(m.offsets);
+  }
+
+  private release(m: JobRelease): void {
+    const entry = this.jobs.get(m.jobId);
+    if (entry) {
+      for (const p of entry.pumps.values()) p.stop();
+      for (const u of entry.unwatch.values()) u();
+      this.jobs.delete(m.jobId);
+    }
+    try {
+      this.runner.forget(m.jobId);
+    } catch (err) {
+      this.log.warn({ jobId: m.jobId, err: (err as Error).message }, 'cannot release job spool yet');
+    }
+  }
+
+  private onExit(exit: RankExit): void {
+    const entry = this.jobs.get(exit.jobId);
+    const pump = entry?.pumps.get(exit.rank);
+    if (!entry || !pump) return;
+    this.stopWatching(entry, exit.rank);
+    pump.ended(exit);
+  }
+
+  private onLinkUp(): void {
+    if (this.leaseTimer) clearTimeout(this.leaseTimer);
+    this.leaseTimer = null;
+    const ranks = this.runner.list().map((info: RankInfo) => ({
+      jobId: info.jobId,
+      rank: info.rank,
+      state: info.state === 'running' ? ('running' as const) : ('exited' as const),
+      pid: info.pid,
+      outputBytes: { stdout: this.output.size(info.jobId, info.rank, 'stdout'), stderr: this.output.size(info.jobId, info.rank, 'stderr') },
+    }));
+    this.link.send({ type: 'ranks.report', ranks });
+  }
+
+  /** The controller is gone: if it stays gone past the shortest lease, end the jobs here. */
+  private onLinkDown(): void {
+    if (this.leaseTimer || this.jobs.size === 0) return;
+    const leaseMs = Math.min(...[...this.jobs.values()].map((e) => e.leaseMs));
+    this.leaseTimer = setTimeout(() => {
+      this.leaseTimer = null;
+      for (const jobId of this.jobs.keys()) {
+        this.log.warn({ jobId, leaseMs }, 'lease expired without word from the controller; ending the job here');
+        void this.runner.abortJob(jobId, LEASE_ABORT_GRACE_MS);
+      }
+    }, leaseMs);
+    this.leaseTimer.unref();
+  }
+
+  private entry(jobId: string, leaseMs: number): JobEntry {
+    let entry = this.jobs.get(jobId);
+    if (!entry) this.jobs.set(jobId, (entry = { leaseMs, pumps: new Map(), unwatch: new Map() }));
+    return entry;
+  }
+
+  private pumpFor(entry: JobEntry, jobId: string, rank: number, announced: boolean): OutputPump {
+    let pump = entry.pumps.get(rank);
+    if (!pump) {
+      pump = new OutputPump(jobId, rank, this.output, this.link, announced);
+      entry.pumps.set(rank, pump);
+    }
+    return pump;
+  }
+
+  /** New bytes in the rank's files wake its pump (inotify, or a short poll where there is none). */
+  private watch(entry: JobEntry, jobId: string, rank: number, pump: OutputPump): void {
+    entry.unwatch.set(rank, watchRankDir(this.runner.spool.rankDir(jobId, rank), () => pump.kick()));
+  }
+
+  private stopWatching(entry: JobEntry, rank: number): void {
+    entry.unwatch.get(rank)?.();
+    entry.unwatch.delete(rank);
+  }
+}

@@ -1,0 +1,99 @@
+// Streams a job's output to this terminal: labelled lines, stdout to stdout and
+// stderr to stderr, with backpressure from our own stdout, and a transparent
+// reconnect (from the last event id) if the controller restarts mid-job.
+import type { JobView } from '@rankd/protocol';
+import { CliError, ExitCode } from '../exit-codes.js';
+import type { ClientConfig } from './config.js';
+import { send } from './http.js';
+import { LineLabeler, renderLabel } from './line-labeler.js';
+import { readSse } from './sse.js';
+
+export interface FollowOptions {
+  /** Label template, e.g. "{rank}: "; empty for raw output. */
+  label: string;
+  ranks?: number[];
+  stream?: 'stdout' | 'stderr';
+  offset?: number;
+  /** false: deliver what is stored and stop. */
+  follow?: boolean;
+  /** Keep trying this long when the controller goes away mid-stream. */
+  reconnectForMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface FollowEnd {
+  state: string;
+  reason: string;
+  exitCode: number | null;
+}
+
+interface OutputRecord {
+  rank: number;
+  stream: 'stdout' | 'stderr';
+  offset: number;
+  data: string;
+}
+
+export async function followLogs(config: ClientConfig, job: JobView, options: FollowOptions): Promise<FollowEnd | null> {
+  const labelers = new Map<string, LineLabeler>();
+  const labeler = (rank: number, stream: 'stdout' | 'stderr') => {
+    const key = `${rank}/${stream}`;
+    let l = labelers.get(key);
+    if (!l) {
+      const entry = job.rankMap.ranks[rank];
+      const label = renderLabel(options.label, { rank, node: entry?.node ?? '?', localRank: entry?.localRank ?? 0, stream });
+      const out = stream === 'stdout' ? process.stdout : process.stderr;
+      labelers.set(key, (l = new LineLabeler(label, (s) => out.write(s))));
+    }
+    return l;
+  };
+  const query = new URLSearchParams({ follow: String(options.follow ?? true), format: 'sse' });
+  if (options.ranks) query.set('rank', options.ranks.join(','));
+  if (options.stream) query.set('stream', options.stream);
+  if (options.offset !== undefined) query.set('offset', String(options.offset));
+
+  let lastId: string | null = null;
+  let downSince: number | null = null;
+  for (;;) {
+    try {
+      const res = await send(config, `/v1/jobs/${job.id}/logs?${query}`, {
+        signal: options.signal ?? new AbortController().signal,
+        ...(lastId ? { headers: { 'last-event-id': lastId } } : {}),
+      });
+      downSince = null;
+      for await (const event of readSse(res.body!)) {
+        if (event.id) lastId = event.id;
+        if (event.event === 'end') {
+          for (const l of labelers.values()) l.flush();
+          return JSON.parse(event.data) as FollowEnd;
+        }
+        if (event.event !== 'output') continue;
+        const record = JSON.parse(event.data) as OutputRecord;
+        const out = record.stream === 'stdout' ? process.stdout : process.stderr;
+        // our own stdout is slow (a pipe into less, a slow terminal): wait, do not buffer without bound
+        if (!labeler(record.rank, record.stream).push(record.data)) await new Promise((r) => out.once('drain', r));
+      }
+      // the stream ended without an end event: all stored output was asked for, or the controller went away
+      if (options.follow === false) {
+        for (const l of labelers.values()) l.flush();
+        return null;
+      }
+    } catch (err) {
+      if (options.signal?.aborted) return null;
+      if (!(err instanceof CliError) || err.exitCode !== ExitCode.Unreachable) {
+        if (!isStreamReset(err)) throw err;
+      }
+    }
+    downSince ??= Date.now();
+    if (Date.now() - downSince > (options.reconnectForMs ?? 60_000)) {
+      for (const l of labelers.values()) l.flush();
+      throw new CliError(`lost the controller while following job ${job.id}; "rankd logs ${job.id} -f" resumes`, ExitCode.Unreachable);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function isStreamReset(err: unknown): boolean {
+  const e = err as { name?: string; cause?: { code?: string }; code?: string };
+  return e.name === 'TypeError' || e.cause?.code === 'UND_ERR_SOCKET' || e.code === 'ECONNRESET' || e.name === 'SocketError';
+}

@@ -1,0 +1,41 @@
+// `rankd logs ID [-f] [--rank R] [--stream out|err] [--offset N]`.
+import type { Command } from 'commander';
+import type { JobView } from '@rankd/protocol';
+import { loadClientConfig } from '../client/config.js';
+import { followLogs } from '../client/follow-logs.js';
+import { request } from '../client/http.js';
+import { CliError, ExitCode } from '../exit-codes.js';
+import { collect } from '../options.js';
+
+export function register(program: Command): void {
+  program
+    .command('logs')
+    .description("a job's output, labelled by rank; -f follows it live")
+    .argument('<id>')
+    .option('-f, --follow', 'keep streaming until the job ends')
+    .option('--rank <r>', 'only this rank (repeatable)', collect)
+    .option('--stream <out|err>', 'only stdout or only stderr')
+    .option('--offset <bytes>', 'start at this byte offset of each selected stream')
+    .option('--no-label', 'raw output, without the "RANK: " prefix')
+    .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
+    .action(async (id: string, opts: { follow?: boolean; rank?: string[]; stream?: string; offset?: string; label: boolean; labelFormat: string }) => {
+      const config = loadClientConfig();
+      const job = await request<JobView>(config, `/v1/jobs/${encodeURIComponent(id)}`);
+      const stream = opts.stream === undefined ? undefined : opts.stream === 'out' || opts.stream === 'stdout' ? 'stdout' : opts.stream === 'err' || opts.stream === 'stderr' ? 'stderr' : null;
+      if (stream === null) throw new CliError(`--stream is out or err, not "${opts.stream}"`, ExitCode.Usage);
+      const ranks = opts.rank?.map((r) => {
+        if (!/^\d+$/.test(r)) throw new CliError(`--rank takes a rank number, not "${r}"`, ExitCode.Usage);
+        return Number(r);
+      });
+      const offset = opts.offset === undefined ? undefined : Number(opts.offset);
+      if (offset !== undefined && !(Number.isInteger(offset) && offset >= 0)) throw new CliError(`--offset takes a byte offset, not "${opts.offset}"`, ExitCode.Usage);
+      // Without -f the same stream ends after the stored bytes (the server closes it).
+      await followLogs(config, job, {
+        label: opts.label ? opts.labelFormat : '',
+        ...(ranks ? { ranks } : {}),
+        ...(stream ? { stream } : {}),
+        ...(offset !== undefined ? { offset } : {}),
+        follow: opts.follow ?? false,
+      });
+    });
+}

@@ -1,0 +1,96 @@
+// `rankd run`: srun for rankd. Plans, launches pinned ranks, streams their labelled
+// output, and exits with the job's code. Ctrl-C cancels the job and waits for its
+// ranks to end; a second Ctrl-C detaches.
+import type { Command } from 'commander';
+import type { JobSubmit, JobView } from '@rankd/protocol';
+import { loadClientConfig } from '../client/config.js';
+import { followLogs } from '../client/follow-logs.js';
+import { request } from '../client/http.js';
+import { CliError, ExitCode } from '../exit-codes.js';
+import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
+
+interface RunFlags extends PlacementOptions {
+  quiet?: boolean;
+  label: boolean;
+  labelFormat: string;
+  grace?: string;
+  timeout?: string;
+  pty?: boolean;
+  user?: string;
+  cwd?: string;
+  failPolicy?: 'fail-fast' | 'wait';
+  name?: string;
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command('run')
+    .description('launch pinned ranks and stream their output (like srun); exits with the job\'s code')
+    .usage('[placement flags] [options] -- CMD [ARGS…]')
+    .argument('<command...>', 'the program and its arguments (after --)')
+    .option('-q, --quiet', 'do not print the rank map on stderr')
+    .option('--no-label', 'raw output, without the "RANK: " prefix')
+    .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
+    .option('--grace <seconds>', 'between SIGTERM and SIGKILL when ranks are ended (default 10)')
+    .option('--timeout <seconds>', 'end the job as timed-out after this long')
+    .option('--fail-policy <policy>', 'fail-fast (default): the first failing rank ends the job; wait: let the others finish')
+    .option('--pty', 'run each rank under a pseudo-terminal')
+    .option('--user <name>', 'run the ranks as this user')
+    .option('--cwd <dir>', 'working directory of the ranks (default: this one)')
+    .option('--name <name>', 'a name for the job');
+  addPlacementOptions(cmd);
+  cmd.action(async (command: string[], flags: RunFlags) => {
+    const config = loadClientConfig();
+    const submit: JobSubmit = {
+      command,
+      placement: placementSpecFromOptions(flags),
+      cwd: flags.cwd ?? process.cwd(),
+      ...(flags.name ? { name: flags.name } : {}),
+      ...(flags.user ? { user: flags.user } : {}),
+      ...(flags.pty ? { pty: true } : {}),
+      ...(flags.grace !== undefined ? { grace: seconds('--grace', flags.grace, true) } : {}),
+      ...(flags.timeout !== undefined ? { timeout: seconds('--timeout', flags.timeout, false) } : {}),
+      ...(flags.failPolicy ? { failPolicy: failPolicy(flags.failPolicy) } : {}),
+    };
+    const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
+    if (!flags.quiet) {
+      const { renderRankMap } = await import('@rankd/controller/planner/views/index');
+      process.stderr.write(`rankd: job ${job.id}\n${renderRankMap(job.rankMap, 'table')}`);
+    }
+
+    let interrupts = 0;
+    const detach = new AbortController();
+    const onInterrupt = () => {
+      interrupts++;
+      if (interrupts === 1) {
+        process.stderr.write(`\nrankd: cancelling job ${job.id}; waiting for its ranks to end (Ctrl-C again to detach)\n`);
+        request(config, `/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
+      } else {
+        detach.abort();
+      }
+    };
+    process.on('SIGINT', onInterrupt);
+    process.on('SIGTERM', onInterrupt);
+    const end = await followLogs(config, job, { label: flags.label ? flags.labelFormat : '', signal: detach.signal });
+    process.off('SIGINT', onInterrupt);
+    process.off('SIGTERM', onInterrupt);
+    if (!end) {
+      process.stderr.write(`rankd: detached from job ${job.id}; it may still be ending ("rankd job ${job.id}")\n`);
+      process.exitCode = 130;
+      return;
+    }
+    if (end.state !== 'succeeded' && !flags.quiet) process.stderr.write(`rankd: job ${job.id} ${end.state}: ${end.reason}\n`);
+    process.exitCode = end.exitCode ?? 1;
+  });
+}
+
+function seconds(flag: string, text: string, zeroOk: boolean): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < 0 || (!zeroOk && n === 0)) throw new CliError(`${flag} takes a number of seconds, not "${text}"`, ExitCode.Usage);
+  return n;
+}
+
+function failPolicy(text: string): 'fail-fast' | 'wait' {
+  if (text !== 'fail-fast' && text !== 'wait') throw new CliError(`--fail-policy is fail-fast or wait, not "${text}"`, ExitCode.Usage);
+  return text;
+}

@@ -1,0 +1,49 @@
+// Jobs over REST: submit, list, inspect, cancel, signal.
+import { ErrorBody, ErrorCode, JobList, JobParams, JobSignalRequest, JobSubmit, JobView, RankdError } from '@rankd/protocol';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import type { JobManager } from '../../jobs/job-manager.js';
+
+export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager }): Promise<void> {
+  const { jobs } = opts;
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  api.post(
+    '/v1/jobs',
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: 'Plan and start a job (an existing idempotency key returns that job with 200)',
+        body: JobSubmit,
+        response: { 200: JobView, 201: JobView, 400: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const { view, created } = jobs.submit(request.body);
+      return reply.code(created ? 201 : 200).send(view);
+    },
+  );
+
+  api.get(
+    '/v1/jobs',
+    { schema: { tags: ['jobs'], summary: 'Recent jobs, newest first', querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) }), response: { 200: JobList } } },
+    async (request) => ({ jobs: jobs.list(request.query.limit ?? 100) }),
+  );
+
+  api.get('/v1/jobs/:id', { schema: { tags: ['jobs'], summary: 'One job with its rank map and the actual binding of every rank', params: JobParams, response: { 200: JobView, 404: ErrorBody } } }, async (request) => {
+    const view = jobs.view(request.params.id);
+    if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
+    return view;
+  });
+
+  api.post('/v1/jobs/:id/cancel', { schema: { tags: ['jobs'], summary: 'Cancel: SIGTERM every rank, the grace period, then SIGKILL', params: JobParams, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } }, async (request) =>
+    jobs.cancel(request.params.id),
+  );
+
+  api.post(
+    '/v1/jobs/:id/signal',
+    { schema: { tags: ['jobs'], summary: "Send a signal to one rank's process group, or all", params: JobParams, body: JobSignalRequest, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } },
+    async (request) => jobs.signal(request.params.id, request.body.signal, request.body.rank),
+  );
+}

@@ -1,0 +1,74 @@
+// A job's output: stored, or followed live (SSE with Last-Event-ID, or NDJSON),
+// filtered by rank and stream, resumable from a byte offset.
+import { ErrorBody, ErrorCode, JobParams, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { JobManager } from '../../jobs/job-manager.js';
+import { LogFollower, decodeCursors, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
+
+const KEEPALIVE_MS = 15_000;
+
+export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager }): Promise<void> {
+  const { jobs } = opts;
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.get(
+    '/v1/jobs/:id/logs',
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: "A job's output: text, NDJSON records, or an SSE stream with follow=true (resumes from Last-Event-ID)",
+        params: JobParams,
+        querystring: LogQuery,
+        response: { 404: ErrorBody, 400: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const view = jobs.view(request.params.id);
+      if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
+      const q = request.query;
+      const ranks = q.rank ? q.rank.split(',').map(Number) : view.ranks.map((r) => r.rank);
+      for (const r of ranks) if (!view.ranks[r]) throw new RankdError(ErrorCode.InvalidRequest, `job ${view.id} has no rank ${r} (world size ${view.ranks.length})`);
+      const streams: StreamName[] = !q.stream || q.stream === 'all' ? ['stdout', 'stderr'] : [q.stream];
+      const resumeFrom = decodeCursors(String(request.headers['last-event-id'] ?? ''));
+      const cursors: Cursor[] = ranks.flatMap((rank) =>
+        streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(`${rank}${stream === 'stdout' ? 'o' : 'e'}`) ?? q.offset ?? 0 })),
+      );
+      const format = q.format ?? (q.follow ? 'sse' : 'text');
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': format === 'sse' ? 'text/event-stream' : format === 'ndjson' ? 'application/x-ndjson' : 'text/plain; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
+      raw.flushHeaders();
+      const sink = sinkFor(format, raw);
+      const follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false);
+      const keepalive = format === 'sse' ? setInterval(() => raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
+      raw.on('close', () => {
+        if (keepalive) clearInterval(keepalive);
+        follower.stop();
+      });
+      follower.start();
+    },
+  );
+}
+
+function sinkFor(format: 'text' | 'ndjson' | 'sse', raw: FastifyReply['raw']): LogSink {
+  const write = (s: string | Buffer) => raw.write(s);
+  return {
+    write(chunk: LogChunk, cursor: string) {
+      if (format === 'text') return write(chunk.data);
+      const record = JSON.stringify({ rank: chunk.rank, stream: chunk.stream, offset: chunk.offset, bytes: chunk.data.length, data: chunk.data.toString('utf8') });
+      return format === 'ndjson' ? write(record + '\n') : write(`id: ${cursor}\nevent: output\ndata: ${record}\n\n`);
+    },
+    onDrain(resume) {
+      raw.once('drain', resume);
+    },
+    end(summary: LogEnd | null) {
+      if (summary && format === 'sse') raw.write(`event: end\ndata: ${JSON.stringify(summary)}\n\n`);
+      if (summary && format === 'ndjson') raw.write(JSON.stringify({ end: summary }) + '\n');
+      raw.end();
+    },
+  };
+}

@@ -1,0 +1,328 @@
+// Jobs from submission to their last rank's exit.
+//
+// The manager keeps live jobs in memory and writes every transition through to the
+// store. A job ends only when every one of its ranks has a terminal state, so "no
+// rank runs after its job ended" holds by construction. Fail-fast, cancel, timeout
+// and node loss all take the same path: `stop()` records why, asks every agent of
+// the job to end its ranks (SIGTERM, grace, SIGKILL), and the job closes when the
+// last exit arrives.
+import { EventEmitter } from 'node:events';
+import { constants } from 'node:os';
+import {
+  ErrorCode,
+  RankdError,
+  type JobState,
+  type JobSubmit,
+  type JobView,
+  type RankLaunch,
+} from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { NodeRegistry, NodeStateChange } from '../fleet/node-registry.js';
+import { planRankMap } from '../planner/index.js';
+import type { EventsRepo } from '../store/events-repo.js';
+import type { JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
+import { newJobId } from './job-ids.js';
+import { graceSeconds, jobSummary, jobView, plannedCpus } from './job-view.js';
+import type { LogStore } from './log-store.js';
+import { MasterPorts } from './master-ports.js';
+
+/** How the manager reaches agents: the gateway's live links. */
+export interface AgentSender {
+  send(node: string, message: { type: string } & Record<string, unknown>): boolean;
+}
+
+export interface LiveJob {
+  job: JobRecord;
+  ranks: RankRecord[];
+  /** Set once the job is being stopped: the state it will end in, and why. */
+  stopping: { state: JobState; reason: string } | null;
+  timeout: NodeJS.Timeout | null;
+  /** Exits that arrived before all of their output: applied when the bytes catch up. */
+  pendingExits: Map<number, PendingExit>;
+  /** First non-zero rank status in order of arrival: the job's exit code. */
+  firstFailure: number | null;
+}
+
+export interface PendingExit {
+  code: number | null;
+  signal: string | null;
+  endedAt: number;
+  outputBytes: { stdout: number; stderr: number };
+  error?: { code: string; message: string };
+}
+
+export class JobManager extends EventEmitter<{ ended: [string]; changed: [string] }> {
+  readonly live = new Map<string, LiveJob>();
+  private readonly ports = new MasterPorts();
+
+  constructor(
+    private readonly repo: JobsRepo,
+    private readonly events: EventsRepo,
+    readonly logs: LogStore,
+    private readonly registry: NodeRegistry,
+    private readonly agents: AgentSender,
+    private readonly log: Logger,
+  ) {
+    super();
+    this.setMaxListeners(0);
+    registry.on('state', (change) => this.onNodeState(change));
+  }
+
+  /** Reloads the jobs that were live when the controller stopped. */
+  restore(): void {
+    for (const job of this.repo.listActive()) {
+      const ranks = this.repo.ranks(job.id);
+      for (const r of ranks) {
+        // the files are the truth for what is stored; the index may lag a crash
+        const sizes = this.logs.open(job.id, r.rank);
+        r.stdoutBytes = sizes.stdout;
+        r.stderrBytes = sizes.stderr;
+      }
+      const live = this.track(job, ranks);
+      this.ports.hold(job.rankMap.ranks[0]!.node, job.rankMap.masterPort);
+      this.armTimeout(live);
+      this.log.info({ job: job.id, state: job.state }, 'restored live job');
+    }
+  }
+
+  /** Plans and starts a job; a resubmitted idempotency key returns the existing job. */
+  submit(submit: JobSubmit): { view: JobView; created: boolean } {
+    if (submit.idempotencyKey) {
+      const existing = this.repo.getByKey(submit.idempotencyKey);
+      if (existing) return { view: this.view(existing.id)!, created: false };
+    }
+    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, { pickPort: (node) => this.ports.pick(node) });
+    const now = Date.now();
+    const job: JobRecord = {
+      id: newJobId(now),
+      name: submit.name ?? null,
+      idempotencyKey: submit.idempotencyKey ?? null,
+      state: 'pending',
+      reason: 'planned',
+      submit,
+      rankMap,
+      exitCode: null,
+      createdAt: now,
+      startedAt: null,
+      endedAt: null,
+    };
+    const ranks: RankRecord[] = rankMap.ranks.map((r) => ({
+      jobId: job.id,
+      rank: r.rank,
+      node: r.node,
+      state: 'pending',
+      pid: null,
+      startedAt: null,
+      endedAt: null,
+      exitCode: null,
+      signal: null,
+      binding: null,
+      error: null,
+      warnings: [],
+      stdoutBytes: 0,
+      stderrBytes: 0,
+    }));
+    this.repo.create(job, ranks);
+    this.events.append('job.submitted', job.id, { worldSize: rankMap.worldSize, nodes: rankMap.nodes.map((n) => n.name) });
+    for (const r of ranks) this.logs.open(job.id, r.rank);
+    this.ports.hold(rankMap.ranks[0]!.node, rankMap.masterPort);
+    const live = this.track(job, ranks);
+    this.dispatch(live);
+    return { view: jobView(job, ranks), created: true };
+  }
+
+  view(id: string): JobView | null {
+    const live = this.live.get(id);
+    if (live) return jobView(live.job, live.ranks);
+    const job = this.repo.get(id);
+    return job ? jobView(job, this.repo.ranks(id)) : null;
+  }
+
+  list(limit = 100) {
+    return this.repo.list(limit).map((j) => jobSummary(this.live.get(j.id)?.job ?? j));
+  }
+
+  /** True when the job exists and has ended (its ranks are all gone). */
+  isEnded(id: string): boolean {
+    if (this.live.has(id)) return false;
+    return this.repo.get(id) !== null;
+  }
+
+  cancel(id: string, why = 'cancelled by request'): JobView {
+    const live = this.requireLive(id, 'cancel');
+    this.stop(live, 'cancelled', why);
+    return jobView(live.job, live.ranks);
+  }
+
+  signal(id: string, signal: string, rank?: number): JobView {
+    const live = this.requireLive(id, 'signal');
+    if (rank !== undefined && !live.ranks[rank]) throw new RankdError(ErrorCode.InvalidRequest, `job ${id} has no rank ${rank}`);
+    const nodes = rank === undefined ? this.nodesOf(live) : [live.ranks[rank]!.node];
+    for (const node of nodes) this.agents.send(node, { type: 'job.signal', jobId: id, signal, ...(rank === undefined ? {} : { rank }) });
+    this.events.append('job.signal', id, { signal, rank: rank ?? 'all' });
+    return jobView(live.job, live.ranks);
+  }
+
+  /** Ends the job: records why, asks every agent to stop its ranks, closes when they are gone. */
+  stop(live: LiveJob, state: JobState, reason: string): void {
+    if (live.stopping) return;
+    live.stopping = { state, reason };
+    this.setJob(live, { reason: `stopping: ${reason}` });
+    this.events.append('job.stopping', live.job.id, { state, reason });
+    const graceMs = Math.round(graceSeconds(live.job) * 1000);
+    for (const node of this.nodesOf(live)) {
+      if (live.ranks.some((r) => r.node === node && !isTerminal(r))) {
+        this.agents.send(node, { type: 'job.abort', jobId: live.job.id, graceMs, reason });
+      }
+    }
+    // ranks never started anywhere cannot be stopped; they simply never ran
+    for (const r of live.ranks) if (r.state === 'pending' && !this.registry.link(r.node)) this.endRank(live, r, 'unknown', `not started: ${reason}`);
+    this.maybeFinish(live);
+  }
+
+  /** Sends the job.start of each node; a node without a live link fails the job. */
+  dispatch(live: LiveJob, onlyNode?: string): void {
+    const { job } = live;
+    const byNode = new Map<string, RankLaunch[]>();
+    for (const r of live.ranks) {
+      if (r.state !== 'pending' || (onlyNode && r.node !== onlyNode)) continue;
+      const entry = job.rankMap.ranks[r.rank]!;
+      const launch: RankLaunch = {
+        rank: r.rank,
+        argv: job.submit.command,
+        env: { ...entry.env, ...job.submit.env, RANKD_JOB_ID: job.id },
+        cpus: plannedCpus(entry),
+        memNodes: entry.memNodes,
+        ...(job.submit.cwd ? { cwd: job.submit.cwd } : {}),
+        ...(job.submit.user ? { user: job.submit.user } : {}),
+        ...(job.submit.pty ? { pty: true } : {}),
+      };
+      const list = byNode.get(r.node) ?? [];
+      list.push(launch);
+      byNode.set(r.node, list);
+    }
+    const leaseMs = this.registry.timing.lostAfterMs;
+    for (const [node, ranks] of byNode) {
+      if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks })) {
+        this.stop(live, 'failed', `node ${node} is not connected`);
+        return;
+      }
+    }
+    if (job.state === 'pending') {
+      this.setJob(live, { state: 'starting', reason: 'starting ranks', startedAt: Date.now() });
+      this.armTimeout(live);
+    }
+  }
+
+  /** Records a rank's end; fail-fast stops the rest of the job on a failure. */
+  endRank(live: LiveJob, r: RankRecord, state: RankRecord['state'], error: string | null, exit?: PendingExit): void {
+    if (isTerminal(r)) return;
+    r.state = state;
+    r.endedAt = exit?.endedAt ?? Date.now();
+    r.exitCode = exit?.code ?? null;
+    r.signal = exit?.signal ?? null;
+    r.error = error;
+    this.repo.updateRank(r);
+    this.events.append('rank.exited', `${live.job.id}/${r.rank}`, { node: r.node, state, code: r.exitCode, signal: r.signal, error, stdout: r.stdoutBytes, stderr: r.stderrBytes });
+    const status = exitStatus(r);
+    if (status !== 0 && live.firstFailure === null) live.firstFailure = status;
+    if (status !== 0 && !live.stopping && (live.job.submit.failPolicy ?? 'fail-fast') === 'fail-fast') {
+      this.stop(live, state === 'unknown' ? 'lost' : 'failed', describeEnd(r));
+    }
+    this.maybeFinish(live);
+    this.emit('changed', live.job.id);
+  }
+
+  setJob(live: LiveJob, patch: Partial<Pick<JobRecord, 'state' | 'reason' | 'startedAt' | 'endedAt' | 'exitCode'>>): void {
+    const before = live.job.state;
+    Object.assign(live.job, patch);
+    this.repo.updateJob(live.job);
+    if (patch.state && patch.state !== before) this.events.append('job.state', live.job.id, { from: before, to: patch.state, reason: live.job.reason });
+  }
+
+  nodesOf(live: LiveJob): string[] {
+    return [...new Set(live.ranks.map((r) => r.node))];
+  }
+
+  private maybeFinish(live: LiveJob): void {
+    if (!live.ranks.every(isTerminal)) {
+      if (live.job.state === 'starting' && live.ranks.every((r) => r.state !== 'pending')) this.setJob(live, { state: 'running', reason: 'all ranks started' });
+      return;
+    }
+    const failed = live.ranks.find((r) => exitStatus(r) !== 0);
+    const unknown = live.ranks.find((r) => r.state === 'unknown');
+    let state: JobState;
+    let reason: string;
+    if (live.stopping) ({ state, reason } = live.stopping);
+    else if (unknown) [state, reason] = ['lost', describeEnd(unknown)];
+    else if (failed) [state, reason] = ['failed', describeEnd(failed)];
+    else [state, reason] = ['succeeded', `all ${live.ranks.length} ranks exited 0`];
+    const exitCode = state === 'succeeded' ? 0 : (live.firstFailure ?? 1);
+    if (live.timeout) clearTimeout(live.timeout);
+    this.setJob(live, { state, reason, exitCode, endedAt: Date.now(), startedAt: live.job.startedAt ?? Date.now() });
+    for (const r of live.ranks) this.repo.updateBytes(r);
+    this.live.delete(live.job.id);
+    this.ports.release(live.job.rankMap.ranks[0]!.node, live.job.rankMap.masterPort);
+    this.log.info({ job: live.job.id, state, reason, exitCode }, 'job ended');
+    this.emit('ended', live.job.id);
+    this.emit('changed', live.job.id);
+    // Release the agents' spools only when every byte is stored; otherwise they keep it for a resume.
+    const complete = !live.ranks.some((r) => r.state === 'unknown');
+    if (complete) for (const node of this.nodesOf(live)) this.agents.send(node, { type: 'job.release', jobId: live.job.id });
+    this.logs.close(live.job.id);
+  }
+
+  private track(job: JobRecord, ranks: RankRecord[]): LiveJob {
+    const live: LiveJob = { job, ranks, stopping: null, timeout: null, pendingExits: new Map(), firstFailure: null };
+    this.live.set(job.id, live);
+    return live;
+  }
+
+  private armTimeout(live: LiveJob): void {
+    const seconds = live.job.submit.timeout;
+    if (!seconds || live.timeout || live.job.startedAt === null) return;
+    const remaining = live.job.startedAt + seconds * 1000 - Date.now();
+    live.timeout = setTimeout(() => this.stop(live, 'timed-out', `timed out after ${seconds} s`), Math.max(0, remaining));
+    live.timeout.unref();
+  }
+
+  private onNodeState(change: NodeStateChange): void {
+    if (change.to !== 'lost') return;
+    for (const live of [...this.live.values()]) {
+      const onNode = live.ranks.filter((r) => r.node === change.name && !isTerminal(r));
+      if (onNode.length === 0) continue;
+      if (!live.stopping) this.stop(live, 'lost', `node ${change.name} lost`);
+      for (const r of onNode) if (this.live.has(live.job.id)) this.endRank(live, r, 'unknown', `node ${change.name} lost`);
+    }
+  }
+
+  private requireLive(id: string, what: string): LiveJob {
+    const live = this.live.get(id);
+    if (live) return live;
+    const job = this.repo.get(id);
+    if (!job) throw new RankdError(ErrorCode.NotFound, `unknown job "${id}"`);
+    throw new RankdError(ErrorCode.JobEnded, `cannot ${what} job ${id}: it already ended (${job.state})`);
+  }
+}
+
+export function isTerminal(r: RankRecord): boolean {
+  return r.state === 'exited' || r.state === 'failed-to-start' || r.state === 'unknown';
+}
+
+/** A rank's status as a shell reports it: its code, or 128 + the signal number. */
+export function exitStatus(r: RankRecord): number {
+  if (r.state === 'exited' && r.exitCode !== null) return r.exitCode;
+  if (r.signal) return 128 + (signalNumber(r.signal) ?? 0);
+  return r.state === 'exited' ? 0 : 1;
+}
+
+function describeEnd(r: RankRecord): string {
+  if (r.state === 'failed-to-start') return `rank ${r.rank} on ${r.node} failed to start: ${r.error}`;
+  if (r.state === 'unknown') return r.error ?? `rank ${r.rank} on ${r.node}: status unknown`;
+  if (r.signal) return `rank ${r.rank} on ${r.node} was killed by ${r.signal}`;
+  return `rank ${r.rank} on ${r.node} exited with code ${r.exitCode}`;
+}
+
+function signalNumber(name: string): number | undefined {
+  return (constants.signals as Record<string, number>)[name];
+}

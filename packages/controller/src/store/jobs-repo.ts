@@ -1,0 +1,145 @@
+// Persistence of jobs and their ranks. Every state change is written through, so a
+// controller killed at any moment restarts knowing what ran where.
+import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
+import type { Db } from './database.js';
+
+export interface JobRecord {
+  id: string;
+  name: string | null;
+  idempotencyKey: string | null;
+  state: JobState;
+  reason: string;
+  submit: JobSubmit;
+  rankMap: RankMap;
+  exitCode: number | null;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+}
+
+export interface RankRecord {
+  jobId: string;
+  rank: number;
+  node: string;
+  state: RankState;
+  pid: number | null;
+  startedAt: number | null;
+  endedAt: number | null;
+  exitCode: number | null;
+  signal: string | null;
+  binding: Binding | null;
+  error: string | null;
+  warnings: string[];
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
+type Row = Record<string, unknown>;
+
+export class JobsRepo {
+  private readonly insertJob;
+  private readonly insertRank;
+  private readonly updateJobStmt;
+  private readonly updateRankStmt;
+  private readonly updateBytesStmt;
+  private readonly byId;
+  private readonly byKey;
+  private readonly ranksOf;
+  private readonly recent;
+  private readonly active;
+  readonly create: (job: JobRecord, ranks: RankRecord[]) => void;
+
+  constructor(db: Db) {
+    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at)
+      VALUES (@id, @name, @idempotencyKey, @state, @reason, @submit, @rankMap, @exitCode, @createdAt, @startedAt, @endedAt)`);
+    this.insertRank = db.prepare(`INSERT INTO ranks (job_id, rank, node, state, warnings) VALUES (?, ?, ?, ?, '[]')`);
+    this.updateJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`);
+    this.updateRankStmt = db.prepare(`UPDATE ranks SET state = @state, pid = @pid, started_at = @startedAt, ended_at = @endedAt, exit_code = @exitCode,
+      signal = @signal, binding = @binding, error = @error, warnings = @warnings, stdout_bytes = @stdoutBytes, stderr_bytes = @stderrBytes
+      WHERE job_id = @jobId AND rank = @rank`);
+    this.updateBytesStmt = db.prepare('UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND rank = ?');
+    this.byId = db.prepare('SELECT * FROM jobs WHERE id = ?');
+    this.byKey = db.prepare('SELECT * FROM jobs WHERE idempotency_key = ?');
+    this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? ORDER BY rank');
+    this.recent = db.prepare('SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?');
+    this.active = db.prepare(`SELECT * FROM jobs WHERE state IN ('pending', 'starting', 'running') ORDER BY created_at`);
+    this.create = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
+      this.insertJob.run(jobParams(job));
+      for (const r of ranks) this.insertRank.run(r.jobId, r.rank, r.node, r.state);
+    });
+  }
+
+  updateJob(job: JobRecord): void {
+    this.updateJobStmt.run({ id: job.id, state: job.state, reason: job.reason, exitCode: job.exitCode, startedAt: job.startedAt, endedAt: job.endedAt });
+  }
+
+  updateRank(r: RankRecord): void {
+    this.updateRankStmt.run({ ...r, binding: r.binding ? JSON.stringify(r.binding) : null, warnings: JSON.stringify(r.warnings) });
+  }
+
+  /** The log index only; called in batches while output flows. */
+  updateBytes(r: RankRecord): void {
+    this.updateBytesStmt.run(r.stdoutBytes, r.stderrBytes, r.jobId, r.rank);
+  }
+
+  get(id: string): JobRecord | null {
+    const row = this.byId.get(id) as Row | undefined;
+    return row ? toJob(row) : null;
+  }
+
+  getByKey(key: string): JobRecord | null {
+    const row = this.byKey.get(key) as Row | undefined;
+    return row ? toJob(row) : null;
+  }
+
+  ranks(jobId: string): RankRecord[] {
+    return (this.ranksOf.all(jobId) as Row[]).map(toRank);
+  }
+
+  list(limit: number): JobRecord[] {
+    return (this.recent.all(limit) as Row[]).map(toJob);
+  }
+
+  listActive(): JobRecord[] {
+    return (this.active.all() as Row[]).map(toJob);
+  }
+}
+
+function jobParams(job: JobRecord) {
+  return { ...job, submit: JSON.stringify(job.submit), rankMap: JSON.stringify(job.rankMap) };
+}
+
+function toJob(r: Row): JobRecord {
+  return {
+    id: r['id'] as string,
+    name: (r['name'] as string | null) ?? null,
+    idempotencyKey: (r['idempotency_key'] as string | null) ?? null,
+    state: r['state'] as JobState,
+    reason: r['reason'] as string,
+    submit: JSON.parse(r['submit'] as string) as JobSubmit,
+    rankMap: JSON.parse(r['rank_map'] as string) as RankMap,
+    exitCode: (r['exit_code'] as number | null) ?? null,
+    createdAt: r['created_at'] as number,
+    startedAt: (r['started_at'] as number | null) ?? null,
+    endedAt: (r['ended_at'] as number | null) ?? null,
+  };
+}
+
+function toRank(r: Row): RankRecord {
+  return {
+    jobId: r['job_id'] as string,
+    rank: r['rank'] as number,
+    node: r['node'] as string,
+    state: r['state'] as RankState,
+    pid: (r['pid'] as number | null) ?? null,
+    startedAt: (r['started_at'] as number | null) ?? null,
+    endedAt: (r['ended_at'] as number | null) ?? null,
+    exitCode: (r['exit_code'] as number | null) ?? null,
+    signal: (r['signal'] as string | null) ?? null,
+    binding: r['binding'] ? (JSON.parse(r['binding'] as string) as Binding) : null,
+    error: (r['error'] as string | null) ?? null,
+    warnings: JSON.parse(r['warnings'] as string) as string[],
+    stdoutBytes: r['stdout_bytes'] as number,
+    stderrBytes: r['stderr_bytes'] as number,
+  };
+}

@@ -1,0 +1,143 @@
+// REST schemas of jobs: the submission, the job view, and log queries.
+import Type from 'typebox';
+import { Binding, SignalName, StreamName } from '../messages/jobs.js';
+import { PlacementSpec, RankMap } from '../plan.js';
+
+export const FailPolicy = Type.Union([Type.Literal('fail-fast'), Type.Literal('wait')]);
+export type FailPolicy = Type.Static<typeof FailPolicy>;
+
+export const JobSubmit = Type.Object(
+  {
+    /** argv: the program and its arguments. Never a shell string. */
+    command: Type.Array(Type.String({ maxLength: 65536 }), { minItems: 1, maxItems: 4096 }),
+    name: Type.Optional(Type.String({ maxLength: 128 })),
+    cwd: Type.Optional(Type.String({ maxLength: 4096 })),
+    /** Added to every rank's environment after the planner's (and so overriding it). */
+    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }), Type.String({ maxLength: 131072 }))),
+    placement: Type.Optional(PlacementSpec),
+    /** Run the ranks as this user; root only where the agents allow it. */
+    user: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    /** Seconds until the job is ended as timed-out. */
+    timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 31_536_000 })),
+    failPolicy: Type.Optional(FailPolicy),
+    /** Seconds between SIGTERM and SIGKILL when ranks are ended. */
+    grace: Type.Optional(Type.Number({ minimum: 0, maximum: 3600 })),
+    /** A resubmission with the same key returns the existing job. */
+    idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    /** Run each rank under a pseudo-terminal. */
+    pty: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type JobSubmit = Type.Static<typeof JobSubmit>;
+
+export const JobState = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('starting'),
+  Type.Literal('running'),
+  Type.Literal('succeeded'),
+  Type.Literal('failed'),
+  Type.Literal('cancelled'),
+  Type.Literal('timed-out'),
+  Type.Literal('lost'),
+]);
+export type JobState = Type.Static<typeof JobState>;
+
+export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set(['succeeded', 'failed', 'cancelled', 'timed-out', 'lost']);
+
+export const RankState = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('running'),
+  Type.Literal('exited'),
+  /** It never ran: bad user, missing program, … */
+  Type.Literal('failed-to-start'),
+  /** Its node was lost, or its supervisor vanished: no exit status. Never success. */
+  Type.Literal('unknown'),
+]);
+export type RankState = Type.Static<typeof RankState>;
+
+const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const RankView = Type.Object({
+  rank: Type.Integer({ minimum: 0 }),
+  node: Type.String(),
+  state: RankState,
+  pid: Nullable(Type.Integer()),
+  startedAt: Nullable(Type.String()),
+  endedAt: Nullable(Type.String()),
+  exitCode: Nullable(Type.Integer()),
+  signal: Nullable(Type.String()),
+  planned: Type.Object({ cpus: Type.Array(Type.Integer()), memNodes: Type.Array(Type.Integer()) }),
+  actual: Nullable(Binding),
+  outputBytes: Type.Object({ stdout: Type.Integer(), stderr: Type.Integer() }),
+  error: Nullable(Type.String()),
+  warnings: Type.Array(Type.String()),
+});
+export type RankView = Type.Static<typeof RankView>;
+
+export const JobView = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String()),
+  state: JobState,
+  reason: Type.String(),
+  command: Type.Array(Type.String()),
+  cwd: Nullable(Type.String()),
+  user: Nullable(Type.String()),
+  failPolicy: FailPolicy,
+  timeout: Nullable(Type.Number()),
+  grace: Type.Number(),
+  pty: Type.Boolean(),
+  /** The first failing rank's exit code, or 128+signal; 0 on success; null while running. */
+  exitCode: Nullable(Type.Integer()),
+  createdAt: Type.String(),
+  startedAt: Nullable(Type.String()),
+  endedAt: Nullable(Type.String()),
+  rankMap: RankMap,
+  ranks: Type.Array(RankView),
+});
+export type JobView = Type.Static<typeof JobView>;
+
+export const JobSummary = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String()),
+  state: JobState,
+  reason: Type.String(),
+  worldSize: Type.Integer(),
+  nodes: Type.Array(Type.String()),
+  command: Type.Array(Type.String()),
+  exitCode: Nullable(Type.Integer()),
+  createdAt: Type.String(),
+  endedAt: Nullable(Type.String()),
+});
+export type JobSummary = Type.Static<typeof JobSummary>;
+
+export const JobList = Type.Object({ jobs: Type.Array(JobSummary) });
+export type JobList = Type.Static<typeof JobList>;
+
+export const JobParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+export type JobParams = Type.Static<typeof JobParams>;
+
+export const JobSignalRequest = Type.Object({ signal: SignalName, rank: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false });
+export type JobSignalRequest = Type.Static<typeof JobSignalRequest>;
+
+export const LogQuery = Type.Object({
+  /** Comma-separated ranks; default all. */
+  rank: Type.Optional(Type.String({ pattern: '^[0-9]+(,[0-9]+)*$' })),
+  stream: Type.Optional(Type.Union([StreamName, Type.Literal('all')])),
+  /** Byte offset to start from (per selected stream). */
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  follow: Type.Optional(Type.Boolean()),
+  format: Type.Optional(Type.Union([Type.Literal('text'), Type.Literal('ndjson'), Type.Literal('sse')])),
+});
+export type LogQuery = Type.Static<typeof LogQuery>;
+
+/** One NDJSON / SSE record of the log stream. */
+export const LogRecord = Type.Object({
+  rank: Type.Integer(),
+  stream: StreamName,
+  offset: Type.Integer(),
+  /** UTF-8 text of the bytes [offset, offset + bytes). */
+  data: Type.String(),
+  bytes: Type.Integer(),
+});
+export type LogRecord = Type.Static<typeof LogRecord>;
