@@ -67,12 +67,13 @@ export interface ControllerHandle extends Daemon {
 }
 
 /** Starts `rankd controller` on a free loopback port (or a given one) and waits until it listens. */
-export async function startController(opts: { dataDir?: string; port?: number; heartbeatMs?: number } = {}): Promise<ControllerHandle> {
+export async function startController(opts: { dataDir?: string; port?: number; heartbeatMs?: number; restartGraceMs?: number } = {}): Promise<ControllerHandle> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
   const stateFile = join(dataDir, 'controller.json');
   rmSync(stateFile, { force: true });
   const args = ['controller', '--listen', `127.0.0.1:${opts.port ?? 0}`, '--data-dir', dataDir];
   if (opts.heartbeatMs) args.push('--heartbeat-ms', String(opts.heartbeatMs));
+  if (opts.restartGraceMs) args.push('--restart-grace-ms', String(opts.restartGraceMs));
   const daemon = spawnDaemon(args);
   const url = await waitUntil('controller.json', 15_000, () => {
     if (daemon.child.exitCode !== null) throw new Error(`controller exited: ${daemon.output()}`);
@@ -114,6 +115,8 @@ export async function startController(opts: { dataDir?: string; port?: number; h
 
 export function startAgent(controller: { url: string; joinTokenFile: string }, opts: { name: string; labels?: string[]; root?: string; spoolDir?: string; extra?: string[] }): Daemon {
   const args = ['agent', '--controller', controller.url, '--token-file', controller.joinTokenFile, '--name', opts.name, '--config', '/dev/null'];
+  // tests run ranks as whoever runs the tests (root in CI)
+  if (process.getuid?.() === 0) args.push('--allow-root');
   for (const l of opts.labels ?? []) args.push('--label', l);
   if (opts.root) args.push('--root', opts.root);
   args.push('--spool-dir', opts.spoolDir ?? mkdtempSync(join(tmpdir(), 'rankd-spool-')));

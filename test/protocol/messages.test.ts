@@ -10,6 +10,7 @@ interface Golden {
 }
 
 const hello = { type: 'hello', name: 'gpu-node-01', version: '0.1.0', capabilities: ['facts'], labels: { rack: 'r1' } };
+const launch = { rank: 0, argv: ['python3', '-u', 'train.py'], env: { RANK: '0' }, cpus: [0, 1, 2], memNodes: [0] };
 const golden: Record<string, Golden[]> = {
   hello: [
     { map: AgentMessages, frame: hello },
@@ -41,6 +42,53 @@ const golden: Record<string, Golden[]> = {
     { map: AgentMessages, frame: { type: 'error', code: 'RANKD_UNKNOWN_TYPE', message: 'x', inReplyTo: 'y' } },
     { map: ControllerMessages, frame: { type: 'error', id: 'r1', code: 'RANKD_BAD_FRAME', message: 'x' } },
     { map: ControllerMessages, frame: { type: 'error', code: 42, message: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'job.start': [
+    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [launch] } },
+    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [{ ...launch, cwd: '/tmp', user: 'alice', pty: true }] } },
+    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [] }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: ControllerMessages, frame: { type: 'job.start', jobId: '../etc', leaseMs: 60000, ranks: [launch] }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'j1', leaseMs: 60000, ranks: [{ ...launch, argv: 'sh -c x' }] }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'j1', leaseMs: 60000, ranks: [{ ...launch, cpus: ['0-3'] }] }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [launch] }, error: 'RANKD_UNKNOWN_TYPE' },
+  ],
+  'job.abort': [
+    { map: ControllerMessages, frame: { type: 'job.abort', jobId: 'j1', graceMs: 10000, reason: 'rank 1 exited with code 1' } },
+    { map: ControllerMessages, frame: { type: 'job.abort', jobId: 'j1', graceMs: -1, reason: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'job.signal': [
+    { map: ControllerMessages, frame: { type: 'job.signal', jobId: 'j1', signal: 'SIGUSR1' } },
+    { map: ControllerMessages, frame: { type: 'job.signal', jobId: 'j1', rank: 3, signal: 'SIGTERM' } },
+    { map: ControllerMessages, frame: { type: 'job.signal', jobId: 'j1', signal: 'kill -9' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'job.resume': [
+    { map: ControllerMessages, frame: { type: 'job.resume', jobId: 'j1', rank: 0, offsets: { stdout: 120, stderr: 0 } } },
+    { map: ControllerMessages, frame: { type: 'job.resume', jobId: 'j1', rank: 0, offsets: { stdout: 120 } }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'job.release': [
+    { map: ControllerMessages, frame: { type: 'job.release', jobId: 'j1' } },
+    { map: ControllerMessages, frame: { type: 'job.release' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'rank.started': [
+    { map: AgentMessages, frame: { type: 'rank.started', jobId: 'j1', rank: 0, pid: 4242, startedAt: '2026-11-22T01:00:00.000Z', binding: { cpus: [0, 1], memNodes: [0], verified: true }, warnings: [] } },
+    { map: AgentMessages, frame: { type: 'rank.started', jobId: 'j1', rank: 0, pid: 4242, startedAt: 'x', binding: { cpus: [], memNodes: [], verified: false, detail: 'not read: the rank exited first' }, warnings: ['numactl is not installed'] } },
+    { map: AgentMessages, frame: { type: 'rank.started', jobId: 'j1', rank: 0, pid: 0, startedAt: 'x', binding: { cpus: [], memNodes: [], verified: true }, warnings: [] }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'rank.output': [
+    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: Buffer.from('hello\n').toString('base64') } },
+    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdin', offset: 0, data: '' }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: -5, data: '' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'rank.exit': [
+    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: 0, signal: null, endedAt: 'x', outputBytes: { stdout: 6, stderr: 0 } } },
+    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: null, signal: 'SIGKILL', endedAt: 'x', outputBytes: { stdout: 6, stderr: 0 } } },
+    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: null, signal: null, endedAt: 'x', outputBytes: { stdout: 0, stderr: 0 }, error: { code: 'RANKD_RANK_BAD_USER', message: 'no user nosuch' } } },
+    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: 0, signal: null, endedAt: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'ranks.report': [
+    { map: AgentMessages, frame: { type: 'ranks.report', ranks: [] } },
+    { map: AgentMessages, frame: { type: 'ranks.report', ranks: [{ jobId: 'j1', rank: 0, state: 'running', pid: 77, outputBytes: { stdout: 1, stderr: 2 } }] } },
+    { map: AgentMessages, frame: { type: 'ranks.report', ranks: [{ jobId: 'j1', rank: 0, state: 'sleeping', pid: 77, outputBytes: { stdout: 1, stderr: 2 } }] }, error: 'RANKD_INVALID_MESSAGE' },
   ],
   envelope: [
     { map: AgentMessages, frame: 'not json', error: 'RANKD_BAD_FRAME' },

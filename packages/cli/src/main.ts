@@ -2,7 +2,7 @@
 // rankd: the one command people type. Each subcommand lives in commands/<name>.ts
 // and registers itself; this file only wires them and maps errors to exit codes.
 import { Command, CommanderError } from 'commander';
-import { RANKD_VERSION } from '@rankd/protocol';
+import { RANKD_VERSION } from '@rankd/protocol/version';
 import { CliError, ExitCode } from './exit-codes.js';
 import { commands } from './commands/index.js';
 

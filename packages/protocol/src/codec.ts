@@ -9,6 +9,7 @@ import { ErrorCode } from './errors.js';
 export interface MessageSpec<S extends Type.TObject = Type.TObject> {
   readonly type: string;
   readonly schema: S;
+  /** Compiled on first use: a CLI that never decodes a frame never pays for the compiler. */
   readonly validator: Validator<{}, S>;
 }
 
@@ -21,7 +22,14 @@ export function defineMessages(schemas: readonly Type.TObject[]): MessageMap {
     const type = (schema.properties as Record<string, { const?: unknown }>)['type']?.const;
     if (typeof type !== 'string') throw new Error(`message schema without a literal type: ${JSON.stringify(schema)}`);
     if (map.has(type)) throw new Error(`message type defined twice: ${type}`);
-    map.set(type, { type, schema, validator: Compile(schema) });
+    let validator: MessageSpec['validator'] | null = null;
+    map.set(type, {
+      type,
+      schema,
+      get validator() {
+        return (validator ??= Compile(schema) as MessageSpec['validator']);
+      },
+    });
   }
   return map;
 }

@@ -14,6 +14,7 @@ interface AgentFlags {
   address?: string;
   spoolDir?: string;
   root?: string;
+  allowRoot?: boolean;
 }
 
 export function register(program: Command): void {
@@ -28,6 +29,7 @@ export function register(program: Command): void {
     .option('--address <ip>', 'address other nodes reach this one at (default: as the controller sees it)')
     .option('--spool-dir <dir>', 'where rank output and state live (default /var/lib/rankd/spool)')
     .option('--root <dir>', 'read facts under this root instead of / (captured or generated trees)')
+    .option('--allow-root', 'let jobs run ranks as root (off by default)')
     .action(async (flags: AgentFlags) => {
       // loaded here, not at the top: other commands must not pay for the agent
       const { DEFAULT_CONFIG_FILE, configFromEnv, parseLabels, readConfigFile, resolveAgentConfig, startAgent } = await import('@rankd/agent');
@@ -42,6 +44,7 @@ export function register(program: Command): void {
           ...(flags.address ? { address: flags.address } : {}),
           ...(flags.spoolDir ? { spoolDir: flags.spoolDir } : {}),
           ...(flags.root ? { factsRoot: flags.root } : {}),
+          ...(flags.allowRoot ? { allowRoot: true } : {}),
         };
         config = resolveAgentConfig(readConfigFile(flags.config ?? DEFAULT_CONFIG_FILE, Boolean(flags.config)), configFromEnv(process.env), fromFlags);
       } catch (err) {

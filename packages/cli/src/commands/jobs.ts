@@ -1,6 +1,7 @@
 // `rankd jobs`, `rankd job ID`, `rankd cancel ID`.
 import type { Command } from 'commander';
-import { formatCpuList, type JobList, type JobView } from '@rankd/protocol';
+import type { JobList, JobView } from '@rankd/protocol';
+import { formatCpuList } from '@rankd/protocol/cpuset';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { renderTable } from '../table.js';

@@ -2,10 +2,9 @@
 // output, and exits with the job's code. Ctrl-C cancels the job and waits for its
 // ranks to end; a second Ctrl-C detaches.
 import type { Command } from 'commander';
-import type { JobSubmit, JobView } from '@rankd/protocol';
+import type { JobSubmit } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
-import { followLogs } from '../client/follow-logs.js';
-import { request } from '../client/http.js';
+import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 
@@ -52,35 +51,7 @@ export function register(program: Command): void {
       ...(flags.timeout !== undefined ? { timeout: seconds('--timeout', flags.timeout, false) } : {}),
       ...(flags.failPolicy ? { failPolicy: failPolicy(flags.failPolicy) } : {}),
     };
-    const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
-    if (!flags.quiet) {
-      const { renderRankMap } = await import('@rankd/controller/planner/views/index');
-      process.stderr.write(`rankd: job ${job.id}\n${renderRankMap(job.rankMap, 'table')}`);
-    }
-
-    let interrupts = 0;
-    const detach = new AbortController();
-    const onInterrupt = () => {
-      interrupts++;
-      if (interrupts === 1) {
-        process.stderr.write(`\nrankd: cancelling job ${job.id}; waiting for its ranks to end (Ctrl-C again to detach)\n`);
-        request(config, `/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
-      } else {
-        detach.abort();
-      }
-    };
-    process.on('SIGINT', onInterrupt);
-    process.on('SIGTERM', onInterrupt);
-    const end = await followLogs(config, job, { label: flags.label ? flags.labelFormat : '', signal: detach.signal });
-    process.off('SIGINT', onInterrupt);
-    process.off('SIGTERM', onInterrupt);
-    if (!end) {
-      process.stderr.write(`rankd: detached from job ${job.id}; it may still be ending ("rankd job ${job.id}")\n`);
-      process.exitCode = 130;
-      return;
-    }
-    if (end.state !== 'succeeded' && !flags.quiet) process.stderr.write(`rankd: job ${job.id} ${end.state}: ${end.reason}\n`);
-    process.exitCode = end.exitCode ?? 1;
+    process.exitCode = await runJob(config, submit, { quiet: flags.quiet ?? false, label: flags.label ? flags.labelFormat : '' });
   });
 }
 

@@ -4,9 +4,11 @@ import type { Command } from 'commander';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { NodeList } from '@rankd/protocol';
 import { clientConfigPath, rankdHome, type ClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { untilSignal } from '../signals.js';
 import { renderTable } from '../table.js';
@@ -17,7 +19,11 @@ interface UpFlags {
   listen: string;
   name: string;
   heartbeatMs?: string;
+  demo?: boolean;
 }
+
+/** The demo job's program, shipped with the CLI. */
+const DEMO_PROGRAM = fileURLToPath(new URL('../../demo/allreduce.mjs', import.meta.url));
 
 export function register(program: Command): void {
   program
@@ -26,9 +32,15 @@ export function register(program: Command): void {
     .option('--listen <addr>', 'controller address', '127.0.0.1:7480')
     .option('--name <name>', 'name of the local node', hostname().split('.')[0])
     .option('--heartbeat-ms <ms>', 'agent heartbeat interval')
+    .option('--demo', 'then run a demo job: 2 pinned ranks computing π together over TCP')
     .action(async (flags: UpFlags) => {
       const home = rankdHome();
       const cluster = await startLocalCluster(home, flags);
+      if (flags.demo) {
+        process.stderr.write(`rankd: demo: rankd run -n 2 -- node ${DEMO_PROGRAM}\n`);
+        const code = await runJob(cluster.client, { command: [process.execPath, DEMO_PROGRAM], placement: { ntasks: 2 }, cwd: home, name: 'demo' }, { quiet: false, label: '{rank}: ' });
+        process.stderr.write(`rankd: demo job exited ${code}. The controller and agent keep running: try "rankd nodes", "rankd jobs". Ctrl-C stops them.\n`);
+      }
       const { code } = await Promise.race([
         untilSignal().then(() => ({ code: ExitCode.Ok })),
         cluster.controller.exited.then(() => ({ code: ExitCode.Software, why: 'controller' })),
@@ -71,7 +83,19 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
 
   const agent = new DaemonProcess(
     'agent',
-    ['agent', '--controller', url, '--token-file', join(controllerDir, 'join-token'), '--name', flags.name, '--spool-dir', join(agentDir, 'spool')],
+    [
+      'agent',
+      '--controller',
+      url,
+      '--token-file',
+      join(controllerDir, 'join-token'),
+      '--name',
+      flags.name,
+      '--spool-dir',
+      join(agentDir, 'spool'),
+      // a personal cluster runs jobs as whoever started it, root included
+      ...(process.getuid?.() === 0 ? ['--allow-root'] : []),
+    ],
     join(home, 'agent.log'),
   );
   let nodes: NodeList['nodes'];

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { RANKD_VERSION, SUBPROTOCOL } from '@rankd/protocol';
+import { RANKD_VERSION } from '@rankd/protocol/version';
+import { SUBPROTOCOL } from '@rankd/protocol/wire';
 
 export function register(program: Command): void {
   program

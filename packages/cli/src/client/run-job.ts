@@ -1,0 +1,47 @@
+// Submits a job and stays with it to the end: the rank map on stderr, labelled output
+// streamed live, Ctrl-C to cancel (twice to detach). Returns the exit code to use.
+import type { JobSubmit, JobView } from '@rankd/protocol';
+import type { ClientConfig } from './config.js';
+import { followLogs } from './follow-logs.js';
+import { request } from './http.js';
+
+export interface RunJobOptions {
+  quiet: boolean;
+  /** Line label template, '' for raw output. */
+  label: string;
+}
+
+export async function runJob(config: ClientConfig, submit: JobSubmit, options: RunJobOptions): Promise<number> {
+  const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
+  if (!options.quiet) {
+    // the views are pure functions of the rank map; loaded only when shown
+    const { renderRankMap } = await import('@rankd/controller/planner/views/index');
+    process.stderr.write(`rankd: job ${job.id}\n${renderRankMap(job.rankMap, 'table')}`);
+  }
+
+  let interrupts = 0;
+  const detach = new AbortController();
+  const onInterrupt = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      process.stderr.write(`\nrankd: cancelling job ${job.id}; waiting for its ranks to end (Ctrl-C again to detach)\n`);
+      request(config, `/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
+    } else {
+      detach.abort();
+    }
+  };
+  process.on('SIGINT', onInterrupt);
+  process.on('SIGTERM', onInterrupt);
+  try {
+    const end = await followLogs(config, job, { label: options.label, signal: detach.signal });
+    if (!end) {
+      process.stderr.write(`rankd: detached from job ${job.id}; it may still be ending ("rankd job ${job.id}")\n`);
+      return 130;
+    }
+    if (end.state !== 'succeeded' && !options.quiet) process.stderr.write(`rankd: job ${job.id} ${end.state}: ${end.reason}\n`);
+    return end.exitCode ?? 1;
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    process.off('SIGTERM', onInterrupt);
+  }
+}
