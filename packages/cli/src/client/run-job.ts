@@ -38,7 +38,8 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
       process.stderr.write(`rankd: detached from job ${job.id}; it may still be ending ("rankd job ${job.id}")\n`);
       return 130;
     }
-    if (end.state !== 'succeeded' && !options.quiet) process.stderr.write(`rankd: job ${job.id} ${end.state}: ${end.reason}\n`);
+    // -q hides the header, never the reason a job failed
+    if (end.state !== 'succeeded') process.stderr.write(`rankd: job ${job.id} ${end.state}: ${end.reason}\n`);
     return end.exitCode ?? 1;
   } finally {
     process.off('SIGINT', onInterrupt);
