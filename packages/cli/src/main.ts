@@ -4,7 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { RANKD_VERSION } from '@rankd/protocol/version';
 import { CliError, ExitCode } from './exit-codes.js';
-import { commands } from './commands/index.js';
+import { modulesFor } from './commands/index.js';
 
 const program = new Command('rankd')
   .description('pinned distributed ranks on RDMA clusters')
@@ -12,7 +12,7 @@ const program = new Command('rankd')
   .exitOverride()
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
-for (const register of commands) register(program);
+for (const module of await Promise.all(modulesFor(process.argv.slice(2)).map((m) => m.load()))) module.register(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,9 +1,30 @@
-// Every subcommand, in the order `rankd --help` lists them.
+// Every subcommand module, in the order `rankd --help` lists them, with the command
+// names each defines. Modules load lazily: `rankd run` must not pay for fastify,
+// SQLite, the facts readers or the planner, so only the module of the command being
+// run is imported (all of them only for --help or an unknown command).
 import type { Command } from 'commander';
-import { register as agent } from './agent.js';
-import { register as controller } from './controller.js';
-import { register as nodes } from './nodes.js';
-import { register as up } from './up.js';
-import { register as version } from './version.js';
 
-export const commands: ReadonlyArray<(program: Command) => void> = [up, nodes, controller, agent, version];
+export interface CommandModule {
+  readonly names: readonly string[];
+  readonly load: () => Promise<{ register(program: Command): void }>;
+}
+
+export const commandModules: readonly CommandModule[] = [
+  { names: ['up'], load: () => import('./up.js') },
+  { names: ['run'], load: () => import('./run.js') },
+  { names: ['plan'], load: () => import('./plan.js') },
+  { names: ['jobs', 'job', 'cancel'], load: () => import('./jobs.js') },
+  { names: ['logs'], load: () => import('./logs.js') },
+  { names: ['nodes'], load: () => import('./nodes.js') },
+  { names: ['facts'], load: () => import('./facts.js') },
+  { names: ['controller'], load: () => import('./controller.js') },
+  { names: ['agent'], load: () => import('./agent.js') },
+  { names: ['version'], load: () => import('./version.js') },
+];
+
+/** The modules needed for this command line: the named command's, or all of them. */
+export function modulesFor(argv: readonly string[]): readonly CommandModule[] {
+  const name = argv.find((a) => !a.startsWith('-'));
+  const match = name === undefined ? undefined : commandModules.find((m) => m.names.includes(name));
+  return match ? [match] : commandModules;
+}
