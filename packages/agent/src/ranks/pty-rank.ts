@@ -1,0 +1,88 @@
+// Ranks that need a terminal (`--pty`). node-pty is the parent here, so the agent itself
+// plays the supervisor: it copies the terminal's output into the spool's stdout file
+// (a terminal has one stream: stderr stays empty) and writes exit.json from node-pty's exit.
+//
+// PTY ranks do not survive an agent restart: the terminal's master side lives in the
+// agent, and when it closes the rank gets SIGHUP and its output has nowhere to go. A
+// restarted agent ends what is left of such a rank and reports it as unknown.
+//
+// node-pty 1.x emits exit only after the terminal has drained (node-pty #72, #726 are
+// about older versions), so the last bytes are in the file before exit.json is.
+import fs from 'node:fs';
+import path from 'node:path';
+import type * as Pty from 'node-pty';
+import { cgroupPopulated, killCgroup, removeCgroup } from './cgroup.js';
+import { groupExists, signalGroup } from './proc.js';
+import { writeJsonAtomic, type ExitRecord, type RankRecord } from './spool.js';
+import { supervisorArgv, type SupervisorArgs } from './supervisor.js';
+
+export interface PtyStart {
+  pid: number;
+  /** Resolves once exit.json is written. */
+  ended: Promise<void>;
+}
+
+/**
+ * Starts the rank under a pseudo-terminal; the supervisor script runs in exec mode in
+ * front of it. node-pty is loaded on the first PTY rank, so that a node without a working
+ * native build still runs every other rank.
+ */
+export async function startPtyRank(a: SupervisorArgs, env: Record<string, string>, cols = 80, rows = 24): Promise<PtyStart> {
+  const pty = await import('node-pty');
+  const argv = supervisorArgv(a);
+  // The rank's variables travel prefixed so that the interpreter in front of the rank
+  // does not read the job's PERL5OPT, PERL5LIB or locale; supervisor.pl strips the prefix.
+  const ptyEnv: Record<string, string> = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+  for (const [k, v] of Object.entries(env)) ptyEnv[`RANKD_ENV_${k}`] = v;
+  const out = fs.openSync(path.join(a.rankDir, 'stdout'), 'w', 0o600);
+  fs.closeSync(fs.openSync(path.join(a.rankDir, 'stderr'), 'w', 0o600));
+  let term: Pty.IPty;
+  try {
+    term = pty.spawn(argv[0]!, argv.slice(1), {
+      name: env.TERM ?? 'xterm-256color',
+      cols,
+      rows,
+      cwd: '/',
+      env: ptyEnv,
+      encoding: null,
+    });
+  } catch (err) {
+    fs.closeSync(out);
+    throw err;
+  }
+  const record: RankRecord = { pid: term.pid, pgid: term.pid, supervisorPid: null, supervisorStartTicks: null, cgroup: a.cgroup, pty: true };
+  writeJsonAtomic(path.join(a.rankDir, 'rank.json'), record);
+  // synchronous appends keep the bytes in order and on disk before the exit record
+  term.onData((data: string | Buffer) => {
+    fs.writeSync(out, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+  });
+  const ended = new Promise<void>((resolve) => {
+    term.onExit(({ exitCode, signal }) => {
+      void endGroup(term.pid, a.cgroup).then((clean) => {
+        fs.closeSync(out);
+        const rec: ExitRecord = signal ? { code: null, signal, leftover: !clean } : { code: exitCode, signal: null, leftover: !clean };
+        writeJsonAtomic(path.join(a.rankDir, 'exit.json'), rec);
+        resolve();
+      });
+    });
+  });
+  return { pid: term.pid, ended };
+}
+
+/** As the supervisor does: SIGKILL what the leader left in its group and cgroup, wait until empty. */
+export async function endGroup(pgid: number, cgroup: string | null): Promise<boolean> {
+  let delay = 1;
+  for (let waited = 0; ; waited += delay, delay = Math.min(delay * 2, 50)) {
+    const group = groupExists(pgid);
+    const populated = cgroup !== null && cgroupPopulated(cgroup);
+    if (!group && !populated) {
+      if (cgroup) removeCgroup(cgroup);
+      return true;
+    }
+    if (waited > 10_000) return false;
+    if (group) signalGroup(pgid, 'SIGKILL');
+    if (populated) killCgroup(cgroup);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+

@@ -1,0 +1,134 @@
+// Starting a rank under its supervisor (supervisor.pl) and reading its one-line answer.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { RankErrorCode, rankError } from './errors.js';
+import { findTool } from './program.js';
+
+/** Where supervisor.pl is: beside this file when a build copies it to dist, else in src. */
+export function defaultSupervisorPath(): string {
+  for (const rel of ['./supervisor.pl', '../../src/ranks/supervisor.pl']) {
+    const file = fileURLToPath(new URL(rel, import.meta.url));
+    if (fs.existsSync(file)) return file;
+  }
+  throw rankError(RankErrorCode.SpawnFailed, 'supervisor.pl not found beside the agent build nor in its sources');
+}
+
+export interface SupervisorArgs {
+  perl: string;
+  script: string;
+  mode: 'run' | 'exec';
+  rankDir: string;
+  cgroup: string | null;
+  /** uid:gid:g1,g2 when the user must be switched. */
+  userSpec: string | null;
+  cwd: string;
+  /** The exec chain: setsid(1) where needed, the pinning wrapper, then the program's argv. */
+  chain: string[];
+}
+
+/** The supervisor's argv, which is also its /proc cmdline while its child has not exec'd yet. */
+export function supervisorArgv(a: SupervisorArgs): string[] {
+  return [a.perl, a.script, a.mode, a.rankDir, a.cgroup ?? '-', a.userSpec ?? '-', a.cwd, '--', ...a.chain];
+}
+
+export function findPerl(): string {
+  const perl = findTool('perl');
+  if (!perl) throw rankError(RankErrorCode.SpawnFailed, 'perl is not installed (perl-base is Essential on Debian)');
+  return perl;
+}
+
+export interface SupervisedStart {
+  child: ChildProcess;
+  pid: number;
+  supervisorPid: number;
+  /** Resolves when the supervisor has exited, which it does only after writing exit.json. */
+  ended: Promise<void>;
+}
+
+/**
+ * Spawns the supervisor in its own session and resolves once the rank has exec'd its first
+ * program. The environment travels on the supervisor's stdin, not in its own environment,
+ * so nothing of the job's environment (PERL5OPT, PERL5LIB, LC_ALL) affects the interpreter.
+ */
+export function startSupervised(a: SupervisorArgs, env: Record<string, string>): Promise<SupervisedStart> {
+  const argv = supervisorArgv(a);
+  const child = spawn(argv[0]!, argv.slice(1), {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'ignore'],
+    cwd: '/',
+    env: supervisorEnv(),
+  });
+  // listened for from the spawn on, so that a rank that ends at once is never missed
+  const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    let settled = false;
+    const settle = (err: Error | null, pid?: number): void => {
+      if (settled) return;
+      settled = true;
+      child.stdout!.removeAllListeners('data');
+      child.stdout!.destroy();
+      if (err) reject(err);
+      else resolve({ child, pid: pid!, supervisorPid: child.pid!, ended });
+    };
+    child.once('error', (err) => settle(rankError(RankErrorCode.SpawnFailed, `cannot start the supervisor: ${err.message}`)));
+    // 'close' comes after the exit and after stdout has delivered everything, so an answer
+    // that raced the exit has been seen by then
+    child.once('close', (code, signal) =>
+      settle(rankError(RankErrorCode.SpawnFailed, `the supervisor ended before the rank started (${signal ?? `exit ${code}`}); see ${a.rankDir}/supervisor.log`)),
+    );
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      answer += chunk;
+      const nl = answer.indexOf('\n');
+      if (nl < 0) return;
+      const line = answer.slice(0, nl);
+      const started = /^started (\d+)$/.exec(line);
+      if (started) return settle(null, Number(started[1]));
+      const failed = /^failed (\S+) ?(.*)$/.exec(line);
+      if (failed) return settle(rankError(failed[1] as RankErrorCode, failed[2] ?? 'failed', { rankDir: a.rankDir }));
+      settle(rankError(RankErrorCode.SpawnFailed, `unexpected answer from the supervisor: ${line}`));
+    });
+    child.stdin!.on('error', () => {
+      // EPIPE when the supervisor died early; its exit reports why
+    });
+    child.stdin!.end(encodeEnv(env));
+  });
+}
+
+// Syscall numbers for the two calls perl has no builtin for: setsid(2) and prctl(2)
+// (PR_SET_CHILD_SUBREAPER). Only architectures whose numbers are certain: x86-64 has its
+// own table, the others listed use the generic one. Elsewhere the chain starts with
+// setsid(1), one exec more, and the supervisor is no subreaper.
+const SYSCALLS: Partial<Record<NodeJS.Architecture, { setsid: number; prctl: number }>> = {
+  x64: { setsid: 112, prctl: 157 },
+  arm64: { setsid: 157, prctl: 167 },
+  riscv64: { setsid: 157, prctl: 167 },
+  loong64: { setsid: 157, prctl: 167 },
+};
+
+/** True when the supervisor can call setsid(2) itself, so the chain needs no setsid(1). */
+export const SUPERVISOR_SETSID = SYSCALLS[process.arch] !== undefined;
+
+function supervisorEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+  const nr = SYSCALLS[process.arch];
+  if (nr) {
+    env.RANKD_SYSCALL_SETSID = String(nr.setsid);
+    env.RANKD_SYSCALL_PRCTL = String(nr.prctl);
+  }
+  return env;
+}
+
+/** NAME=VALUE\0 records; validateLaunch has already refused '=' in names and NUL anywhere. */
+export function encodeEnv(env: Record<string, string>): Buffer {
+  return Buffer.from(Object.entries(env).map(([k, v]) => `${k}=${v}\0`).join(''), 'utf8');
+}
+
+/** Signal number → name ("SIGKILL"), from Node's table of this platform's signals. */
+export function signalName(signo: number): string {
+  for (const [name, n] of Object.entries(os.constants.signals)) if (n === signo) return name;
+  return `SIG${signo}`;
+}
