@@ -1,0 +1,64 @@
+// agent-rest: what a rankd agent costs a node while nothing runs. One controller and one
+// agent on 127.0.0.1; once the agent is ready and has settled, its RSS and CPU (with any
+// children) are read from /proc every second, in windows of 10 s.
+import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import { MIN_ROUNDS } from '../lib/interleave.js';
+import { sampleUsage } from '../lib/proc-sampling.js';
+import { summarize } from '../lib/stats.js';
+import { startFleet, whyNoFleet } from '../rankd/fleet.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const SETTLE_MS = 10_000;
+const WINDOW_MS = 10_000;
+const RSS_GOAL: Goal = { on: 'rankd', op: '<', value: 60, text: 'RSS < 60 MB' };
+const CPU_GOAL: Goal = { on: 'rankd', op: '<', value: 0.5, text: 'CPU < 0.5%' };
+
+export const agentRestFigure: FigureDescriptor = {
+  name: 'agent-rest',
+  title: 'agent at rest',
+  peers: [],
+  run,
+};
+
+async function run(ctx: BenchContext): Promise<FigureReport> {
+  const limits = [
+    'A Node process holds about 40 MB of RSS before running any code of its own (V8 heap, code space, the',
+    'runtime’s buffers), so the memory goal leaves the agent some 20 MB for its modules (WebSocket, logging,',
+    'typebox validators, the facts reader) and state. At rest its CPU is heartbeats and the periodic facts refresh.',
+  ].join(' ');
+  const rows = (rss: Row['rankd'], cpu: Row['rankd']): Row[] => [
+    { figure: 'agent at rest: RSS', rankd: rss, goals: [RSS_GOAL] },
+    { figure: 'agent at rest: CPU (share of one core)', rankd: cpu, goals: [CPU_GOAL] },
+  ];
+  const why = await whyNoFleet(ctx);
+  if (why) return { rows: rows(notMeasured(why), notMeasured(why)), notes: [], limits, peersUsed: [] };
+  let fleet;
+  try {
+    fleet = await startFleet(ctx, { agents: 1, prefix: 'rest' });
+  } catch (err) {
+    const w = notMeasured(`the rankd fleet did not start: ${(err as Error).message}`);
+    return { rows: rows(w, w), notes: [], limits, peersUsed: [] };
+  }
+  try {
+    const agent = fleet.agents[0]!;
+    ctx.log(`agent-rest: agent pid ${agent.pid} ready; settling ${SETTLE_MS / 1000} s, then ${Math.max(MIN_ROUNDS, ctx.rounds)} windows of ${WINDOW_MS / 1000} s`);
+    await sleep(SETTLE_MS);
+    const rss: number[] = [];
+    const cpu: number[] = [];
+    for (let w = 0; w < Math.max(MIN_ROUNDS, ctx.rounds); w++) {
+      const usage = await sampleUsage(agent.pid, { durationMs: WINDOW_MS, intervalMs: 1000, includeChildren: true });
+      rss.push(usage.rssMb.median);
+      cpu.push(usage.cpuPercent);
+    }
+    return {
+      rows: rows(measured('MB', summarize(rss)), measured('%', summarize(cpu))),
+      notes: [
+        `One \`rankd agent\` (pid and children) with its controller on 127.0.0.1; sampled after it was ready and ${SETTLE_MS / 1000} s of settling. RSS: median of each 10-s window's per-second samples; CPU: each window's utime+stime over its wall time.`,
+      ],
+      limits,
+      peersUsed: [],
+    };
+  } finally {
+    await fleet.stop();
+  }
+}

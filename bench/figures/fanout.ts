@@ -1,0 +1,83 @@
+// fanout: a wide launch. rankd spreads 128 ranks over 32 agents × 4; the nearest peer on
+// one machine is mpirun starting 128 ranks, oversubscribed on its 2 cores.
+//
+// rankd's planner pins every rank to cores of its own and never oversubscribes, so on a
+// machine with fewer than 4 cores 4 ranks per agent cannot be planned. There the figure
+// is taken with as many ranks per agent as there are cores (and mpirun with as many
+// ranks in total), labelled as such, and the 32 × 4 row says why it was not measured.
+import os from 'node:os';
+import { notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import { timeProcess } from '../lib/process-timing.js';
+import { compareArms, comparisonRow } from '../lib/rows.js';
+import { which } from '../lib/which.js';
+import { mpirunArgv } from '../peers/mpi.js';
+import { fleetForRun, rankdRunArgv } from '../rankd/run.js';
+
+export const FANOUT_AGENTS = 32;
+export const FANOUT_RANKS_PER_AGENT = 4;
+const TIMEOUT_MS = 120_000;
+const GOALS: Goal[] = [
+  { on: 'ratio', op: '<=', value: 1, text: '≤ 1× mpirun' },
+  { on: 'rankd', op: '<', value: 1000, text: '< 1 s' },
+];
+
+function label(perAgent: number): string {
+  return `launch fan-out, ${FANOUT_AGENTS} agents × ${perAgent} ranks`;
+}
+
+export const fanoutFigure: FigureDescriptor = {
+  name: 'fanout',
+  title: `launch fan-out: ${FANOUT_AGENTS} agents × ${FANOUT_RANKS_PER_AGENT} ranks`,
+  peers: ['mpirun'],
+  run,
+};
+
+async function run(ctx: BenchContext): Promise<FigureReport> {
+  const perAgent = Math.min(FANOUT_RANKS_PER_AGENT, os.availableParallelism());
+  const RANKS = FANOUT_AGENTS * perAgent;
+  const ARM = {
+    rankd: `rankd run -N ${FANOUT_AGENTS} --ranks-per-node ${perAgent} true`,
+    mpirun: `mpirun -np ${RANKS} --oversubscribe true`,
+  };
+  const rankd = await fleetForRun(ctx, FANOUT_AGENTS, 'fanout');
+  try {
+    ctx.log(`fanout: interleaved, ${FANOUT_AGENTS} agents × ${perAgent} ranks`);
+    const placement = { nodes: FANOUT_AGENTS, ranksPerNode: perAgent };
+    const c = await compareArms(
+      [
+        'fleet' in rankd
+          ? { name: ARM.rankd, sample: async () => (await timeProcess(rankdRunArgv(ctx, placement, ['true']), { timeoutMs: TIMEOUT_MS, env: rankd.fleet.clientEnv })).ms }
+          : { name: ARM.rankd, unavailable: rankd.why },
+        which('mpirun')
+          ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(RANKS, ['true']), { timeoutMs: TIMEOUT_MS })).ms }
+          : { name: ARM.mpirun, unavailable: 'mpirun is not installed (Debian package openmpi-bin)' },
+      ],
+      { rounds: ctx.rounds, unit: 'ms', log: ctx.log },
+    );
+    const rows: Row[] = [];
+    if (perAgent < FANOUT_RANKS_PER_AGENT) {
+      rows.push({
+        figure: label(FANOUT_RANKS_PER_AGENT),
+        rankd: notMeasured(`${FANOUT_RANKS_PER_AGENT} ranks per agent need ${FANOUT_RANKS_PER_AGENT} cores and this machine has ${os.availableParallelism()}; rankd's planner pins each rank to its own cores and has no oversubscription`),
+        goals: GOALS,
+      });
+    }
+    rows.push(comparisonRow(c, label(perAgent), ARM.rankd, { arm: ARM.mpirun, label: ARM.mpirun }, GOALS));
+    return {
+      rows,
+      notes: [
+        `All ${RANKS} ranks run on this one machine: rankd's ${FANOUT_AGENTS} agents are ${FANOUT_AGENTS} \`rankd agent\` processes here (one controller, ${FANOUT_AGENTS} WebSocket connections on 127.0.0.1), and mpirun starts its ${RANKS} ranks itself.`,
+        'mpirun runs with `--mca odls_base_cutoff 100000`: Open MPI 4.1.4’s threaded spawn (used above 32 local ranks) hangs here after all ranks of `true` have exited; the serial path completes.',
+      ],
+      limits: [
+        `On 2 cores, ${RANKS} process starts are serialized by the CPU: fork/exec and the dynamic loader of each rank,`,
+        `then the launcher collecting ${RANKS} exit statuses. mpirun does it from one process; rankd does it from ${FANOUT_AGENTS} agents`,
+        'that each receive a launch message, so its bound is the controller’s fan-out of messages plus the same forks,',
+        `with ${FANOUT_AGENTS} Node processes sharing the same 2 cores; on real hardware each agent has a node to itself.`,
+      ].join(' '),
+      peersUsed: ['mpirun'],
+    };
+  } finally {
+    if ('fleet' in rankd) await rankd.fleet.stop();
+  }
+}

@@ -1,0 +1,45 @@
+// The versions of the peers a figure ran against, read from the tools themselves.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { which } from '../lib/which.js';
+import { systeminformationVersion } from './systeminformation.js';
+
+const run = promisify(execFile);
+
+const PROBES: Record<string, { argv: string[]; pick: RegExp }> = {
+  lstopo: { argv: ['lstopo', '--version'], pick: /lstopo\s+(\S+)/ },
+  mpirun: { argv: ['mpirun', '--version'], pick: /\(Open MPI\)\s+(\S+)/ },
+  // srun --version wants a config file; slurmd -V does not, and ships in the same build.
+  srun: { argv: ['slurmd', '-V'], pick: /slurm(?:-wlm)?\s+(\S+)/ },
+  ansible: { argv: ['ansible', '--version'], pick: /core\s+([\d.]+)/ },
+};
+
+const LABELS: Record<string, string> = {
+  lstopo: 'hwloc (lstopo)',
+  mpirun: 'Open MPI (mpirun)',
+  srun: 'Slurm (srun)',
+  ansible: 'ansible-core',
+  systeminformation: 'systeminformation (npm)',
+};
+
+export async function peerVersions(peers: readonly string[], repoRoot: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const peer of peers) {
+    const label = LABELS[peer] ?? peer;
+    if (peer === 'systeminformation') {
+      const v = systeminformationVersion(repoRoot);
+      if (v) out[label] = v;
+      continue;
+    }
+    const probe = PROBES[peer];
+    if (!probe || !which(probe.argv[0]!)) continue;
+    try {
+      const { stdout, stderr } = await run(probe.argv[0]!, probe.argv.slice(1), { timeout: 15_000 });
+      const text = `${stdout}\n${stderr}`;
+      out[label] = probe.pick.exec(text)?.[1] ?? (text.trim().split('\n')[0] ?? 'unknown');
+    } catch (err) {
+      out[label] = `unknown (${(err as Error).message.split('\n')[0]})`;
+    }
+  }
+  return out;
+}
