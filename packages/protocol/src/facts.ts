@@ -30,6 +30,33 @@ export const Core = Type.Object({
 });
 export type Core = Type.Static<typeof Core>;
 
+/** One online hardware thread as sysfs describes it. */
+export const Pu = Type.Object({
+  cpu: Type.Integer({ minimum: 0 }),
+  /** physical_package_id, -1 when unknown. */
+  package: Int,
+  /** core_id, -1 when unknown. */
+  coreId: Int,
+  /** NUMA node holding this CPU, -1 when none does. */
+  numaNode: Int,
+  /** thread_siblings (core_cpus) as read for this CPU. */
+  threadSiblings: IntList,
+  /** core_siblings (package_cpus) as read for this CPU. */
+  packageCpus: IntList,
+});
+export type Pu = Type.Static<typeof Pu>;
+
+export const Cache = Type.Object({
+  level: Type.Integer({ minimum: 0 }),
+  type: Type.Union([Type.Literal('Data'), Type.Literal('Instruction'), Type.Literal('Unified'), Type.Literal('unknown')]),
+  /** The sysfs `id` of the instance, null on kernels that have none. */
+  id: Nullable(Int),
+  sizeKb: Nullable(Type.Integer({ minimum: 0 })),
+  /** shared_cpu_map. */
+  cpus: IntList,
+});
+export type Cache = Type.Static<typeof Cache>;
+
 export const CpuFacts = Type.Object({
   /** Counts in the allowed view: what this process (and so its ranks) may use. */
   packages: Type.Integer({ minimum: 0 }),
@@ -44,6 +71,12 @@ export const CpuFacts = Type.Object({
   allowed: IntList,
   /** Physical cores of the whole machine, ordered by (package, first PU). */
   coreList: Type.Array(Core, { maxItems: 65536 }),
+  /** NUMA nodes in the allowed view (cpuset mems), GPU-memory nodes excluded as hwloc does. */
+  numaNodes: Type.Optional(Type.Integer({ minimum: 0 })),
+  /** Every online PU with what sysfs says of it, for tools that print per-CPU tables (lscpu -p). */
+  puList: Type.Optional(Type.Array(Pu, { maxItems: 65536 })),
+  /** CPU caches, each once, in the order they were found (by first CPU, then index). */
+  caches: Type.Optional(Type.Array(Cache, { maxItems: 65536 })),
 });
 export type CpuFacts = Type.Static<typeof CpuFacts>;
 
@@ -61,6 +94,11 @@ export const NumaNode = Type.Object({
   memFreeKb: Nullable(Type.Integer({ minimum: 0 })),
   cpuless: Type.Boolean(),
   hugepages: Type.Array(HugePages, { maxItems: 16 }),
+  /**
+   * PCI address of the NVIDIA GPU whose coherent memory this node is (POWER9, Grace);
+   * hwloc hides such nodes by default and rankd does not count them either.
+   */
+  gpuMemory: Type.Optional(Nullable(Str(32))),
 });
 export type NumaNode = Type.Static<typeof NumaNode>;
 
@@ -68,6 +106,8 @@ export const NumaFacts = Type.Object({
   nodes: Type.Array(NumaNode, { maxItems: 4096 }),
   /** distances[i][j] between nodes[i] and nodes[j]; empty when unknown. */
   distances: Type.Array(Type.Array(Int, { maxItems: 4096 }), { maxItems: 4096 }),
+  /** Node ids this process may allocate from (its cgroup's cpuset mems). */
+  allowed: Type.Optional(IntList),
 });
 export type NumaFacts = Type.Static<typeof NumaFacts>;
 
@@ -142,6 +182,8 @@ export const RdmaPort = Type.Object({
   netdev: Nullable(Str(64)),
   /** Non-empty entries only. */
   gids: Type.Array(Gid, { maxItems: 4096 }),
+  /** Entries in the GID table, empty ones included (ibv_devinfo's gid_tbl_len). */
+  gidTableLength: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 export type RdmaPort = Type.Static<typeof RdmaPort>;
 

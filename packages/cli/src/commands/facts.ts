@@ -1,0 +1,47 @@
+// `rankd facts [NODE]`: hardware facts, read locally (optionally under a captured or
+// generated root) or, with NODE, as the controller holds them; printed as JSON, as a
+// summary, or as the output of ibv_devices, ibv_devinfo, numactl -H or lscpu -p.
+import type { Command } from 'commander';
+import type { Facts } from '@rankd/protocol';
+import { FACTS_FORMATS, readFacts, renderFacts, type FactsFormat } from '@rankd/agent/facts/index';
+import { CliError, ExitCode } from '../exit-codes.js';
+
+interface FactsOptions {
+  root?: string;
+  json?: boolean;
+  format?: string;
+}
+
+export function register(program: Command): void {
+  program
+    .command('facts')
+    .description("print hardware facts: this machine's, or a node's as the controller holds them")
+    .argument('[node]', 'a node name; without it the local machine is read')
+    .option('--root <dir>', 'read sysfs/procfs under this directory instead of /')
+    .option('--json', 'print the facts as JSON')
+    .option('--format <format>', `one of ${FACTS_FORMATS.join(', ')} (default summary)`)
+    .action(async (node: string | undefined, opts: FactsOptions) => {
+      const format = pickFormat(opts);
+      if (node !== undefined && opts.root !== undefined) {
+        throw new CliError('--root reads a local tree; it cannot be combined with a node name', ExitCode.Usage);
+      }
+      const facts = node === undefined ? readFacts(opts.root === undefined ? {} : { root: opts.root }) : await remoteFacts(node);
+      process.stdout.write(format === 'json' ? JSON.stringify(facts, null, 2) + '\n' : renderFacts(facts, format));
+    });
+}
+
+function pickFormat(opts: FactsOptions): FactsFormat | 'json' {
+  if (opts.json && opts.format !== undefined) throw new CliError('--json and --format are exclusive', ExitCode.Usage);
+  if (opts.json) return 'json';
+  const format = opts.format ?? 'summary';
+  if (!(FACTS_FORMATS as readonly string[]).includes(format)) {
+    throw new CliError(`unknown format "${format}"; expected one of ${FACTS_FORMATS.join(', ')}`, ExitCode.Usage);
+  }
+  return format as FactsFormat;
+}
+
+/** The controller client loads only for remote reads: local reads race lstopo on startup time. */
+async function remoteFacts(node: string): Promise<Facts> {
+  const [{ loadClientConfig }, { request }] = await Promise.all([import('../client/config.js'), import('../client/http.js')]);
+  return request<Facts>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(node)}/facts`);
+}
