@@ -1,0 +1,79 @@
+// From a rank's share of cores to the CPUs it runs on: compute threads (`-c`, `--ht`)
+// and the CPUs reserved for communication workers (`--comm-workers`, `--comm-on`).
+//
+// The rank takes the first C cores of its share for compute; workers go to the end of
+// the share, either on the sibling threads of its last K cores (the seeds' layout:
+// compute 0-47, workers 164-167 on a 2 × 56-core machine numbered i / i+112), or on
+// the last K cores themselves, kept apart from compute (machines without hyperthreads).
+import { PlanErrorCode } from '@rankd/protocol';
+import { PlanError } from './errors.js';
+import type { TopoCore } from './topology.js';
+
+export interface CpuPolicy {
+  /** Compute cores per rank; undefined means the whole share (less the worker cores). */
+  cpusPerRank: number | undefined;
+  ht: 'first' | 'all';
+  commWorkers: number;
+  commOn: 'siblings' | 'cores';
+}
+
+export interface RankCpus {
+  cpus: number[];
+  commCpus: number[];
+}
+
+export function bindShare(share: readonly TopoCore[], policy: CpuPolicy, node: string, localRank: number): RankCpus {
+  const k = policy.commWorkers;
+  const size = share.length;
+  const where = `local rank ${localRank}'s share has ${size} allowed cores`;
+  const reserved = policy.commOn === 'cores' ? k : 0;
+
+  if (policy.cpusPerRank !== undefined && policy.cpusPerRank > size) {
+    throw new PlanError(PlanErrorCode.TooManyCpus, `-c ${policy.cpusPerRank} asks for more compute cores than ${where}`, {
+      node,
+      suggestion: { cpusPerRank: Math.max(1, size - reserved) },
+    });
+  }
+  if (k > size) {
+    throw new PlanError(PlanErrorCode.CommNoRoom, `${k} comm workers do not fit: ${where}`, {
+      node,
+      suggestion: { commWorkers: Math.max(0, size - (policy.commOn === 'cores' ? 1 : 0)) },
+    });
+  }
+  const c = policy.cpusPerRank ?? size - reserved;
+  if (c < 1 || c + reserved > size) {
+    throw new PlanError(
+      PlanErrorCode.CommNoRoom,
+      `${k} comm worker cores and ${c} compute cores do not fit: ${where}`,
+      { node, suggestion: size - reserved >= 1 ? { cpusPerRank: size - reserved } : { commWorkers: size - 1 } },
+    );
+  }
+
+  const compute = share.slice(0, c);
+  const cpus = policy.ht === 'all' ? compute.flatMap((core) => core.pus) : compute.map((core) => core.pus[0]!);
+  const workerCores = share.slice(size - k);
+  let commCpus: number[];
+  if (policy.commOn === 'cores') {
+    commCpus = workerCores.map((core) => core.pus[0]!);
+  } else {
+    commCpus = workerCores.map((core, i) => {
+      const sibling = core.pus[1];
+      if (sibling === undefined) {
+        throw new PlanError(
+          PlanErrorCode.CommNoRoom,
+          `comm workers on siblings, but core of CPU ${core.pus[0]} has no allowed sibling thread`,
+          { node, suggestion: { commOn: 'cores', cpusPerRank: Math.max(1, size - k) } },
+        );
+      }
+      if (policy.ht === 'all' && size - k + i < c) {
+        throw new PlanError(
+          PlanErrorCode.CommNoRoom,
+          `with --ht all, the sibling threads of the last ${k} cores already run compute (-c ${c} of ${size} cores)`,
+          { node, suggestion: { cpusPerRank: size - k } },
+        );
+      }
+      return sibling;
+    });
+  }
+  return { cpus: cpus.sort((a, b) => a - b), commCpus: commCpus.sort((a, b) => a - b) };
+}

@@ -1,0 +1,68 @@
+// The CPU side of one node's plan: shares, compute and worker CPUs, and the NUMA nodes
+// they sit on, for a given topology and rank count. This is the costly part, and a
+// cluster has few distinct topologies, so plans are cached under the topology key.
+import type { PlacementSpec } from '@rankd/protocol';
+import { bindShare, type CpuPolicy, type RankCpus } from './cpu-binding.js';
+import { splitShares, type ShareMode } from './cpu-shares.js';
+import type { NodeTopology } from './topology.js';
+
+export interface RankCpuPlan extends RankCpus {
+  /** NUMA nodes of the rank's compute and worker CPUs. */
+  numas: number[];
+}
+
+export interface NodeCpuPlan {
+  ranks: RankCpuPlan[];
+  /** Every local rank's worker CPUs, in local-rank order (CCL_WORKER_AFFINITY). */
+  workerAffinity: string;
+  notes: string[];
+}
+
+export class CpuPlanCache {
+  private readonly plans = new Map<string, NodeCpuPlan>();
+
+  constructor(private readonly spec: PlacementSpec) {}
+
+  planFor(topo: NodeTopology, ranks: number, mode: ShareMode, node: string): NodeCpuPlan {
+    const key = `${topo.key}|${ranks}|${mode.kind === 'gpu' ? mode.gpuNuma.join(',') : mode.kind}`;
+    let plan = this.plans.get(key);
+    if (!plan) {
+      plan = planNodeCpus(topo, ranks, mode, this.policyFor(topo), node);
+      this.plans.set(key, plan);
+    }
+    return plan;
+  }
+
+  private policyFor(topo: NodeTopology): CpuPolicy {
+    return {
+      cpusPerRank: this.spec.cpusPerRank,
+      ht: this.spec.ht ?? 'first',
+      commWorkers: this.spec.commWorkers ?? 0,
+      // siblings are free CPUs only where there are hyperthreads
+      commOn: this.spec.commOn ?? (topo.hasSiblings ? 'siblings' : 'cores'),
+    };
+  }
+}
+
+function planNodeCpus(topo: NodeTopology, ranks: number, mode: ShareMode, policy: CpuPolicy, node: string): NodeCpuPlan {
+  const shares = splitShares(topo, ranks, mode, node);
+  const numaOfCpu = topo.numaOfCpu;
+  const notes: string[] = [];
+  const plans = shares.map((share, localRank) => {
+    const cpus = bindShare(share, policy, node, localRank);
+    const numas = new Set<number>();
+    for (const cpu of cpus.cpus) numas.add(numaOfCpu.get(cpu) ?? -1);
+    for (const cpu of cpus.commCpus) numas.add(numaOfCpu.get(cpu) ?? -1);
+    numas.delete(-1);
+    const sorted = [...numas].sort((a, b) => a - b);
+    if (sorted.length > 1 && topo.numaDomains.length > 1) {
+      notes.push(`local rank ${localRank} spans NUMA nodes ${sorted.join(',')}`);
+    }
+    return { ...cpus, numas: sorted };
+  });
+  return {
+    ranks: plans,
+    workerAffinity: plans.flatMap((p) => p.commCpus).join(','),
+    notes,
+  };
+}

@@ -1,0 +1,133 @@
+// The placement spec (what the user asks for) and the rank map (what the planner
+// answers). `rankd plan`, `rankd run` and the REST job spec share the spec, so every
+// field is optional and means the same thing everywhere.
+import Type from 'typebox';
+
+const Name = Type.String({ minLength: 1, maxLength: 253 });
+const IntList = Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 65536 });
+const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** `--ranks-per-node`: a count, or one rank per NUMA node, per package, or per GPU. */
+export const RanksPerNode = Type.Union([
+  Type.Integer({ minimum: 1, maximum: 4096 }),
+  Type.Literal('numa'),
+  Type.Literal('socket'),
+  Type.Literal('gpu'),
+]);
+export type RanksPerNode = Type.Static<typeof RanksPerNode>;
+
+export const PlacementSpec = Type.Object(
+  {
+    /** How many nodes; default every candidate node (or as many as ntasks needs). */
+    nodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 65536 })),
+    /** Exactly these nodes, in this order. */
+    nodelist: Type.Optional(Type.Array(Name, { minItems: 1, maxItems: 65536 })),
+    /** An inventory pattern; without an inventory, a glob over node names. */
+    group: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    /** Total ranks. */
+    ntasks: Type.Optional(Type.Integer({ minimum: 1, maximum: 1 << 20 })),
+    ranksPerNode: Type.Optional(RanksPerNode),
+    distribution: Type.Optional(Type.Union([Type.Literal('block'), Type.Literal('cyclic')])),
+    /** Compute cores per rank; default the rank's whole share. */
+    cpusPerRank: Type.Optional(Type.Integer({ minimum: 1, maximum: 65536 })),
+    /** One hardware thread per compute core, or all of them. */
+    ht: Type.Optional(Type.Union([Type.Literal('first'), Type.Literal('all')])),
+    /** CPUs reserved per rank for communication worker threads (oneCCL workers). */
+    commWorkers: Type.Optional(Type.Integer({ minimum: 0, maximum: 1024 })),
+    /** Where the workers go: the sibling threads of the share's last cores, or the last cores themselves. */
+    commOn: Type.Optional(Type.Union([Type.Literal('siblings'), Type.Literal('cores')])),
+    memBind: Type.Optional(Type.Union([Type.Literal('local'), Type.Literal('none')])),
+    /** `local`, `all`, `none`, or comma-separated globs over RDMA device names. */
+    nic: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    gpusPerRank: Type.Optional(Type.Integer({ minimum: 0, maximum: 256 })),
+    gpuBind: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('visible')])),
+    masterPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+    /** Overrides applied last to every rank's environment. */
+    env: Type.Optional(
+      Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 65536 }), {
+        additionalProperties: false,
+      }),
+    ),
+    /** `mpi` adds the PMI_/OMPI_/MPI_ shims some programs read instead of torch's names. */
+    envProfile: Type.Optional(Type.Union([Type.Literal('default'), Type.Literal('mpi')])),
+  },
+  { additionalProperties: false },
+);
+export type PlacementSpec = Type.Static<typeof PlacementSpec>;
+
+/** One RDMA port a rank uses, with the GID chosen the way NCCL chooses it. */
+export const RankNic = Type.Object({
+  device: Type.String(),
+  port: Type.Integer({ minimum: 1 }),
+  netdev: Nullable(Type.String()),
+  linkLayer: Type.Union([Type.Literal('InfiniBand'), Type.Literal('Ethernet'), Type.Literal('unknown')]),
+  /** RoCE only: null on InfiniBand and where no usable GID exists. */
+  gidIndex: Nullable(Type.Integer({ minimum: 0 })),
+  gid: Nullable(Type.String()),
+});
+export type RankNic = Type.Static<typeof RankNic>;
+
+export const RankEntry = Type.Object({
+  rank: Type.Integer({ minimum: 0 }),
+  localRank: Type.Integer({ minimum: 0 }),
+  nodeRank: Type.Integer({ minimum: 0 }),
+  node: Name,
+  address: Nullable(Type.String()),
+  /** Compute CPUs (OS numbering). */
+  cpus: IntList,
+  /** CPUs reserved for communication workers. */
+  commCpus: IntList,
+  memNodes: IntList,
+  /** GPU indexes in PCI bus order. */
+  gpus: IntList,
+  nics: Type.Array(RankNic, { maxItems: 256 }),
+  env: Type.Record(Type.String(), Type.String()),
+});
+export type RankEntry = Type.Static<typeof RankEntry>;
+
+export const RankMapNode = Type.Object({
+  nodeRank: Type.Integer({ minimum: 0 }),
+  name: Name,
+  address: Nullable(Type.String()),
+  /** Global ranks on this node in local-rank order. */
+  ranks: IntList,
+  /** Link layers of the active RDMA ports this node's ranks use; empty means TCP only. */
+  linkLayers: Type.Array(Type.String(), { maxItems: 8 }),
+});
+export type RankMapNode = Type.Static<typeof RankMapNode>;
+
+export const RankMap = Type.Object({
+  worldSize: Type.Integer({ minimum: 1 }),
+  masterAddr: Type.String(),
+  masterPort: Type.Integer({ minimum: 1, maximum: 65535 }),
+  nodes: Type.Array(RankMapNode),
+  ranks: Type.Array(RankEntry),
+  /** Choices worth showing: fallbacks taken, GIDs that differ between ports, … */
+  notes: Type.Array(Type.String()),
+});
+export type RankMap = Type.Static<typeof RankMap>;
+
+/** Stable codes of impossible specs (REST 400 bodies and CLI messages carry them). */
+export const PlanErrorCode = {
+  /** The spec contradicts itself (e.g. --nodelist with --group). */
+  BadSpec: 'RANKD_PLAN_BAD_SPEC',
+  /** No candidate node matches the node selection. */
+  NoNodes: 'RANKD_PLAN_NO_NODES',
+  /** --nodelist names a node that is not a candidate. */
+  UnknownNode: 'RANKD_PLAN_UNKNOWN_NODE',
+  /** -N asks for more nodes than match, or leaves a node without ranks. */
+  NodeCount: 'RANKD_PLAN_NODE_COUNT',
+  /** More ranks than the nodes can hold (per node count, cores, NUMA nodes, packages). */
+  TooManyRanks: 'RANKD_PLAN_TOO_MANY_RANKS',
+  /** More compute cores per rank than the rank's share of allowed cores. */
+  TooManyCpus: 'RANKD_PLAN_TOO_MANY_CPUS',
+  /** Communication workers do not fit beside the compute CPUs. */
+  CommNoRoom: 'RANKD_PLAN_COMM_NO_ROOM',
+  /** A node has no allowed CPU at all. */
+  NoCpus: 'RANKD_PLAN_NO_CPUS',
+  /** A --nic pattern matches no RDMA device with an active port. */
+  NicNoMatch: 'RANKD_PLAN_NIC_NO_MATCH',
+  /** More ranks than GPUs with --ranks-per-node gpu, or more GPUs asked than present. */
+  TooManyGpus: 'RANKD_PLAN_TOO_MANY_GPUS',
+} as const;
+export type PlanErrorCode = (typeof PlanErrorCode)[keyof typeof PlanErrorCode];
