@@ -75,14 +75,21 @@ export async function startController(opts: { dataDir?: string; port?: number; h
   if (opts.heartbeatMs) args.push('--heartbeat-ms', String(opts.heartbeatMs));
   if (opts.restartGraceMs) args.push('--restart-grace-ms', String(opts.restartGraceMs));
   const daemon = spawnDaemon(args);
-  const url = await waitUntil('controller.json', 15_000, () => {
-    if (daemon.child.exitCode !== null) throw new Error(`controller exited: ${daemon.output()}`);
-    try {
-      return (JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string }).url;
-    } catch {
-      return undefined;
-    }
-  });
+  let url: string;
+  try {
+    url = await waitUntil('controller.json', 60_000, () => {
+      if (daemon.child.exitCode !== null) throw new Error(`controller exited: ${daemon.output()}`);
+      try {
+        return (JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string }).url;
+      } catch {
+        return undefined;
+      }
+    });
+  } catch (err) {
+    // never leave a daemon behind: its pipes would keep the test process alive
+    await daemon.stop('SIGKILL');
+    throw err;
+  }
   const apiToken = readFileSync(join(dataDir, 'api-token'), 'utf8').trim();
   return {
     ...daemon,
