@@ -1,6 +1,7 @@
 // Golden frames, valid and invalid, for every message of the agent gateway.
 import t from 'tap';
 import { AgentMessages, ControllerMessages, decodeFrame, type MessageMap } from '@rankd/protocol';
+import { fleetGolden } from '../fleet/golden-frames.js';
 
 interface Golden {
   map: MessageMap;
@@ -12,6 +13,7 @@ interface Golden {
 const hello = { type: 'hello', name: 'gpu-node-01', version: '0.1.0', capabilities: ['facts'], labels: { rack: 'r1' } };
 const launch = { rank: 0, argv: ['python3', '-u', 'train.py'], env: { RANK: '0' }, cpus: [0, 1, 2], memNodes: [0] };
 const golden: Record<string, Golden[]> = {
+  ...fleetGolden,
   hello: [
     { map: AgentMessages, frame: hello },
     { map: AgentMessages, frame: { ...hello, id: 'h1', address: '10.0.0.5', bootId: 'abc' } },
@@ -19,6 +21,7 @@ const golden: Record<string, Golden[]> = {
     { map: AgentMessages, frame: { ...hello, name: 'has space' }, error: 'RANKD_INVALID_MESSAGE' },
     { map: AgentMessages, frame: { ...hello, capabilities: 'facts' }, error: 'RANKD_INVALID_MESSAGE' },
     { map: AgentMessages, frame: { ...hello, labels: { rack: 1 } }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentMessages, frame: { ...hello, labels: { 'bad key': 'x' } }, error: 'RANKD_INVALID_MESSAGE' },
     { map: AgentMessages, frame: { ...hello, surprise: true }, error: 'RANKD_INVALID_MESSAGE' },
     { map: AgentMessages, frame: { ...hello, facts: { cpu: {} } }, error: 'RANKD_INVALID_MESSAGE' },
     { map: ControllerMessages, frame: hello, error: 'RANKD_UNKNOWN_TYPE' },

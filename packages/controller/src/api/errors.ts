@@ -1,5 +1,6 @@
 // One error shape for every REST failure: fastify's, plus our stable `code`.
-import { ErrorCode, RankdError } from '@rankd/protocol';
+import type { IncomingMessage } from 'node:http';
+import { ErrorCode, MAX_FRAME_BYTES, RankdError } from '@rankd/protocol';
 import type { FastifyError, FastifyInstance } from 'fastify';
 
 /** HTTP status of each error code the API can return. */
@@ -24,7 +25,7 @@ export function errorBody(statusCode: number, code: string, message: string) {
 }
 
 export function installErrorHandlers(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError | RankdError, request, reply) => {
+  app.setErrorHandler(async (err: FastifyError | RankdError, request, reply) => {
     if (err instanceof RankdError) {
       const status = httpStatusFor(err.code);
       return reply.code(status).send(errorBody(status, err.code, err.message));
@@ -33,7 +34,13 @@ export function installErrorHandlers(app: FastifyInstance): void {
       return reply.code(400).send(errorBody(400, ErrorCode.InvalidRequest, `invalid request: ${err.message}`));
     }
     const status = err.statusCode ?? 500;
-    if (status === 413) return reply.code(413).send(errorBody(413, ErrorCode.TooLarge, err.message));
+    if (status === 413) {
+      // Answer only once the client has stopped sending (or after a bounded drain): closing a
+      // socket with unread data resets it, and the reset can destroy the 413 before the
+      // client, or a proxy in between, reads it.
+      await drainRequest(request.raw, 8 * MAX_FRAME_BYTES, 5000);
+      return reply.code(413).send(errorBody(413, ErrorCode.TooLarge, err.message));
+    }
     if (status >= 400 && status < 500) {
       // malformed JSON, wrong content type, …: fastify's own FST_ codes become ours, its text stays
       return reply.code(status).send(errorBody(status, ErrorCode.InvalidRequest, err.message));
@@ -43,5 +50,32 @@ export function installErrorHandlers(app: FastifyInstance): void {
   });
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send(errorBody(404, ErrorCode.NotFound, `no route ${request.method} ${request.url.split('?')[0]}`));
+  });
+}
+
+/** Reads and drops the rest of a request body: until it ends, maxBytes more arrived, or maxMs passed. */
+function drainRequest(raw: IncomingMessage, maxBytes: number, maxMs: number): Promise<void> {
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = (): void => {
+      clearTimeout(timer);
+      raw.off('data', onData);
+      raw.off('end', done);
+      raw.off('close', done);
+      raw.off('error', done);
+      raw.pause();
+      resolve();
+    };
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.length;
+      if (seen > maxBytes) done();
+    };
+    const timer = setTimeout(done, maxMs);
+    raw.on('data', onData);
+    raw.once('end', done);
+    raw.once('close', done);
+    raw.once('error', done);
+    raw.resume();
   });
 }

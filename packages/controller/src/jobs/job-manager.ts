@@ -18,7 +18,7 @@ import {
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry, NodeStateChange } from '../fleet/node-registry.js';
-import { planRankMap } from '../planner/index.js';
+import { planRankMap, type GroupResolver } from '../planner/index.js';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
 import { newJobId } from './job-ids.js';
@@ -57,11 +57,14 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
 
   constructor(
     private readonly repo: JobsRepo,
-    private readonly events: EventsRepo,
+    /** The history: rank events are appended here too, so that one log tells the whole story. */
+    readonly events: EventsRepo,
     readonly logs: LogStore,
     private readonly registry: NodeRegistry,
     private readonly agents: AgentSender,
     private readonly log: Logger,
+    /** --group against the inventory; globs over node names without one. */
+    private readonly resolveGroup?: GroupResolver,
   ) {
     super();
     this.setMaxListeners(0);
@@ -77,6 +80,9 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
         const sizes = this.logs.open(job.id, r.rank);
         r.stdoutBytes = sizes.stdout;
         r.stderrBytes = sizes.stderr;
+        // a crash can fall between a chunk's write and its rank.output event: this event
+        // accounts for such bytes, so the history's offsets stay contiguous
+        this.events.append('rank.output.size', `${job.id}/${r.rank}`, { ...sizes, reason: 'controller restarted' });
       }
       const live = this.track(job, ranks);
       this.ports.hold(job.rankMap.ranks[0]!.node, job.rankMap.masterPort);
@@ -91,7 +97,7 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
       const existing = this.repo.getByKey(submit.idempotencyKey);
       if (existing) return { view: this.view(existing.id)!, created: false };
     }
-    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, { pickPort: (node) => this.ports.pick(node) });
+    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, { pickPort: (node) => this.ports.pick(node), ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}) });
     const now = Date.now();
     const job: JobRecord = {
       id: newJobId(now),
@@ -266,9 +272,12 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     this.log.info({ job: live.job.id, state, reason, exitCode }, 'job ended');
     this.emit('ended', live.job.id);
     this.emit('changed', live.job.id);
-    // Release the agents' spools only when every byte is stored; otherwise they keep it for a resume.
-    const complete = !live.ranks.some((r) => r.state === 'unknown');
-    if (complete) for (const node of this.nodesOf(live)) this.agents.send(node, { type: 'job.release', jobId: live.job.id });
+    // Release an agent's spool once every byte of its ranks is stored; a node with a rank in
+    // an unknown state keeps its spool for a resume (its next ranks.report releases it). Judged
+    // per node: a lost node must not leave the job's spool behind on all the others.
+    for (const node of this.nodesOf(live)) {
+      if (!live.ranks.some((r) => r.node === node && r.state === 'unknown')) this.agents.send(node, { type: 'job.release', jobId: live.job.id });
+    }
     this.logs.close(live.job.id);
   }
 

@@ -1,6 +1,6 @@
 // What agents report about ranks: starts, output, exits, and — after every
 // reconnect — the ranks they hold, which the controller reconciles with its records.
-import type { RankExit, RankOutput, RankStarted, RanksReport, StreamName } from '@rankd/protocol';
+import { ErrorCode, type RankExit, type RankOutput, type RankStarted, type RanksReport, type StreamName } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { RankRecord } from '../store/jobs-repo.js';
 import type { AgentSender, JobManager, LiveJob, PendingExit } from './job-manager.js';
@@ -28,8 +28,8 @@ export class RankEvents {
   }
 
   started(node: string, m: RankStarted): void {
-    const found = this.rankOf(node, m.jobId, m.rank);
-    if (!found) return;
+    const found = this.rankOf(node, m.jobId, m.rank, m.type);
+    if (!found || found === FOREIGN) return;
     const { live, r } = found;
     if (r.state !== 'pending') return; // a repeated report after a reconnect
     r.state = 'running';
@@ -38,6 +38,7 @@ export class RankEvents {
     r.binding = m.binding;
     r.warnings = m.warnings;
     this.repo.updateRank(r);
+    this.jobs.events.append('rank.started', `${m.jobId}/${m.rank}`, { node, pid: m.pid });
     this.jobs.setJob(live, {});
     const planned = plannedCpus(live.job.rankMap.ranks[r.rank]);
     const mismatch = bindingMismatch(planned, m);
@@ -51,8 +52,8 @@ export class RankEvents {
   }
 
   output(node: string, m: RankOutput): void {
-    const found = this.rankOf(node, m.jobId, m.rank);
-    if (!found) return;
+    const found = this.rankOf(node, m.jobId, m.rank, m.type);
+    if (!found || found === FOREIGN) return;
     const { live, r } = found;
     const result = this.jobs.logs.append(m.jobId, m.rank, m.stream, m.offset, Buffer.from(m.data, 'base64'));
     if (result.kind === 'gap') {
@@ -62,7 +63,10 @@ export class RankEvents {
       return;
     }
     if (result.kind === 'stored') {
-      setBytes(r, m.stream, this.jobs.logs.size(m.jobId, m.rank, m.stream));
+      const size = this.jobs.logs.size(m.jobId, m.rank, m.stream);
+      // what was stored, not what was sent: a resent chunk may overlap what is there
+      this.jobs.events.append('rank.output', `${m.jobId}/${m.rank}`, { stream: m.stream, offset: size - result.bytes, bytes: result.bytes });
+      setBytes(r, m.stream, size);
       this.dirtyBytes.add(r);
       const pending = live.pendingExits.get(r.rank);
       if (pending && hasAll(r, pending)) this.applyExit(live, r, pending);
@@ -70,7 +74,8 @@ export class RankEvents {
   }
 
   exit(node: string, m: RankExit): void {
-    const found = this.rankOf(node, m.jobId, m.rank);
+    const found = this.rankOf(node, m.jobId, m.rank, m.type);
+    if (found === FOREIGN) return;
     if (!found) {
       this.agents.send(node, { type: 'job.release', jobId: m.jobId });
       return;
@@ -93,6 +98,8 @@ export class RankEvents {
       const live = this.jobs.live.get(held.jobId);
       if (!live) {
         // An orphan: its job ended (or never existed here). End it; drop its spool.
+        // Recorded, because it tells what a node did while it was cut off.
+        this.jobs.events.append('rank.reported', `${held.jobId}/${held.rank}`, { node, state: held.state, pid: held.pid, outputBytes: held.outputBytes, job: 'not live' });
         if (held.state === 'running') this.agents.send(node, { type: 'job.abort', jobId: held.jobId, graceMs: 0, reason: 'job is not live on the controller' });
         this.agents.send(node, { type: 'job.release', jobId: held.jobId });
         continue;
@@ -138,17 +145,22 @@ export class RankEvents {
     });
   }
 
-  private rankOf(node: string, jobId: string, rank: number): { live: LiveJob; r: RankRecord } | null {
+  /** The live rank, null when its job is not live, FOREIGN when another node owns it (the sender is told). */
+  private rankOf(node: string, jobId: string, rank: number, type: string): { live: LiveJob; r: RankRecord } | typeof FOREIGN | null {
     const live = this.jobs.live.get(jobId);
     const r = live?.ranks[rank];
     if (!live || !r) return null;
     if (r.node !== node) {
+      // never legitimate (a misconfigured node name, or an impostor): refuse it out loud
       this.log.warn({ node, jobId, rank, owner: r.node }, 'agent reported a rank it does not own');
-      return null;
+      this.agents.send(node, { type: 'error', code: ErrorCode.NotFound, message: `rank ${rank} of job ${jobId} does not run on ${node}`, inReplyTo: type });
+      return FOREIGN;
     }
     return { live, r };
   }
 }
+
+const FOREIGN = Symbol('foreign rank');
 
 function setBytes(r: RankRecord, stream: StreamName, size: number): void {
   if (stream === 'stdout') r.stdoutBytes = size;

@@ -13,7 +13,8 @@ export const JobSubmit = Type.Object(
     name: Type.Optional(Type.String({ maxLength: 128 })),
     cwd: Type.Optional(Type.String({ maxLength: 4096 })),
     /** Added to every rank's environment after the planner's (and so overriding it). */
-    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }), Type.String({ maxLength: 131072 }))),
+    // additionalProperties: false makes the key pattern binding (a Record with a pattern only constrains matching keys)
+    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }), Type.String({ maxLength: 131072 }), { additionalProperties: false })),
     placement: Type.Optional(PlacementSpec),
     /** Run the ranks as this user; root only where the agents allow it. */
     user: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
