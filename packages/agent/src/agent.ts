@@ -6,6 +6,7 @@ import type { AgentConfig } from './config.js';
 import { ControllerLink } from './link/controller-link.js';
 import { FactsPublisher, type FactsSource } from './link/facts-publisher.js';
 import { JobExecutor } from './jobs/job-executor.js';
+import { FLEET_CAPABILITIES, attachFleet } from './fleet/fleet-handlers.js';
 import { RankRunner } from './ranks/rank-runner.js';
 
 export interface AgentOptions {
@@ -22,7 +23,7 @@ export interface RunningAgent {
 }
 
 /** What this agent can do; the controller adapts to it instead of versioning message names. */
-export const AGENT_CAPABILITIES = ['facts', 'jobs'];
+export const AGENT_CAPABILITIES = ['facts', 'jobs', ...FLEET_CAPABILITIES];
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { config } = options;
@@ -50,6 +51,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   publisher = new FactsPublisher(options.facts, link, config.factsIntervalMs, log);
   const runner = new RankRunner({ spoolDir: config.spoolDir, allowRoot: config.allowRoot });
   const executor = new JobExecutor(runner, link, baseRankEnv(), log);
+  const fleet = attachFleet(link, { allowRoot: config.allowRoot, log });
   // ranks from before an agent restart are taken back before the controller hears from us
   await executor.adopt();
   link.start();
@@ -63,6 +65,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       publisher?.stop();
       // ranks keep running (KillMode=process): the next agent adopts them
       executor.close();
+      fleet.close();
       await link.stop();
     },
   };

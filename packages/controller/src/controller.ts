@@ -8,6 +8,7 @@ import { CloseCode, DEFAULT_CONTROLLER_PORT } from '@rankd/protocol';
 import { buildApi } from './api/server.js';
 import { NodeRegistry } from './fleet/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
+import { createFleetServices } from './fleet/exec/fleet-services.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
 import { jobHandlers } from './gateway/job-handlers.js';
 import { JobManager } from './jobs/job-manager.js';
@@ -54,13 +55,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
   registry.load();
   const jobsRepo = new JobsRepo(db);
   const agents = { send: (node: string, message: { type: string } & Record<string, unknown>) => registry.link(node)?.send(message) ?? false };
-  const jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log);
+  const fleet = createFleetServices({ db, registry, events, apiToken: tokens.api, log });
+  const jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver());
   jobs.restore();
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, log);
 
-  const app = await buildApi({ log, apiToken: tokens.api, registry, jobs });
+  const app = await buildApi({ log, apiToken: tokens.api, registry, jobs, fleet });
   const gateway = new AgentGateway(app.server, tokens.join, registry, log);
   for (const [type, handler] of jobHandlers(rankEvents)) gateway.handle(type, handler);
+  fleet.attach(gateway);
   await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? DEFAULT_PORT });
   registry.start();
 
@@ -73,6 +76,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let closed: Promise<void> | null = null;
   const close = () =>
     (closed ??= (async () => {
+      fleet.close();
       gateway.close(CloseCode.ShuttingDown, 'controller shutting down');
       rankEvents.close();
       registry.stop();

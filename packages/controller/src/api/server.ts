@@ -7,6 +7,7 @@ import { MAX_FRAME_BYTES, RANKD_VERSION } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import type { JobManager } from '../jobs/job-manager.js';
+import type { FleetServices } from '../fleet/exec/fleet-services.js';
 import { installAuth } from './auth.js';
 import { installErrorHandlers } from './errors.js';
 import { healthRoutes } from './routes/health.js';
@@ -14,12 +15,18 @@ import { jobsRoutes } from './routes/jobs.js';
 import { logsRoutes } from './routes/logs.js';
 import { nodesRoutes } from './routes/nodes.js';
 import { planRoutes } from './routes/plan.js';
+import { inventoryRoutes } from './routes/inventory.js';
+import { execRoutes } from './routes/exec.js';
+import { pingRoutes } from './routes/ping.js';
+import { doctorRoutes } from './routes/doctor.js';
 
 export interface ApiDeps {
   log: Logger;
   apiToken: string;
   registry: NodeRegistry;
   jobs: JobManager;
+  /** Inventory, exec, ping and doctor; without it those routes are not served. */
+  fleet?: FleetServices;
 }
 
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
@@ -43,9 +50,15 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   installAuth(app, deps.apiToken);
   await app.register(healthRoutes);
   await app.register(nodesRoutes, { registry: deps.registry });
-  await app.register(planRoutes, { registry: deps.registry });
+  await app.register(planRoutes, { registry: deps.registry, ...(deps.fleet ? { resolveGroup: deps.fleet.inventory.groupResolver() } : {}) });
   await app.register(jobsRoutes, { jobs: deps.jobs });
   await app.register(logsRoutes, { jobs: deps.jobs });
+  if (deps.fleet) {
+    await app.register(inventoryRoutes, { inventory: deps.fleet.inventory });
+    await app.register(execRoutes, { exec: deps.fleet.exec });
+    await app.register(pingRoutes, { ping: deps.fleet.ping });
+    await app.register(doctorRoutes, { doctor: deps.fleet.doctor });
+  }
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

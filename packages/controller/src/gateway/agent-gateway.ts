@@ -16,11 +16,15 @@ import { sessionHandlers } from './session-handlers.js';
 
 export const AGENT_PATH = '/v1/agent';
 
+/** Another WebSocket endpoint on the controller's port; it authenticates its own upgrades. */
+export type UpgradeRoute = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
 export class AgentGateway {
   private readonly wss: WebSocketServer;
   private readonly connections = new Set<AgentConnection>();
   private readonly handlers: Map<string, AgentHandler>;
   private readonly pingTimer: NodeJS.Timeout;
+  private readonly routes = new Map<string, UpgradeRoute>();
 
   constructor(
     server: Server,
@@ -49,6 +53,12 @@ export class AgentGateway {
     this.handlers.set(type, handler);
   }
 
+  /** Serves upgrades on another path (interactive shells, …) beside /v1/agent. */
+  route(path: string, handler: UpgradeRoute): void {
+    if (path === AGENT_PATH || this.routes.has(path)) throw new Error(`upgrade route registered twice: ${path}`);
+    this.routes.set(path, handler);
+  }
+
   get size(): number {
     return this.connections.size;
   }
@@ -61,6 +71,8 @@ export class AgentGateway {
 
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const path = (req.url ?? '').split('?')[0];
+    const route = this.routes.get(path ?? '');
+    if (route) return route(req, socket, head);
     if (path !== AGENT_PATH) return refuse(socket, 404, 'Not Found', ErrorCode.NotFound, `no WebSocket endpoint at ${path}`);
     if (!bearerMatches(req.headers.authorization, this.joinToken)) {
       this.log.warn({ remote: req.socket.remoteAddress }, 'agent upgrade refused: bad or missing join token');

@@ -60,4 +60,14 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX ranks_node ON ranks(node, state);
   `,
+  `
+  -- The fleet inventory (groups, hosts, vars) as one document: imports replace or merge it whole.
+  CREATE TABLE inventory (
+    id           INTEGER PRIMARY KEY CHECK (id = 1),
+    doc          TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    format       TEXT NOT NULL,
+    imported_at  INTEGER NOT NULL
+  );
+  `,
 ];

@@ -1,3 +1,4 @@
 export * from './common.js';
 export * from './nodes.js';
 export * from './jobs.js';
+export * from './fleet.js';

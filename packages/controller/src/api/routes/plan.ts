@@ -3,13 +3,13 @@ import { ErrorBody, PlacementSpec, RankMap } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { NodeRegistry } from '../../fleet/node-registry.js';
-import { planRankMap } from '../../planner/index.js';
+import { planRankMap, type GroupResolver } from '../../planner/index.js';
 
-export async function planRoutes(app: FastifyInstance, opts: { registry: NodeRegistry }): Promise<void> {
+export async function planRoutes(app: FastifyInstance, opts: { registry: NodeRegistry; resolveGroup?: GroupResolver }): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   api.post(
     '/v1/plan',
     { schema: { tags: ['plan'], summary: 'Plan a rank map over the ready nodes', body: PlacementSpec, response: { 200: RankMap, 400: ErrorBody } } },
-    async (request) => planRankMap(opts.registry.candidates(), request.body),
+    async (request) => planRankMap(opts.registry.candidates(), request.body, opts.resolveGroup ? { resolveGroup: opts.resolveGroup } : {}),
   );
 }

@@ -1,0 +1,30 @@
+// What the doctor needs from a node beyond its facts: the clock (for skew), whether
+// numactl is installed where ranks will look for it, and the state of required paths —
+// stat'ed by the agent itself, so that a stale NFS mount shows as the error it is.
+import fs from 'node:fs';
+import type { DoctorInspect, PathState } from '@rankd/protocol';
+import { findTool } from '../ranks/program.js';
+
+/** A hung NFS server can block stat for minutes; the doctor reports it instead of waiting. */
+const STAT_TIMEOUT_MS = 3000;
+
+export async function inspectNode(m: DoctorInspect): Promise<{ agentTime: number; numactl: string | null; paths: PathState[] }> {
+  const paths = await Promise.all(m.paths.map((p) => statPath(p)));
+  return { agentTime: Date.now(), numactl: findTool('numactl'), paths };
+}
+
+function statPath(path: string): Promise<PathState> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ path, exists: false, kind: null, error: `stat did not return within ${STAT_TIMEOUT_MS} ms (a hung mount?)` }), STAT_TIMEOUT_MS);
+    fs.promises.stat(path).then(
+      (st) => {
+        clearTimeout(timer);
+        resolve({ path, exists: true, kind: st.isDirectory() ? 'directory' : st.isFile() ? 'file' : 'other', error: null });
+      },
+      (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        resolve({ path, exists: false, kind: null, error: err.code ?? err.message });
+      },
+    );
+  });
+}

@@ -1,0 +1,72 @@
+// The agent's side of fleet operations: ad-hoc commands, pings, doctor inspections, TCP
+// probes and PTY shells, registered on the controller link. When the link drops, running
+// commands and shells are ended: their output has nowhere to go, and a shell nobody
+// sees must not keep running.
+import type { DoctorInspect, ExecRun, ProbeConnect, ProbeListen, PtyAck, PtyClose, PtyInput, PtyOpen, PtyResize, PtySignal } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { ControllerLink } from '../link/controller-link.js';
+import { IdentityResolver } from '../ranks/identity.js';
+import { inspectNode } from './doctor-inspect.js';
+import { runExec } from './exec-runner.js';
+import { PtySessions } from './pty-sessions.js';
+import { endSession } from './session-signal.js';
+import { listenForProbes, probeTargets } from './tcp-probe.js';
+
+/** What the controller may ask of this agent beyond jobs. */
+export const FLEET_CAPABILITIES = ['exec', 'ping', 'doctor', 'probe', 'pty'];
+
+const LINK_LOST_GRACE_MS = 2000;
+
+export interface FleetHandlers {
+  close(): void;
+}
+
+export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; log: Logger }): FleetHandlers {
+  const { log } = opts;
+  const identities = new IdentityResolver(opts.allowRoot);
+  const send = (message: { type: string } & Record<string, unknown>) => link.send(message);
+  const running = new Set<number>();
+  const shells = new PtySessions(send, identities, log);
+
+  link.handle('exec.run', (raw) => {
+    const m = raw as unknown as ExecRun;
+    void runExec(m, identities, { running: (sid, ended) => (ended ? running.delete(sid) : running.add(sid)) }).then((outcome) => {
+      if (!send({ type: 'exec.result', id: m.id, ...outcome })) log.warn({ exec: m.id }, 'exec finished while the controller link is down; result dropped');
+    });
+  });
+  link.handle('fleet.ping', (raw) => send({ type: 'fleet.pong', id: (raw as { id: string }).id, agentTime: Date.now() }));
+  link.handle('doctor.inspect', (raw) => {
+    const m = raw as unknown as DoctorInspect;
+    void inspectNode(m).then((r) => send({ type: 'doctor.report', id: m.id, ...r }));
+  });
+  link.handle('probe.listen', (raw) => {
+    const m = raw as unknown as ProbeListen;
+    listenForProbes(m.address, m.ttlMs).then(
+      (port) => send({ type: 'probe.listening', id: m.id, address: m.address, port }),
+      (err: NodeJS.ErrnoException) => send({ type: 'probe.listening', id: m.id, address: m.address, port: null, error: { code: err.code ?? 'ERROR', message: err.message } }),
+    );
+  });
+  link.handle('probe.connect', (raw) => {
+    const m = raw as unknown as ProbeConnect;
+    void probeTargets(m.targets, m.timeoutMs).then((results) => send({ type: 'probe.result', id: m.id, results }));
+  });
+  link.handle('pty.open', (raw) => void shells.open(raw as unknown as PtyOpen));
+  link.handle('pty.input', (raw) => shells.input(raw as unknown as PtyInput));
+  link.handle('pty.ack', (raw) => shells.ack(raw as unknown as PtyAck));
+  link.handle('pty.resize', (raw) => shells.resize(raw as unknown as PtyResize));
+  link.handle('pty.signal', (raw) => shells.signal(raw as unknown as PtySignal));
+  link.handle('pty.close', (raw) => shells.close(raw as unknown as PtyClose));
+
+  const onDown = (why: string) => {
+    if (running.size > 0) log.warn({ commands: running.size, why }, 'controller link lost: ending running fleet commands');
+    for (const sid of running) endSession(sid, LINK_LOST_GRACE_MS);
+    shells.closeAll(`controller link lost: ${why}`);
+  };
+  link.on('down', onDown);
+  return {
+    close() {
+      link.off('down', onDown);
+      onDown('agent stopping');
+    },
+  };
+}

@@ -1,0 +1,35 @@
+// `rankd ping [PATTERN]`: a round trip to each selected agent with its latency, like
+// `ansible -m ping` with numbers. Exits 4 (as ansible does) when any is unreachable.
+import type { Command } from 'commander';
+import type { PingReport } from '@rankd/protocol';
+import { loadClientConfig } from '../client/config.js';
+import { request } from '../client/http.js';
+import { CliError, ExitCode } from '../exit-codes.js';
+import { EXEC_UNREACHABLE_HOSTS } from './exec.js';
+
+export function register(program: Command): void {
+  program
+    .command('ping')
+    .description('round trip to each agent a pattern selects, with its latency')
+    .argument('[pattern]', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value', 'all')
+    .option('--timeout <seconds>', 'how long to wait for each agent (default 10)')
+    .option('--json', 'print JSON')
+    .action(async (pattern: string, opts: { timeout?: string; json?: boolean }) => {
+      const timeout = opts.timeout === undefined ? undefined : Number(opts.timeout);
+      if (timeout !== undefined && !(timeout > 0)) throw new CliError(`--timeout takes a positive number of seconds, not "${opts.timeout}"`, ExitCode.Usage);
+      const report = await request<PingReport>(loadClientConfig(), '/v1/ping', {
+        method: 'POST',
+        body: { pattern, ...(timeout !== undefined ? { timeout } : {}) },
+        timeoutMs: ((timeout ?? 10) + 30) * 1000,
+      });
+      if (opts.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+      else {
+        for (const h of report.hosts) {
+          const name = h.node && h.node !== h.host ? `${h.host} (${h.node})` : h.host;
+          process.stdout.write(h.status === 'SUCCESS' ? `${name} | SUCCESS | pong in ${h.latencyMs} ms\n` : `${name} | UNREACHABLE | ${h.error?.message ?? 'no answer'}\n`);
+        }
+        if (report.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);
+      }
+      process.exitCode = report.summary.unreachable > 0 ? EXEC_UNREACHABLE_HOSTS : ExitCode.Ok;
+    });
+}

@@ -1,0 +1,115 @@
+// Ad-hoc commands across the fleet: one exec.run per selected node, all in parallel over
+// the links that are already open, collected into one report in host order.
+//
+// argv by default. A shell string is an explicit opt-in (`shell`), run as /bin/sh -c,
+// and recorded as such in the event log next to every other exec.
+import { ErrorCode, FleetErrorCode, RankdError, type ExecHostResult, type ExecReport, type ExecRequest, type ExecResult } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { EventsRepo } from '../../store/events-repo.js';
+import type { FleetInventory } from '../inventory/inventory-service.js';
+import type { NodeRegistry } from '../node-registry.js';
+import type { AgentRequests } from './agent-requests.js';
+import { failureOf, partitionTargets } from './targets.js';
+
+export const DEFAULT_EXEC_TIMEOUT_S = 300;
+export const DEFAULT_EXEC_OUTPUT_BYTES = 64 * 1024;
+/** Beyond the command's own timeout: its SIGTERM grace and the trip back. */
+const REPLY_MARGIN_MS = 10_000;
+
+export class ExecService {
+  constructor(
+    private readonly inventory: FleetInventory,
+    private readonly registry: NodeRegistry,
+    private readonly requests: AgentRequests,
+    private readonly events: EventsRepo,
+    private readonly log: Logger,
+  ) {}
+
+  async run(req: ExecRequest): Promise<ExecReport> {
+    const argv = commandOf(req);
+    const started = performance.now();
+    const hosts = this.inventory.resolve(req.pattern);
+    const { ready, skipped } = partitionTargets(hosts, this.registry, 'exec');
+    const timeoutMs = Math.round((req.timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000);
+    const message = {
+      type: 'exec.run',
+      argv,
+      timeoutMs,
+      maxOutputBytes: req.maxOutputBytes ?? DEFAULT_EXEC_OUTPUT_BYTES,
+      ...(req.cwd ? { cwd: req.cwd } : {}),
+      ...(req.env ? { env: req.env } : {}),
+      ...(req.user ? { user: req.user } : {}),
+    };
+    const results = new Map<string, ExecHostResult>();
+    for (const s of skipped) results.set(s.host, blank(s.host, s.node, s.status, s.error));
+    await Promise.all(
+      ready.map(async (t) => {
+        try {
+          const reply = await this.requests.request<ExecResult & { type: string }>(t.node, message, 'exec.result', timeoutMs + REPLY_MARGIN_MS);
+          results.set(t.host, fromReply(t.host, t.node, reply));
+        } catch (err) {
+          results.set(t.host, blank(t.host, t.node, 'UNREACHABLE', failureOf(err)));
+        }
+      }),
+    );
+    const ordered = hosts.map((h) => results.get(h.host)!);
+    const summary = {
+      success: ordered.filter((r) => r.status === 'SUCCESS').length,
+      failed: ordered.filter((r) => r.status === 'FAILED').length,
+      unreachable: ordered.filter((r) => r.status === 'UNREACHABLE').length,
+    };
+    this.events.append('fleet.exec', req.pattern, { argv, shell: req.shell !== undefined, user: req.user ?? null, ...summary });
+    this.log.info({ pattern: req.pattern, hosts: ordered.length, ...summary }, 'exec finished');
+    return { pattern: req.pattern, argv, hosts: ordered, summary, durationMs: round(performance.now() - started) };
+  }
+}
+
+function commandOf(req: ExecRequest): string[] {
+  if (req.command && req.shell !== undefined) throw new RankdError(ErrorCode.InvalidRequest, 'give either command (argv) or shell (a string for /bin/sh -c), not both');
+  if (req.command) return req.command;
+  if (req.shell !== undefined) return ['/bin/sh', '-c', req.shell];
+  throw new RankdError(ErrorCode.InvalidRequest, 'nothing to run: give command (argv) or shell');
+}
+
+function fromReply(host: string, node: string, r: ExecResult): ExecHostResult {
+  const stdout = Buffer.from(r.stdout, 'base64');
+  const stderr = Buffer.from(r.stderr, 'base64');
+  const ok = r.code === 0 && !r.timedOut && !r.error;
+  return {
+    host,
+    node,
+    status: ok ? 'SUCCESS' : 'FAILED',
+    rc: r.code,
+    signal: r.signal,
+    stdout: stdout.toString('utf8'),
+    stderr: stderr.toString('utf8'),
+    stdoutBytes: r.stdoutBytes,
+    stderrBytes: r.stderrBytes,
+    truncated: { stdout: r.stdoutBytes > stdout.length, stderr: r.stderrBytes > stderr.length },
+    durationMs: round(r.durationMs),
+    timedOut: r.timedOut,
+    error: r.error ?? (r.timedOut ? { code: FleetErrorCode.ExecTimeout, message: 'the command ran past its timeout and was ended' } : null),
+  };
+}
+
+function blank(host: string, node: string | null, status: ExecHostResult['status'], error: { code: string; message: string }): ExecHostResult {
+  return {
+    host,
+    node,
+    status,
+    rc: null,
+    signal: null,
+    stdout: '',
+    stderr: '',
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    truncated: { stdout: false, stderr: false },
+    durationMs: null,
+    timedOut: false,
+    error,
+  };
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

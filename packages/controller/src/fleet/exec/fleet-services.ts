@@ -1,0 +1,53 @@
+// Builds the fleet operations (inventory, exec, ping, doctor, shells) and attaches them
+// to the agent gateway, so that the controller's wiring stays a few lines.
+import type { Logger } from 'pino';
+import type { AgentGateway } from '../../gateway/agent-gateway.js';
+import type { Db } from '../../store/database.js';
+import type { EventsRepo } from '../../store/events-repo.js';
+import { DoctorService } from '../doctor/doctor-service.js';
+import { FleetInventory } from '../inventory/inventory-service.js';
+import { InventoryRepo } from '../inventory/inventory-repo.js';
+import type { NodeRegistry } from '../node-registry.js';
+import { PingService } from '../ping/ping-service.js';
+import { AgentRequests } from './agent-requests.js';
+import { ExecService } from './exec-service.js';
+import { ShellRelay } from './shell-relay.js';
+import { SHELL_PATH } from '@rankd/protocol';
+
+/** Agent replies that AgentRequests routes to their waiters. */
+const REPLY_TYPES = ['exec.result', 'fleet.pong', 'doctor.report', 'probe.listening', 'probe.result'];
+
+export interface FleetServices {
+  inventory: FleetInventory;
+  exec: ExecService;
+  ping: PingService;
+  doctor: DoctorService;
+  shell: ShellRelay;
+  /** Registers the reply handlers and the /v1/shell upgrade route on the gateway. */
+  attach(gateway: AgentGateway): void;
+  close(): void;
+}
+
+export function createFleetServices(deps: { db: Db; registry: NodeRegistry; events: EventsRepo; apiToken: string; log: Logger }): FleetServices {
+  const { db, registry, events, log } = deps;
+  const inventory = new FleetInventory(new InventoryRepo(db), registry, events);
+  inventory.load();
+  const requests = new AgentRequests(registry);
+  const shell = new ShellRelay(registry, deps.apiToken, log);
+  return {
+    inventory,
+    exec: new ExecService(inventory, registry, requests, events, log),
+    ping: new PingService(inventory, registry, requests),
+    doctor: new DoctorService(inventory, registry, requests, events, log),
+    shell,
+    attach(gateway) {
+      for (const type of REPLY_TYPES) gateway.handle(type, requests.handle);
+      for (const [type, handler] of shell.handlers()) gateway.handle(type, handler);
+      gateway.route(SHELL_PATH, shell.upgrade);
+    },
+    close() {
+      shell.close();
+      requests.close();
+    },
+  };
+}

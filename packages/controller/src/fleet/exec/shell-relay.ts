@@ -1,0 +1,227 @@
+// Interactive shells: a client WebSocket on /v1/shell relayed to a PTY on one node, the
+// way `kubectl exec -it` relays through the API server.
+//
+// The client authenticates with the API token in the upgrade request; anything wrong
+// (token, node, size) is a plain HTTP answer and no socket ever opens. Terminal bytes are
+// binary frames both ways; resize and signals are JSON text frames. Output is acknowledged
+// to the agent only once the client's socket took it, so a slow client slows the remote
+// program down instead of filling the controller's memory. When either side goes away,
+// the other is ended: a lost client hangs the terminal up, a lost agent closes the client.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { Compile } from 'typebox/compile';
+import {
+  ErrorCode,
+  FleetErrorCode,
+  MAX_FRAME_BYTES,
+  SHELL_SUBPROTOCOL,
+  ShellControl,
+  type PtyExit,
+  type PtyOpened,
+  type PtyOutput,
+  type ShellEvent,
+} from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { AgentHandler } from '../../gateway/agent-connection.js';
+import { bearerMatches } from '../../store/tokens.js';
+import type { AgentLink, NodeRegistry } from '../node-registry.js';
+import { AgentRequests } from './agent-requests.js';
+
+interface Session {
+  id: string;
+  node: string;
+  link: AgentLink;
+  ws: WebSocket;
+  ended: boolean;
+}
+
+/** Raw input bytes per pty.input frame: well under the frame cap once base64'd. */
+const INPUT_CHUNK = 192 * 1024;
+const LINK_CHECK_MS = 250;
+const CLIENT_PING_MS = 30_000;
+const checkControl = Compile(ShellControl);
+
+export class ShellRelay {
+  private readonly wss: WebSocketServer;
+  private readonly sessions = new Map<string, Session>();
+  private readonly linkTimer: NodeJS.Timeout;
+  private readonly pingTimer: NodeJS.Timeout;
+  private readonly alive = new WeakSet<WebSocket>();
+
+  constructor(
+    private readonly registry: NodeRegistry,
+    private readonly apiToken: string,
+    private readonly log: Logger,
+  ) {
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+      handleProtocols: (protocols) => (protocols.has(SHELL_SUBPROTOCOL) ? SHELL_SUBPROTOCOL : false),
+    });
+    this.linkTimer = setInterval(() => this.checkLinks(), LINK_CHECK_MS);
+    this.linkTimer.unref();
+    this.pingTimer = setInterval(() => this.pingClients(), CLIENT_PING_MS);
+    this.pingTimer.unref();
+  }
+
+  /** Agent → controller frames of shell sessions. */
+  handlers(): Array<[string, AgentHandler]> {
+    return [
+      ['pty.opened', (conn, m) => this.onOpened(conn.name!, m as unknown as PtyOpened)],
+      ['pty.output', (conn, m) => this.onOutput(conn.name!, m as unknown as PtyOutput)],
+      ['pty.exit', (conn, m) => this.onExit(conn.name!, m as unknown as PtyExit)],
+    ];
+  }
+
+  /** The upgrade route of /v1/shell. */
+  readonly upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    if (!bearerMatches(req.headers.authorization, this.apiToken)) {
+      return refuse(socket, 401, ErrorCode.Unauthorized, 'missing or wrong API token (Authorization: Bearer <token>)');
+    }
+    const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
+    if (!offered.includes(SHELL_SUBPROTOCOL)) return refuse(socket, 400, ErrorCode.InvalidRequest, `subprotocol ${SHELL_SUBPROTOCOL} required`);
+    const q = new URL(req.url ?? '/', 'http://x').searchParams;
+    const node = q.get('node') ?? '';
+    const cols = Number(q.get('cols') ?? 80);
+    const rows = Number(q.get('rows') ?? 24);
+    if (!Number.isInteger(cols) || !Number.isInteger(rows) || cols < 1 || rows < 1 || cols > 10_000 || rows > 10_000) {
+      return refuse(socket, 400, ErrorCode.InvalidRequest, `bad terminal size ${q.get('cols')}x${q.get('rows')}`);
+    }
+    const known = this.registry.get(node);
+    if (!known) return refuse(socket, 404, ErrorCode.NodeNotFound, `unknown node "${node}"`);
+    const link = this.registry.link(node);
+    if (!link || known.state !== 'ready') return refuse(socket, 503, FleetErrorCode.AgentUnreachable, `node ${node}: its agent is not connected (${known.state})`);
+    if (!known.capabilities.includes('pty')) return refuse(socket, 409, FleetErrorCode.MissingCapability, `node ${node}: agent ${known.version ?? ''} has no "pty" capability; upgrade it`);
+    const argv = q.getAll('arg');
+    const open = {
+      type: 'pty.open',
+      cols,
+      rows,
+      term: /^[A-Za-z0-9._+-]{1,64}$/.test(q.get('term') ?? '') ? q.get('term')! : 'xterm-256color',
+      ...(argv.length > 0 ? { argv } : {}),
+      ...(q.get('user') ? { user: q.get('user')! } : {}),
+      ...(q.get('cwd') ? { cwd: q.get('cwd')! } : {}),
+    };
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.start(ws, node, link, open));
+  };
+
+  close(): void {
+    clearInterval(this.linkTimer);
+    clearInterval(this.pingTimer);
+    for (const s of this.sessions.values()) this.end(s, { type: 'error', code: ErrorCode.Internal, message: 'the controller is shutting down' }, 1001);
+    this.wss.close();
+  }
+
+  private start(ws: WebSocket, node: string, link: AgentLink, open: { type: string } & Record<string, unknown>): void {
+    const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false };
+    this.sessions.set(session.id, session);
+    this.alive.add(ws);
+    this.log.info({ node, session: session.id }, 'shell session opening');
+    ws.on('pong', () => this.alive.add(ws));
+    ws.on('message', (data, isBinary) => this.onClient(session, data as Buffer, isBinary));
+    ws.on('close', () => this.onClientGone(session, 'the client closed the connection'));
+    ws.on('error', (err) => this.log.warn({ err: err.message, node }, 'shell client socket error'));
+    if (!link.send({ ...open, id: session.id })) this.end(session, { type: 'error', code: FleetErrorCode.AgentUnreachable, message: `node ${node}: its agent is not connected` }, 1011);
+  }
+
+  private onClient(s: Session, data: Buffer, isBinary: boolean): void {
+    if (s.ended) return;
+    if (isBinary) {
+      for (let at = 0; at < data.length; at += INPUT_CHUNK) {
+        s.link.send({ type: 'pty.input', id: s.id, data: data.subarray(at, at + INPUT_CHUNK).toString('base64') });
+      }
+      return;
+    }
+    let control: unknown;
+    try {
+      control = JSON.parse(data.toString('utf8'));
+    } catch {
+      control = null;
+    }
+    if (!checkControl.Check(control)) {
+      this.sendEvent(s, { type: 'error', code: ErrorCode.InvalidRequest, message: 'control frames are {"type":"resize","cols":C,"rows":R} or {"type":"signal","signal":"SIGINT"}' });
+      return;
+    }
+    const c = control as ShellControl;
+    if (c.type === 'resize') s.link.send({ type: 'pty.resize', id: s.id, cols: c.cols, rows: c.rows });
+    else s.link.send({ type: 'pty.signal', id: s.id, signal: c.signal });
+  }
+
+  private onOpened(node: string, m: PtyOpened): void {
+    const s = this.mine(node, m.id);
+    if (s) this.sendEvent(s, { type: 'started', node, pid: m.pid });
+  }
+
+  private onOutput(node: string, m: PtyOutput): void {
+    const s = this.mine(node, m.id);
+    if (!s) return;
+    const bytes = Buffer.from(m.data, 'base64');
+    if (bytes.length === 0) return;
+    s.ws.send(bytes, { binary: true }, (err) => {
+      if (!err && !s.ended) s.link.send({ type: 'pty.ack', id: s.id, bytes: bytes.length });
+    });
+  }
+
+  private onExit(node: string, m: PtyExit): void {
+    const s = this.mine(node, m.id);
+    if (!s) return;
+    if (m.error) this.end(s, { type: 'error', code: m.error.code, message: m.error.message }, 1000, false);
+    else this.end(s, { type: 'exit', code: m.code, signal: m.signal }, 1000, false);
+  }
+
+  private onClientGone(s: Session, why: string): void {
+    if (s.ended) return;
+    s.ended = true;
+    this.sessions.delete(s.id);
+    // the remote program must not outlive its user's connection
+    s.link.send({ type: 'pty.close', id: s.id, reason: why });
+    this.log.info({ node: s.node, session: s.id, why }, 'shell session closed by the client');
+  }
+
+  /** Ends a session from this side; `hangUp` tells the agent to end the program too. */
+  private end(s: Session, last: ShellEvent, code: number, hangUp = true): void {
+    if (s.ended) return;
+    s.ended = true;
+    this.sessions.delete(s.id);
+    if (hangUp) s.link.send({ type: 'pty.close', id: s.id, reason: last.type === 'error' ? last.message : 'session ended' });
+    this.sendEvent(s, last);
+    s.ws.close(code, last.type === 'error' ? last.code : 'exit');
+    this.log.info({ node: s.node, session: s.id, last }, 'shell session ended');
+  }
+
+  private mine(node: string, id: string): Session | undefined {
+    const s = this.sessions.get(id);
+    return s && s.node === node && !s.ended ? s : undefined;
+  }
+
+  private sendEvent(s: Session, event: ShellEvent): void {
+    if (s.ws.readyState === s.ws.OPEN) s.ws.send(JSON.stringify(event));
+  }
+
+  private checkLinks(): void {
+    for (const s of this.sessions.values()) {
+      if (this.registry.link(s.node) !== s.link) {
+        this.end(s, { type: 'error', code: FleetErrorCode.AgentUnreachable, message: `node ${s.node}: the connection to its agent was lost; the remote program is ended` }, 1011, false);
+      }
+    }
+  }
+
+  private pingClients(): void {
+    for (const s of this.sessions.values()) {
+      if (!this.alive.has(s.ws)) {
+        s.ws.terminate();
+        continue;
+      }
+      this.alive.delete(s.ws);
+      s.ws.ping();
+    }
+  }
+}
+
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const text: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
+  const body = JSON.stringify({ statusCode: status, code, error: text[status] ?? 'Error', message });
+  socket.end(`HTTP/1.1 ${status} ${text[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
