@@ -34,7 +34,7 @@ export class Tree {
   }
 }
 
-/** [0,1,2,3,8] → "0-3,8", as the kernel's *_list files print it. */
+/** [0,1,2,3,8] → "0-3,8", as the kernel's *_list files print it. Written apart from @rankd/protocol's formatCpuList on purpose: fixtures must not share the code under test. */
 export function cpuList(cpus: readonly number[]): string {
   const sorted = [...new Set(cpus)].sort((a, b) => a - b);
   const parts: string[] = [];
