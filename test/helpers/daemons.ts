@@ -43,18 +43,20 @@ export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}): Daemon
   };
 }
 
-export async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false> | T | undefined | false): Promise<T> {
+/** Polls probe until it returns a value; every wait is bounded and says what it waited for. */
+export async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false> | T | undefined | false, everyMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
     try {
       const v = await probe();
       if (v !== undefined && v !== false) return v;
+      lastError = undefined;
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message ?? String(lastError)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 

@@ -4,10 +4,10 @@
 // (CPU and node sets are integer arrays, never strings) and explicit about the
 // unknown: a field that could not be read is null and a warning says why.
 import Type from 'typebox';
+import { Nullable } from './nullable.js';
 
 const Int = Type.Integer();
 const IntList = Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 65536 });
-const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Str = (maxLength = 4096) => Type.String({ maxLength });
 
 export const TopologyCounts = Type.Object({

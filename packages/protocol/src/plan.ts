@@ -2,10 +2,10 @@
 // answers). `rankd plan`, `rankd run` and the REST job spec share the spec, so every
 // field is optional and means the same thing everywhere.
 import Type from 'typebox';
+import { Nullable } from './nullable.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 253 });
 const IntList = Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 65536 });
-const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** `--ranks-per-node`: a count, or one rank per NUMA node, per package, or per GPU. */
 export const RanksPerNode = Type.Union([

@@ -1,6 +1,7 @@
 // REST schemas of fleet operations: the inventory, host patterns, ad-hoc exec, ping,
 // the preflight doctor, and the client side of interactive shells.
 import Type from 'typebox';
+import { Nullable } from '../nullable.js';
 import { EnvVars, MAX_EXEC_OUTPUT_BYTES } from '../messages/fleet.js';
 import { SignalName } from '../messages/jobs.js';
 
@@ -30,7 +31,6 @@ export const FleetErrorCode = {
 export type FleetErrorCode = (typeof FleetErrorCode)[keyof typeof FleetErrorCode];
 
 const Vars = Type.Record(Type.String(), Type.String());
-const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Pattern = Type.String({ minLength: 1, maxLength: 4096 });
 const Failure = Type.Object({ code: Type.String(), message: Type.String() });
 

@@ -1,5 +1,6 @@
 // REST schemas of jobs: the submission, the job view, and log queries.
 import Type from 'typebox';
+import { Nullable } from '../nullable.js';
 import { Binding, SignalName, StreamName } from '../messages/jobs.js';
 import { PlacementSpec, RankMap } from '../plan.js';
 
@@ -57,7 +58,6 @@ export const RankState = Type.Union([
 ]);
 export type RankState = Type.Static<typeof RankState>;
 
-const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const RankView = Type.Object({
   rank: Type.Integer({ minimum: 0 }),
