@@ -61,7 +61,7 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
         ...(lastId ? { headers: { 'last-event-id': lastId } } : {}),
       });
       downSince = null;
-      for await (const event of readSse(res.body!)) {
+      for await (const event of readSse(res)) {
         if (event.id) lastId = event.id;
         if (event.event === 'end') {
           for (const l of labelers.values()) l.flush();
