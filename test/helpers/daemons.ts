@@ -156,20 +156,26 @@ export async function waitForNode(controller: ControllerHandle, name: string, st
 }
 
 /** Runs the CLI to completion and returns its exit code and output. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const r = await runCliRaw(args, env, timeoutMs);
+  return { code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
+}
+
+/** runCli with the output as bytes (decoded once at the end, if at all: a chunk may split a character). */
+export function runCliRaw(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: Buffer; stderr: Buffer }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => stdout.push(d));
+    child.stderr.on('data', (d: Buffer) => stderr.push(d));
     const t = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`rankd ${args.join(' ')} timed out; stderr: ${stderr}`));
+      reject(new Error(`rankd ${args.join(' ')} timed out; stderr: ${Buffer.concat(stderr).toString()}`));
     }, timeoutMs);
-    child.once('exit', (code) => {
+    child.once('close', (code) => {
       clearTimeout(t);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) });
     });
   });
 }

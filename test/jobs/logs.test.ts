@@ -1,7 +1,8 @@
 // Every line of every rank is stored once and in order, followable live, resumable
 // from an offset or a Last-Event-ID — and a controller killed mid-job loses nothing.
 import t from 'tap';
-import { runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
+import { runCli, runCliRaw, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
+import { readLogFrames } from '@rankd/cli/client/log-frames';
 import { localCluster } from '../helpers/cluster.js';
 
 interface JobLike {
@@ -116,6 +117,36 @@ t.test('a live follower resumes from its Last-Event-ID without gaps or repeats',
   }
   t.ok(ended, 'the stream ends with the job');
   t.equal(text, Array.from({ length: 60 }, (_, i) => `line ${i + 1}\n`).join(''));
+});
+
+t.test('output that is not UTF-8 arrives byte for byte: in rankd run, labelled or raw, and in the frames stream', async (t) => {
+  const { env, controller } = await localCluster(t, ['solo']);
+  // a byte that is never UTF-8, a character split across two writes, a last line without newline
+  const script = 'printf "\\377\\376 bin\\n"; printf "h\\303"; sleep 0.2; printf "\\251llo\\n"; printf "tail"';
+  const want = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(' bin\nh\u00e9llo\ntail', 'utf8')]);
+  const raw = await runCliRaw(['run', '-n', '1', '-q', '--no-label', '--', 'sh', '-c', script], env, 60_000);
+  t.equal(raw.code, 0, raw.stderr.toString());
+  t.same(raw.stdout, Buffer.concat([want, Buffer.from('\n')]), 'raw: the bytes as written (the unfinished last line ends at exit)');
+  const labelled = await runCliRaw(['run', '-n', '1', '-q', '--', 'sh', '-c', script], env, 60_000);
+  t.equal(labelled.code, 0);
+  const lines = Buffer.concat([want, Buffer.from('\n')]).toString('latin1').split('\n').slice(0, -1);
+  t.equal(labelled.stdout.toString('latin1'), lines.map((l) => `0: ${l}\n`).join(''), 'labelled: "0: " before every line, the bytes between untouched');
+
+  const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
+  const id = list.jobs.find(() => true)!.id;
+  const res = await fetch(`${controller.url}/v1/jobs/${id}/logs?format=frames`, { headers: { authorization: `Bearer ${controller.apiToken}` } });
+  t.equal(res.headers.get('content-type'), 'application/vnd.rankd.log-frames');
+  const out: Buffer[] = [];
+  let end: { state: string } | null = null;
+  for await (const frame of readLogFrames(res.body as unknown as AsyncIterable<Buffer>)) {
+    if (frame.kind === 'end') end = frame;
+    else if (frame.stream === 'stdout') {
+      t.equal(frame.offset, Buffer.concat(out).length, 'records are contiguous');
+      out.push(frame.data);
+    }
+  }
+  t.same(Buffer.concat(out), want, 'the stored bytes, exactly');
+  t.equal(end?.state, 'succeeded', 'the stream ends with the job\'s end record');
 });
 
 t.test('the controller is SIGKILLed mid-job and restarted: the job completes and every line is stored once', async (t) => {

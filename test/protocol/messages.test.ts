@@ -1,6 +1,6 @@
 // Golden frames, valid and invalid, for every message of the agent gateway.
 import t from 'tap';
-import { AgentMessages, ControllerMessages, decodeFrame, type MessageMap } from '@rankd/protocol';
+import { AgentBinaryMessages, AgentMessages, ControllerMessages, MAX_BINARY_PAYLOAD_BYTES, decodeBinaryFrame, decodeFrame, encodeBinaryFrame, type MessageMap } from '@rankd/protocol';
 import { fleetGolden } from '../fleet/golden-frames.js';
 
 interface Golden {
@@ -8,6 +8,8 @@ interface Golden {
   frame: unknown;
   /** undefined: valid; otherwise the expected error code */
   error?: string;
+  /** Sent as a binary frame: the frame is the header, this the raw bytes after it. */
+  payload?: Buffer;
 }
 
 const hello = { type: 'hello', name: 'gpu-node-01', version: '0.1.0', capabilities: ['facts'], labels: { rack: 'r1' } };
@@ -78,9 +80,14 @@ const golden: Record<string, Golden[]> = {
     { map: AgentMessages, frame: { type: 'rank.started', jobId: 'j1', rank: 0, pid: 0, startedAt: 'x', binding: { cpus: [], memNodes: [], verified: true }, warnings: [] }, error: 'RANKD_INVALID_MESSAGE' },
   ],
   'rank.output': [
-    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: Buffer.from('hello\n').toString('base64') } },
-    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdin', offset: 0, data: '' }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: -5, data: '' }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0 }, payload: Buffer.from('hello\n') },
+    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: 'aGVsbG8K' }, payload: Buffer.alloc(0), error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stderr', offset: 7 }, payload: Buffer.from([0xff, 0x00, 0x0a]) },
+    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdin', offset: 0 }, payload: Buffer.alloc(0), error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: -5 }, payload: Buffer.alloc(0), error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentBinaryMessages, frame: { type: 'hello', name: 'n', version: '1', capabilities: [], labels: {} }, payload: Buffer.alloc(0), error: 'RANKD_UNKNOWN_TYPE' },
+    // bulk bytes never travel as text (base64 in JSON cost more CPU than the rest of the log path)
+    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: 'aGVsbG8K' }, error: 'RANKD_UNKNOWN_TYPE' },
   ],
   'rank.exit': [
     { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: 0, signal: null, endedAt: 'x', outputBytes: { stdout: 6, stderr: 0 } } },
@@ -105,9 +112,12 @@ for (const [name, cases] of Object.entries(golden)) {
   t.test(name, async (t) => {
     for (const c of cases) {
       const raw = typeof c.frame === 'string' ? c.frame : JSON.stringify(c.frame);
-      const decoded = decodeFrame(raw, c.map);
+      const decoded = c.payload
+        ? decodeBinaryFrame(encodeBinaryFrame(c.frame as { type: string }, c.payload), c.map)
+        : decodeFrame(raw, c.map);
       if (c.error === undefined) {
         t.ok(decoded.ok, `valid: ${raw.slice(0, 80)}${decoded.ok ? '' : ` (${decoded.error})`}`);
+        if (c.payload && decoded.ok) t.same('payload' in decoded ? decoded.payload : null, c.payload, 'the payload comes back byte for byte');
       } else {
         t.notOk(decoded.ok, `invalid: ${raw.slice(0, 80)}`);
         if (!decoded.ok) {
@@ -118,6 +128,24 @@ for (const [name, cases] of Object.entries(golden)) {
     }
   });
 }
+
+t.test('binary frames that are not well formed are refused with a reason, never thrown', async (t) => {
+  const header = { type: 'rank.output', jobId: 'j1', rank: 0, stream: 'stdout', offset: 0 };
+  const good = encodeBinaryFrame(header, Buffer.from('x\n'));
+  const cases: Array<[string, Buffer, string]> = [
+    ['shorter than its length prefix', Buffer.from([0, 0]), 'RANKD_BAD_FRAME'],
+    ['a header length past the frame', Buffer.concat([Buffer.from([0, 0, 1, 0]), Buffer.from('{}')]), 'RANKD_BAD_FRAME'],
+    ['a header length over the cap', Buffer.from([0, 1, 0, 0, 1, 2, 3]), 'RANKD_BAD_FRAME'],
+    ['a header that is not JSON', Buffer.concat([Buffer.from([0, 0, 0, 3]), Buffer.from('{{{')]), 'RANKD_BAD_FRAME'],
+    ['a payload over the cap', Buffer.concat([good.subarray(0, good.length - 2), Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES + 1)]), 'RANKD_TOO_LARGE'],
+  ];
+  for (const [what, frame, code] of cases) {
+    const decoded = decodeBinaryFrame(frame, AgentBinaryMessages);
+    t.notOk(decoded.ok, what);
+    if (!decoded.ok) t.equal(decoded.code, code, what);
+  }
+  t.throws(() => encodeBinaryFrame(header, Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES + 1)), RangeError, 'the sender refuses an oversize payload too');
+});
 
 t.test('the facts message accepts a real snapshot of this machine', async (t) => {
   const { readFacts } = await import('@rankd/agent/facts/index');
@@ -130,5 +158,5 @@ t.test('the facts message accepts a real snapshot of this machine', async (t) =>
 
 t.test('every message type has golden frames', async (t) => {
   const covered = new Set(Object.keys(golden));
-  for (const type of [...AgentMessages.keys(), ...ControllerMessages.keys()]) t.ok(covered.has(type), `golden frames for ${type}`);
+  for (const type of [...AgentMessages.keys(), ...AgentBinaryMessages.keys(), ...ControllerMessages.keys()]) t.ok(covered.has(type), `golden frames for ${type}`);
 });

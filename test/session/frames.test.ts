@@ -3,6 +3,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
+import { encodeBinaryFrame } from '@rankd/protocol';
 import { startController, type ControllerHandle } from '../helpers/daemons.js';
 
 interface Frame {
@@ -100,6 +101,15 @@ t.test('after hello: bad frames get error frames and the link stays up', async (
   agent.send(hello);
   t.equal((await agent.next()).code, 'RANKD_OUT_OF_ORDER', 'a second hello is refused');
 
+  // binary frames: a header and raw bytes, refused with the same codes when wrong
+  agent.ws.send(Buffer.from([0xde, 0xad, 0xbe, 0xef]), { binary: true });
+  t.equal((await agent.next()).code, 'RANKD_BAD_FRAME', 'a binary frame without a sane header length');
+  agent.ws.send(encodeBinaryFrame({ type: 'heartbeat', seq: 1 }, Buffer.alloc(0)), { binary: true });
+  t.equal((await agent.next()).code, 'RANKD_UNKNOWN_TYPE', 'only output travels as binary');
+  // output of a job the controller does not know is dropped quietly (a late resend after
+  // the job ended looks the same); the link stays up, as the next exchange shows
+  agent.ws.send(encodeBinaryFrame({ type: 'rank.output', jobId: 'jnosuch', rank: 0, stream: 'stdout', offset: 0 }, Buffer.from('late\n')), { binary: true });
+
   // still registered and served
   agent.send({ type: 'heartbeat', seq: 1 });
   agent.send({ type: 'nope' });
@@ -137,6 +147,12 @@ t.test('the first frame must be a valid hello', async (t) => {
   const closedB = await b.untilClosed();
   t.equal(closedB.code, 4400);
   t.match(closedB.reason, /name/);
+
+  const c = await RawAgent.connect(controller);
+  c.ws.send(encodeBinaryFrame({ type: 'rank.output', jobId: 'j1', rank: 0, stream: 'stdout', offset: 0 }, Buffer.from('x\n')), { binary: true });
+  const closedC = await c.untilClosed();
+  t.equal(closedC.code, 4400, 'output before the hello');
+  t.match(closedC.reason, /before the hello/);
 });
 
 t.test('a second connection with the same node name supersedes the first', async (t) => {

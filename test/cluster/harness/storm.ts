@@ -3,7 +3,7 @@
 // known way, and every one must get a clear answer: an HTTP error with a stable RANKD_*
 // code and a message, an error frame with such a code, or a refused upgrade or close
 // code that says why. Nothing here is valid enough to touch the running job.
-import { RANKD_VERSION, SUBPROTOCOL } from '@rankd/protocol';
+import { RANKD_VERSION, SUBPROTOCOL, encodeBinaryFrame } from '@rankd/protocol';
 import type WebSocket from 'ws';
 import type { ControllerApi } from './controller-api.js';
 
@@ -190,7 +190,8 @@ function frameCases(foreign: { jobId: string; rank: number }): FrameCase[] {
     { category: 'gateway: malformed JSON', frame: Buffer.from([0xde, 0xad, 0xbe, 0xef]), code: 'RANKD_BAD_FRAME' },
     { category: 'gateway: wrong types', frame: JSON.stringify({ type: 'heartbeat', seq: 'one' }), code: 'RANKD_INVALID_MESSAGE' },
     { category: 'gateway: wrong types', frame: JSON.stringify({ type: 'facts', hash: 5, facts: null }), code: 'RANKD_INVALID_MESSAGE' },
-    { category: 'gateway: wrong types', frame: JSON.stringify({ type: 'rank.output', jobId: foreign.jobId, rank: -1, stream: 'stdin', offset: 0, data: '' }), code: 'RANKD_INVALID_MESSAGE' },
+    { category: 'gateway: wrong types', frame: encodeBinaryFrame({ type: 'rank.output', jobId: foreign.jobId, rank: -1, stream: 'stdin', offset: 0 }, Buffer.from('x\n')), code: 'RANKD_INVALID_MESSAGE' },
+    { category: 'gateway: unknown message types', frame: JSON.stringify({ type: 'rank.output', jobId: foreign.jobId, rank: 0, stream: 'stdout', offset: 0, data: 'eAo=' }), code: 'RANKD_UNKNOWN_TYPE' },
     { category: 'gateway: unknown message types', frame: JSON.stringify({ type: 'launch.missiles' }), code: 'RANKD_UNKNOWN_TYPE' },
     { category: 'gateway: unknown message types', frame: JSON.stringify({ type: 'job.start', jobId: foreign.jobId, leaseMs: 1000, ranks: [] }), code: 'RANKD_UNKNOWN_TYPE' },
     { category: 'gateway: out of order', frame: JSON.stringify({ type: 'hello', name: 'again', version: RANKD_VERSION, capabilities: [], labels: {} }), code: 'RANKD_OUT_OF_ORDER' },
@@ -241,7 +242,7 @@ export async function storm(o: StormOptions): Promise<StormResult> {
   const connectionKinds: Array<[string, (impostor: Session) => Promise<Answer>]> = [
     ['gateway: oversize frames', () => oversizeFrame(o)],
     ['rest: oversize body', () => restProbe(o.api, 413, '/v1/jobs', { method: 'POST', body: big })],
-    ['gateway: a rank another node owns', (impostor) => impostor.probe(JSON.stringify(foreignOutput(o.jobId, tally.sent)), 'RANKD_NOT_FOUND')],
+    ['gateway: a rank another node owns', (impostor) => impostor.probe(foreignOutput(o.jobId, tally.sent), 'RANKD_NOT_FOUND')],
     ['upgrade: wrong token', () => upgrade(o.api, '/v1/agent', 'nope', [SUBPROTOCOL], 401)],
     ['upgrade: no token', () => upgrade(o.api, '/v1/agent', null, [SUBPROTOCOL], 401)],
     ['upgrade: no subprotocol', () => upgrade(o.api, '/v1/agent', o.joinToken, [], 400)],
@@ -293,10 +294,10 @@ export async function storm(o: StormOptions): Promise<StormResult> {
 }
 
 /** Output and exits for rank 0 of the live job, which runs on a real host, not on the sender. */
-function foreignOutput(jobId: string, i: number): Record<string, unknown> {
+function foreignOutput(jobId: string, i: number): string | Buffer {
   return i % 2 === 0
-    ? { type: 'rank.output', jobId, rank: 0, stream: 'stdout', offset: 0, data: Buffer.from('forged line\n').toString('base64') }
-    : { type: 'rank.exit', jobId, rank: 0, code: 0, signal: null, endedAt: new Date().toISOString(), outputBytes: { stdout: 0, stderr: 0 } };
+    ? encodeBinaryFrame({ type: 'rank.output', jobId, rank: 0, stream: 'stdout', offset: 0 }, Buffer.from('forged line\n'))
+    : JSON.stringify({ type: 'rank.exit', jobId, rank: 0, code: 0, signal: null, endedAt: new Date().toISOString(), outputBytes: { stdout: 0, stderr: 0 } });
 }
 
 function hello(name: string): Record<string, unknown> {

@@ -5,13 +5,15 @@
 // says where its copy ends (job.resume) and the pump continues from there; the exit
 // is sent after the last byte, every time the stream is resumed, so that the
 // controller hears it at least once.
+import { MAX_BINARY_PAYLOAD_BYTES } from '@rankd/protocol';
 import type { ControllerLink } from '../link/controller-link.js';
 import type { RankExit, RankStream } from '../ranks/rank-spec.js';
 import type { RankOutput } from '../ranks/output.js';
 
 /** Above this many queued bytes on the socket the pump waits. */
 const HIGH_WATER_BYTES = 4 * 1024 * 1024;
-const CHUNK_BYTES = 256 * 1024;
+// one binary frame's payload
+const CHUNK_BYTES = MAX_BINARY_PAYLOAD_BYTES;
 const STREAMS: readonly RankStream[] = ['stdout', 'stderr'];
 
 export class OutputPump {
@@ -93,7 +95,7 @@ export class OutputPump {
       for (const stream of STREAMS) {
         const chunk = await this.output.read(this.jobId, this.rank, stream, this.offsets[stream], CHUNK_BYTES);
         if (chunk.data.length === 0) continue;
-        if (!this.link.send({ type: 'rank.output', jobId: this.jobId, rank: this.rank, stream, offset: chunk.offset, data: chunk.data.toString('base64') })) return;
+        if (!this.link.sendBinary({ type: 'rank.output', jobId: this.jobId, rank: this.rank, stream, offset: chunk.offset }, chunk.data)) return;
         this.offsets[stream] = chunk.nextOffset;
         sent = true;
       }

@@ -7,6 +7,7 @@ import {
   MAX_FRAME_BYTES,
   SUBPROTOCOL,
   decodeFrame,
+  encodeBinaryFrame,
   type ErrorMessage,
   type Hello,
   type Welcome,
@@ -72,6 +73,13 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   send(message: { type: string } & Record<string, unknown>): boolean {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcome) return false;
     this.ws.send(JSON.stringify(message));
+    return true;
+  }
+
+  /** Sends a header and raw bytes as one binary frame (rank output); false when the link is down. */
+  sendBinary(header: { type: string } & Record<string, unknown>, payload: Uint8Array): boolean {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcome) return false;
+    this.ws.send(encodeBinaryFrame(header, payload), { binary: true });
     return true;
   }
 

@@ -40,7 +40,17 @@ export interface ReadOptions {
 
 export const DEFAULT_CHUNK_BYTES = 256 * 1024;
 
+/** Open descriptors kept for streams being pumped; the oldest is closed past this many. */
+const MAX_OPEN_STREAMS = 256;
+
 export class RankOutput {
+  /**
+   * Descriptors by stream path. A pump reads a stream hundreds of times a second; an
+   * open, fstat and close per chunk cost more than the reads themselves. Reads are
+   * synchronous positional reads of the page cache: microseconds, and no thread pool hop.
+   */
+  private readonly fds = new Map<string, number>();
+
   constructor(private readonly spool: Spool) {}
 
   /** Whether the rank has ended: exit.json is written only after its output is complete. */
@@ -65,37 +75,66 @@ export class RankOutput {
     // ended is looked at before the size: if the rank had ended by then, the size read
     // afterwards is the final one
     const ended = this.ended(jobId, rank);
-    let fh: fs.promises.FileHandle;
-    try {
-      fh = await fs.promises.open(this.spool.streamPath(jobId, rank, stream), 'r');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    const fd = this.open(this.spool.streamPath(jobId, rank, stream));
+    if (fd === null) {
       if (fromOffset > 0) throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is past the end of ${stream} (0)`);
       return { stream, offset: 0, data: Buffer.alloc(0), nextOffset: 0, size: 0, final: ended };
     }
-    try {
-      const size = (await fh.stat()).size;
-      if (fromOffset > size) throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is past the end of ${stream} (${size})`);
-      const want = Math.min(maxBytes, size - fromOffset);
-      const buf = Buffer.allocUnsafe(want);
-      let got = 0;
-      while (got < want) {
-        const { bytesRead } = await fh.read(buf, got, want - got, fromOffset + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      let data = buf.subarray(0, got);
-      const atEnd = fromOffset + got === size;
-      if (opts.wholeLines && !(ended && atEnd) && data.length > 0 && data[data.length - 1] !== 0x0a) {
-        const nl = data.lastIndexOf(0x0a);
-        if (nl >= 0) data = data.subarray(0, nl + 1);
-        else if (data.length < maxBytes) data = data.subarray(0, 0);
-      }
-      const nextOffset = fromOffset + data.length;
-      return { stream, offset: fromOffset, data, nextOffset, size, final: ended && nextOffset === size };
-    } finally {
-      await fh.close();
+    const size = fs.fstatSync(fd).size;
+    if (fromOffset > size) throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is past the end of ${stream} (${size})`);
+    const want = Math.min(maxBytes, size - fromOffset);
+    const buf = Buffer.allocUnsafe(want);
+    let got = 0;
+    while (got < want) {
+      const n = fs.readSync(fd, buf, got, want - got, fromOffset + got);
+      if (n === 0) break;
+      got += n;
     }
+    let data = buf.subarray(0, got);
+    const atEnd = fromOffset + got === size;
+    if (opts.wholeLines && !(ended && atEnd) && data.length > 0 && data[data.length - 1] !== 0x0a) {
+      const nl = data.lastIndexOf(0x0a);
+      if (nl >= 0) data = data.subarray(0, nl + 1);
+      else if (data.length < maxBytes) data = data.subarray(0, 0);
+    }
+    const nextOffset = fromOffset + data.length;
+    return { stream, offset: fromOffset, data, nextOffset, size, final: ended && nextOffset === size };
+  }
+
+  /** Closes the descriptors of a job's streams (before its spool is removed). */
+  close(jobId: string): void {
+    const prefix = this.spool.jobDir(jobId) + path.sep;
+    for (const [file, fd] of this.fds) {
+      if (!file.startsWith(prefix)) continue;
+      fs.closeSync(fd);
+      this.fds.delete(file);
+    }
+  }
+
+  /** Closes every descriptor (agent shutdown). */
+  closeAll(): void {
+    for (const fd of this.fds.values()) fs.closeSync(fd);
+    this.fds.clear();
+  }
+
+  private open(file: string): number | null {
+    const known = this.fds.get(file);
+    if (known !== undefined) return known;
+    let fd: number;
+    try {
+      fd = fs.openSync(file, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    if (this.fds.size >= MAX_OPEN_STREAMS) {
+      // Maps iterate in insertion order: the first key is the longest open
+      const [oldest, oldFd] = this.fds.entries().next().value as [string, number];
+      fs.closeSync(oldFd);
+      this.fds.delete(oldest);
+    }
+    this.fds.set(file, fd);
+    return fd;
   }
 
   /**

@@ -340,12 +340,14 @@ export class RankRunner extends EventEmitter<Events> {
       if (t.record.cgroup) removeCgroup(t.record.cgroup);
       this.ranks.delete(keyOf(jobId, t.rank));
     }
+    this.output.close(jobId);
     this.spool.removeJob(jobId);
     this.aborted.delete(jobId);
   }
 
   /** Stops watching without touching any rank: for an agent that is shutting down or handing over. */
   close(): void {
+    this.output.closeAll();
     if (this.liveness) clearInterval(this.liveness);
     this.liveness = null;
     for (const t of this.ranks.values()) {

@@ -6,7 +6,7 @@ import { CliError, ExitCode } from '../exit-codes.js';
 import type { ClientConfig } from './config.js';
 import { send } from './http.js';
 import { LineLabeler, renderLabel } from './line-labeler.js';
-import { readSse } from './sse.js';
+import { readLogFrames } from './log-frames.js';
 
 export interface FollowOptions {
   /** Label template, e.g. "{rank}: "; empty for raw output. */
@@ -27,13 +27,6 @@ export interface FollowEnd {
   exitCode: number | null;
 }
 
-interface OutputRecord {
-  rank: number;
-  stream: 'stdout' | 'stderr';
-  offset: number;
-  data: string;
-}
-
 export async function followLogs(config: ClientConfig, job: JobView, options: FollowOptions): Promise<FollowEnd | null> {
   const labelers = new Map<string, LineLabeler>();
   const labeler = (rank: number, stream: 'stdout' | 'stderr') => {
@@ -43,35 +36,36 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
       const entry = job.rankMap.ranks[rank];
       const label = renderLabel(options.label, { rank, node: entry?.node ?? '?', localRank: entry?.localRank ?? 0, stream });
       const out = stream === 'stdout' ? process.stdout : process.stderr;
-      labelers.set(key, (l = new LineLabeler(label, (s) => out.write(s))));
+      labelers.set(key, (l = new LineLabeler(label, (bytes) => out.write(bytes))));
     }
     return l;
   };
-  const query = new URLSearchParams({ follow: String(options.follow ?? true), format: 'sse' });
+  const query = new URLSearchParams({ follow: String(options.follow ?? true), format: 'frames' });
   if (options.ranks) query.set('rank', options.ranks.join(','));
   if (options.stream) query.set('stream', options.stream);
   if (options.offset !== undefined) query.set('offset', String(options.offset));
 
-  let lastId: string | null = null;
+  // where each stream is, so that a reconnect resumes there (the same token as SSE's Last-Event-ID)
+  const positions = new Map<string, number>();
+  const resumeToken = () => [...positions].map(([key, offset]) => `${key}${offset}`).join('.');
   let downSince: number | null = null;
   for (;;) {
     try {
+      const token = resumeToken();
       const res = await send(config, `/v1/jobs/${job.id}/logs?${query}`, {
         signal: options.signal ?? new AbortController().signal,
-        ...(lastId ? { headers: { 'last-event-id': lastId } } : {}),
+        ...(token ? { headers: { 'last-event-id': token } } : {}),
       });
       downSince = null;
-      for await (const event of readSse(res)) {
-        if (event.id) lastId = event.id;
-        if (event.event === 'end') {
+      for await (const frame of readLogFrames(res)) {
+        if (frame.kind === 'end') {
           for (const l of labelers.values()) l.flush();
-          return JSON.parse(event.data) as FollowEnd;
+          return { state: frame.state, reason: frame.reason, exitCode: frame.exitCode };
         }
-        if (event.event !== 'output') continue;
-        const record = JSON.parse(event.data) as OutputRecord;
-        const out = record.stream === 'stdout' ? process.stdout : process.stderr;
+        positions.set(`${frame.rank}${frame.stream === 'stdout' ? 'o' : 'e'}`, frame.offset + frame.data.length);
+        const out = frame.stream === 'stdout' ? process.stdout : process.stderr;
         // our own stdout is slow (a pipe into less, a slow terminal): wait, do not buffer without bound
-        if (!labeler(record.rank, record.stream).push(record.data)) await new Promise((r) => out.once('drain', r));
+        if (!labeler(frame.rank, frame.stream).push(frame.data)) await new Promise((r) => out.once('drain', r));
       }
       // the stream ended without an end event: all stored output was asked for, or the controller went away
       if (options.follow === false) {
@@ -93,7 +87,8 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
   }
 }
 
+/** node:http's ways of saying the connection went away mid-body. */
 function isStreamReset(err: unknown): boolean {
-  const e = err as { name?: string; cause?: { code?: string }; code?: string };
-  return e.name === 'TypeError' || e.cause?.code === 'UND_ERR_SOCKET' || e.code === 'ECONNRESET' || e.name === 'SocketError';
+  const code = (err as { code?: string }).code;
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'EPIPE';
 }

@@ -5,12 +5,13 @@
 // and the connection stays up: one bad message must not cost a node its link.
 import { createHash } from 'node:crypto';
 import type { WebSocket } from 'ws';
-import { AgentMessages, CloseCode, ErrorCode, RANKD_VERSION, decodeFrame, type Decoded, type Hello } from '@rankd/protocol';
+import { AgentBinaryMessages, AgentMessages, CloseCode, ErrorCode, RANKD_VERSION, decodeBinaryFrame, decodeFrame, type Decoded, type Hello } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentLink, NodeRegistry } from '../fleet/node-registry.js';
 
 export type AgentMessage = { type: string; id?: string } & Record<string, unknown>;
-export type AgentHandler = (conn: AgentConnection, message: AgentMessage) => void;
+/** `payload` holds the raw bytes of a binary frame (rank output); null for text frames. */
+export type AgentHandler = (conn: AgentConnection, message: AgentMessage, payload: Buffer | null) => void;
 
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -61,9 +62,12 @@ export class AgentConnection implements AgentLink {
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {
-    const decoded: Decoded = isBinary
-      ? { ok: false, code: ErrorCode.BadFrame, error: 'binary frames are not part of rankd.v1' }
-      : decodeFrame(data, AgentMessages);
+    // binary frames carry bulk bytes after a validated header, and only after the hello
+    const decoded: Decoded & { payload?: Buffer } = !isBinary
+      ? decodeFrame(data, AgentMessages)
+      : this.name === null
+        ? { ok: false, code: ErrorCode.OutOfOrder, error: 'a binary frame before the hello' }
+        : decodeBinaryFrame(data, AgentBinaryMessages);
     if (!decoded.ok) {
       this.log.warn({ node: this.name, code: decoded.code, error: decoded.error }, 'refused agent frame');
       if (this.name === null) {
@@ -93,7 +97,7 @@ export class AgentConnection implements AgentLink {
       return;
     }
     try {
-      handler(this, message);
+      handler(this, message, decoded.payload ?? null);
     } catch (err) {
       this.log.error({ err, node: this.name, type: message.type }, 'agent message handler failed');
       this.send({ type: 'error', code: ErrorCode.Internal, message: `controller failed to handle "${message.type}"`, inReplyTo: message.type });

@@ -6,7 +6,8 @@
 import type { StreamName } from '@rankd/protocol';
 import type { JobManager } from './job-manager.js';
 
-const CHUNK_BYTES = 64 * 1024;
+// large enough that per-record costs (headers, syscalls) vanish next to the bytes
+const CHUNK_BYTES = 256 * 1024;
 
 export interface LogChunk {
   rank: number;
@@ -22,8 +23,12 @@ export interface LogEnd {
 }
 
 export interface LogSink {
-  /** Returns false when the sink is full; the follower then waits for `drain`. */
-  write(chunk: LogChunk, cursor: string): boolean;
+  /**
+   * Returns false when the sink is full; the follower then waits for `drain`. `cursor`
+   * gives the resume token after this chunk; it costs O(streams), so only sinks that
+   * send it per record (SSE ids) call it.
+   */
+  write(chunk: LogChunk, cursor: () => string): boolean;
   onDrain(resume: () => void): void;
   end(summary: LogEnd | null): void;
 }
@@ -64,6 +69,8 @@ export class LogFollower {
     if (!this.jobs.live.has(this.jobId)) this.jobs.logs.close(this.jobId);
   }
 
+  private readonly tokenFn = (): string => this.token();
+
   /** The resumable position of every selected stream, e.g. "0o120.0e0.1o55.1e0". */
   token(): string {
     return encodeCursors(this.cursors);
@@ -95,7 +102,7 @@ export class LogFollower {
         const chunk = { rank: c.rank, stream: c.stream, offset: c.offset, data };
         c.offset += data.length;
         progressed = true;
-        if (!this.sink.write(chunk, this.token())) {
+        if (!this.sink.write(chunk, this.tokenFn)) {
           this.waitingForDrain = true;
           this.sink.onDrain(() => {
             this.waitingForDrain = false;

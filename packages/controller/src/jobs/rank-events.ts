@@ -51,11 +51,11 @@ export class RankEvents {
     this.jobs.emit('changed', live.job.id);
   }
 
-  output(node: string, m: RankOutput): void {
+  output(node: string, m: RankOutput, data: Buffer): void {
     const found = this.rankOf(node, m.jobId, m.rank, m.type);
     if (!found || found === FOREIGN) return;
     const { live, r } = found;
-    const result = this.jobs.logs.append(m.jobId, m.rank, m.stream, m.offset, Buffer.from(m.data, 'base64'));
+    const result = this.jobs.logs.append(m.jobId, m.rank, m.stream, m.offset, data);
     if (result.kind === 'gap') {
       // Something between was lost (it cannot be on one ordered link, but a restart can):
       // ask for everything from what is stored.

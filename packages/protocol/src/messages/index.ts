@@ -11,9 +11,12 @@ export * from './jobs.js';
 export * from './fleet.js';
 
 /** Frames the controller accepts from an agent. */
-export const AgentMessages = defineMessages([Hello, Heartbeat, FactsUpdate, ErrorMessage, RankStarted, RankOutput, RankExit, RanksReport,
+export const AgentMessages = defineMessages([Hello, Heartbeat, FactsUpdate, ErrorMessage, RankStarted, RankExit, RanksReport,
   ExecResult, FleetPong, DoctorNodeReport, ProbeListening, ProbeResult, PtyOpened, PtyOutput, PtyExit]);
 
 /** Frames the agent accepts from the controller. */
 export const ControllerMessages = defineMessages([Welcome, ErrorMessage, JobStart, JobAbort, JobSignal, JobResume, JobRelease,
   ExecRun, FleetPing, DoctorInspect, ProbeListen, ProbeConnect, PtyOpen, PtyInput, PtyAck, PtyResize, PtySignal, PtyClose]);
+
+/** Binary frames the controller accepts from an agent: a header and raw bytes. */
+export const AgentBinaryMessages = defineMessages([RankOutput]);

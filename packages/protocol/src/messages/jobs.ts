@@ -86,13 +86,15 @@ export const RankStarted = message('rank.started', {
 });
 export type RankStarted = Type.Static<typeof RankStarted>;
 
-/** agent → controller: bytes [offset, offset+len) of a rank's stream, base64 (at most 256 KiB raw). */
+/**
+ * agent → controller, as a binary frame (binary-frame.ts): the header of bytes
+ * [offset, offset + payload length) of a rank's stream; the raw bytes follow it.
+ */
 export const RankOutput = message('rank.output', {
   jobId: JobId,
   rank: Rank,
   stream: StreamName,
   offset: Type.Integer({ minimum: 0 }),
-  data: Type.String({ maxLength: 360_000 }),
 });
 export type RankOutput = Type.Static<typeof RankOutput>;
 

@@ -128,8 +128,16 @@ export const LogQuery = Type.Object({
   /** Byte offset to start from (per selected stream). */
   offset: Type.Optional(Type.Integer({ minimum: 0 })),
   follow: Type.Optional(Type.Boolean()),
-  format: Type.Optional(Type.Union([Type.Literal('text'), Type.Literal('ndjson'), Type.Literal('sse')])),
+  /**
+   * text: the bytes alone; ndjson: LogRecord lines, then {"end": …}; sse: LogRecord events
+   * with resumable ids, then an "end" event; frames: per record a header line
+   * {"rank","stream","offset","bytes"} followed by exactly `bytes` raw bytes, then
+   * {"end": …} (what `rankd run` reads: no text decoding, no escaping).
+   */
+  format: Type.Optional(Type.Union([Type.Literal('text'), Type.Literal('ndjson'), Type.Literal('sse'), Type.Literal('frames')])),
 });
+
+export const LOG_FRAMES_CONTENT_TYPE = 'application/vnd.rankd.log-frames';
 export type LogQuery = Type.Static<typeof LogQuery>;
 
 /** One NDJSON / SSE record of the log stream. */

@@ -1,6 +1,6 @@
 // A job's output: stored, or followed live (SSE with Last-Event-ID, or NDJSON),
 // filtered by rank and stream, resumable from a byte offset.
-import { ErrorBody, ErrorCode, JobParams, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
+import { ErrorBody, ErrorCode, JobParams, LOG_FRAMES_CONTENT_TYPE, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
@@ -16,7 +16,7 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
     {
       schema: {
         tags: ['jobs'],
-        summary: "A job's output: text, NDJSON records, or an SSE stream with follow=true (resumes from Last-Event-ID)",
+        summary: "A job's output: text, NDJSON records, an SSE stream (the default with follow=true), or binary frames; every format resumes from Last-Event-ID",
         params: JobParams,
         querystring: LogQuery,
         response: { 404: ErrorBody, 400: ErrorBody },
@@ -37,7 +37,7 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
       reply.hijack();
       const raw = reply.raw;
       raw.writeHead(200, {
-        'content-type': format === 'sse' ? 'text/event-stream' : format === 'ndjson' ? 'application/x-ndjson' : 'text/plain; charset=utf-8',
+        'content-type': CONTENT_TYPES[format],
         'cache-control': 'no-cache',
         'x-accel-buffering': 'no',
       });
@@ -54,20 +54,32 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
   );
 }
 
-function sinkFor(format: 'text' | 'ndjson' | 'sse', raw: FastifyReply['raw']): LogSink {
+const CONTENT_TYPES = {
+  text: 'text/plain; charset=utf-8',
+  ndjson: 'application/x-ndjson',
+  sse: 'text/event-stream',
+  frames: LOG_FRAMES_CONTENT_TYPE,
+} as const;
+
+function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): LogSink {
   const write = (s: string | Buffer) => raw.write(s);
   return {
-    write(chunk: LogChunk, cursor: string) {
+    write(chunk: LogChunk, cursor: () => string) {
       if (format === 'text') return write(chunk.data);
+      if (format === 'frames') {
+        // the header line and the raw bytes in one write: one chunk on the wire
+        const header = Buffer.from(`{"rank":${chunk.rank},"stream":"${chunk.stream}","offset":${chunk.offset},"bytes":${chunk.data.length}}\n`);
+        return write(Buffer.concat([header, chunk.data], header.length + chunk.data.length));
+      }
       const record = JSON.stringify({ rank: chunk.rank, stream: chunk.stream, offset: chunk.offset, bytes: chunk.data.length, data: chunk.data.toString('utf8') });
-      return format === 'ndjson' ? write(record + '\n') : write(`id: ${cursor}\nevent: output\ndata: ${record}\n\n`);
+      return format === 'ndjson' ? write(record + '\n') : write(`id: ${cursor()}\nevent: output\ndata: ${record}\n\n`);
     },
     onDrain(resume) {
       raw.once('drain', resume);
     },
     end(summary: LogEnd | null) {
       if (summary && format === 'sse') raw.write(`event: end\ndata: ${JSON.stringify(summary)}\n\n`);
-      if (summary && format === 'ndjson') raw.write(JSON.stringify({ end: summary }) + '\n');
+      if (summary && (format === 'ndjson' || format === 'frames')) raw.write(JSON.stringify({ end: summary }) + '\n');
       raw.end();
     },
   };

@@ -1,0 +1,95 @@
+// Reader of the controller's `format=frames` log stream: a JSON header line per
+// record, then that record's raw bytes. Output reaches the terminal as the bytes the
+// ranks wrote, with no text decoding or JSON escaping on the way.
+import { CliError, ExitCode } from '../exit-codes.js';
+
+export interface OutputFrame {
+  kind: 'output';
+  rank: number;
+  stream: 'stdout' | 'stderr';
+  offset: number;
+  data: Buffer;
+}
+
+export interface EndFrame {
+  kind: 'end';
+  state: string;
+  reason: string;
+  exitCode: number | null;
+}
+
+export type LogFrame = OutputFrame | EndFrame;
+
+const NL = 0x0a;
+/** Headers are tens of bytes; a longer "line" means the stream is not what we think. */
+const MAX_HEADER_BYTES = 4096;
+
+export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerator<LogFrame> {
+  let headerParts: Buffer[] = [];
+  let headerBytes = 0;
+  let current: Omit<OutputFrame, 'data'> | null = null;
+  let need = 0;
+  let payload: Buffer[] = [];
+  for await (const chunk of body) {
+    let pos = 0;
+    while (pos < chunk.length) {
+      if (!current) {
+        const nl = chunk.indexOf(NL, pos);
+        const piece = chunk.subarray(pos, nl < 0 ? chunk.length : nl);
+        headerParts.push(piece);
+        headerBytes += piece.length;
+        if (headerBytes > MAX_HEADER_BYTES) throw malformed(`a header line longer than ${MAX_HEADER_BYTES} bytes`);
+        if (nl < 0) break;
+        pos = nl + 1;
+        const header = parseHeader(Buffer.concat(headerParts).toString('utf8'));
+        headerParts = [];
+        headerBytes = 0;
+        if (header.kind === 'end') {
+          yield header;
+          continue;
+        }
+        current = header.frame;
+        need = header.bytes;
+        payload = [];
+        if (need > 0) continue;
+      } else {
+        const take = Math.min(need, chunk.length - pos);
+        payload.push(chunk.subarray(pos, pos + take));
+        pos += take;
+        need -= take;
+        if (need > 0) continue;
+      }
+      yield { ...current, data: payload.length === 1 ? payload[0]! : Buffer.concat(payload) };
+      current = null;
+    }
+  }
+  if (current || headerBytes > 0) throw new CliError('the log stream ended mid-record', ExitCode.Unreachable);
+}
+
+type Header = { kind: 'end' } & EndFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
+
+function parseHeader(line: string): Header {
+  let h: Record<string, unknown>;
+  try {
+    h = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    throw malformed(`a header that is not JSON: ${line.slice(0, 80)}`);
+  }
+  if (typeof h.end === 'object' && h.end !== null) {
+    const end = h.end as Record<string, unknown>;
+    return { kind: 'end', state: String(end.state), reason: String(end.reason ?? ''), exitCode: typeof end.exitCode === 'number' ? end.exitCode : null };
+  }
+  const { rank, stream, offset, bytes } = h;
+  if (!isCount(rank) || (stream !== 'stdout' && stream !== 'stderr') || !isCount(offset) || !isCount(bytes)) {
+    throw malformed(`an unexpected header: ${line.slice(0, 80)}`);
+  }
+  return { kind: 'output', frame: { kind: 'output', rank, stream, offset }, bytes };
+}
+
+function isCount(v: unknown): v is number {
+  return Number.isSafeInteger(v) && (v as number) >= 0;
+}
+
+function malformed(what: string): CliError {
+  return new CliError(`the controller sent a malformed log stream: ${what}`, ExitCode.RemoteFailure);
+}
