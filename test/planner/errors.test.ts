@@ -38,7 +38,16 @@ t.test('a group pattern picks nodes; without -N every match is used', async (t) 
 
 t.test('ranks', async (t) => {
   fails(t, spr, { ntasks: 5, ranksPerNode: 2 }, PlanErrorCode.TooManyRanks, '-n 5 is more than the 4 rank slots of 2 nodes with --ranks-per-node 2; nearest feasible spec: -n 4');
-  fails(t, spr, { ranksPerNode: 113 }, PlanErrorCode.TooManyRanks, 'node node1: 113 ranks but only 112 allowed cores; nearest feasible spec: --ranks-per-node 112');
+  fails(t, spr, { ranksPerNode: 113 }, PlanErrorCode.TooManyRanks, 'node node1: 113 ranks but only 112 allowed cores (--oversubscribe lets ranks share cores); nearest feasible spec: --ranks-per-node 112');
+  // the same spec with --oversubscribe: every rank pinned to one core, neighbours sharing
+  const over = planRankMap(spr, { nodes: 1, ranksPerNode: 224, oversubscribe: true });
+  t.equal(over.ranks.length, 224);
+  t.ok(over.ranks.every((r) => r.cpus.length === 1), 'one CPU per rank');
+  t.same(over.ranks[0]!.cpus, over.ranks[1]!.cpus, 'ranks 0 and 1 share a core');
+  t.notSame(over.ranks[1]!.cpus, over.ranks[2]!.cpus, 'rank 2 is on the next core');
+  t.equal(new Set(over.ranks.map((r) => r.cpus[0])).size, 112, 'every core is used, twice');
+  t.match(over.notes.join('\n'), /oversubscribed: 224 ranks on 112 cores, up to 2 ranks per core/);
+  t.same(planRankMap(spr, { nodes: 1, ranksPerNode: 4, oversubscribe: true }), planRankMap(spr, { nodes: 1, ranksPerNode: 4 }), 'without more ranks than cores the flag changes nothing');
 });
 
 t.test('CPUs', async (t) => {

@@ -13,6 +13,7 @@ export interface PlacementOptions {
   ppn?: string;
   distribution?: string;
   cpusPerRank?: string;
+  oversubscribe?: boolean;
   ht?: string;
   commWorkers?: string;
   commOn?: string;
@@ -37,6 +38,7 @@ export function addPlacementOptions(cmd: Command): Command {
     .addOption(new Option('--ppn <N|numa|socket|gpu>', 'alias of --ranks-per-node'))
     .addOption(new Option('--distribution <how>', 'global rank order across nodes').choices(['block', 'cyclic']))
     .option('-c, --cpus-per-rank <C>', 'compute cores per rank (default: the whole share)')
+    .option('--oversubscribe', 'allow more ranks than cores on a node: ranks share cores, each pinned to one')
     .addOption(new Option('--ht <policy>', 'hardware threads per compute core: first or all').choices(['first', 'all']))
     .option('--comm-workers <K>', 'CPUs reserved per rank for communication workers (oneCCL)')
     .addOption(new Option('--comm-on <where>', 'workers on sibling threads or on cores of their own').choices(['siblings', 'cores']))
@@ -105,6 +107,7 @@ export function placementSpecFromOptions(opts: PlacementOptions): PlacementSpec 
     ranksPerNode: rpn ?? ppn,
     distribution: opts.distribution as PlacementSpec['distribution'],
     cpusPerRank: integer('-c/--cpus-per-rank', opts.cpusPerRank, 1, 65536),
+    oversubscribe: opts.oversubscribe || undefined,
     ht: opts.ht as PlacementSpec['ht'],
     commWorkers: integer('--comm-workers', opts.commWorkers, 0, 1024),
     commOn: opts.commOn as PlacementSpec['commOn'],

@@ -28,6 +28,8 @@ export const PlacementSpec = Type.Object(
     ntasks: Type.Optional(Type.Integer({ minimum: 1, maximum: 1 << 20 })),
     ranksPerNode: Type.Optional(RanksPerNode),
     distribution: Type.Optional(Type.Union([Type.Literal('block'), Type.Literal('cyclic')])),
+    /** More ranks than cores: ranks share cores, each still pinned to one (mpirun --oversubscribe). */
+    oversubscribe: Type.Optional(Type.Boolean()),
     /** Compute cores per rank; default the rank's whole share. */
     cpusPerRank: Type.Optional(Type.Integer({ minimum: 1, maximum: 65536 })),
     /** One hardware thread per compute core, or all of them. */

@@ -9,6 +9,10 @@
 // - otherwise, even shares in core order.
 // Within a domain the split is torch's `exclusive` rule: equal shares, the remainder
 // going to the lowest local ranks.
+//
+// More ranks than cores is an error unless the spec says --oversubscribe (mpirun's
+// word): then each rank gets one core, consecutive local ranks sharing it, so that
+// ranks stay pinned and the binding stays verifiable.
 import { PlanErrorCode } from '@rankd/protocol';
 import { PlanError } from './errors.js';
 import type { Domain, NodeTopology, TopoCore } from './topology.js';
@@ -27,12 +31,13 @@ export function exclusiveSizes(n: number, r: number): number[] {
   return Array.from({ length: r }, (_, i) => base + (i < rem ? 1 : 0));
 }
 
-export function splitShares(topo: NodeTopology, ranks: number, mode: ShareMode, node: string): TopoCore[][] {
+export function splitShares(topo: NodeTopology, ranks: number, mode: ShareMode, node: string, oversubscribe = false): TopoCore[][] {
   if (topo.cores.length === 0) {
     throw new PlanError(PlanErrorCode.NoCpus, 'no allowed CPU (cgroup cpuset or offline CPUs leave none)', { node });
   }
+  if (ranks > topo.cores.length && oversubscribe && mode.kind === 'count') return sharedCores(topo.cores, ranks);
   if (ranks > topo.cores.length) {
-    throw new PlanError(PlanErrorCode.TooManyRanks, `${ranks} ranks but only ${topo.cores.length} allowed cores`, {
+    throw new PlanError(PlanErrorCode.TooManyRanks, `${ranks} ranks but only ${topo.cores.length} allowed cores (--oversubscribe lets ranks share cores)`, {
       node,
       suggestion: { ranksPerNode: topo.cores.length },
     });
@@ -47,6 +52,11 @@ export function splitShares(topo: NodeTopology, ranks: number, mode: ShareMode, 
     case 'count':
       return evenShares(topo, ranks);
   }
+}
+
+/** Oversubscribed: rank r on core floor(r × cores / ranks), so neighbours share. */
+function sharedCores(cores: readonly TopoCore[], ranks: number): TopoCore[][] {
+  return Array.from({ length: ranks }, (_, r) => [cores[Math.floor((r * cores.length) / ranks)]!]);
 }
 
 function byDomain(domains: readonly Domain[], ranks: number, what: string, node: string): TopoCore[][] {

@@ -29,6 +29,7 @@ const FLAGS: Record<string, string> = {
   ranksPerNode: '--ranks-per-node',
   distribution: '--distribution',
   cpusPerRank: '-c',
+  oversubscribe: '--oversubscribe',
   ht: '--ht',
   commWorkers: '--comm-workers',
   commOn: '--comm-on',
@@ -50,6 +51,10 @@ export function formatSpecFlags(spec: Partial<PlacementSpec>): string {
       continue;
     }
     const flag = FLAGS[key] ?? `--${key}`;
+    if (typeof value === 'boolean') {
+      if (value) out.push(flag);
+      continue;
+    }
     out.push(`${flag} ${Array.isArray(value) ? value.join(',') : String(value)}`);
   }
   return out.join(' ');

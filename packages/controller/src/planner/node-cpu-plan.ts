@@ -27,7 +27,7 @@ export class CpuPlanCache {
     const key = `${topo.key}|${ranks}|${mode.kind === 'gpu' ? mode.gpuNuma.join(',') : mode.kind}`;
     let plan = this.plans.get(key);
     if (!plan) {
-      plan = planNodeCpus(topo, ranks, mode, this.policyFor(topo), node);
+      plan = planNodeCpus(topo, ranks, mode, this.policyFor(topo), node, this.spec.oversubscribe === true);
       this.plans.set(key, plan);
     }
     return plan;
@@ -44,10 +44,13 @@ export class CpuPlanCache {
   }
 }
 
-function planNodeCpus(topo: NodeTopology, ranks: number, mode: ShareMode, policy: CpuPolicy, node: string): NodeCpuPlan {
-  const shares = splitShares(topo, ranks, mode, node);
+function planNodeCpus(topo: NodeTopology, ranks: number, mode: ShareMode, policy: CpuPolicy, node: string, oversubscribe: boolean): NodeCpuPlan {
+  const shares = splitShares(topo, ranks, mode, node, oversubscribe);
   const numaOfCpu = topo.numaOfCpu;
   const notes: string[] = [];
+  if (ranks > topo.cores.length) {
+    notes.push(`oversubscribed: ${ranks} ranks on ${topo.cores.length} cores, up to ${Math.ceil(ranks / topo.cores.length)} ranks per core`);
+  }
   const plans = shares.map((share, localRank) => {
     const cpus = bindShare(share, policy, node, localRank);
     const numas = new Set<number>();
