@@ -29,3 +29,12 @@ t.test('a PTY rank is pinned, gets its environment and can be aborted', async (t
   t.match(exit, { outcome: 'signaled', signal: 'SIGTERM' });
   t.match(readSpoolFile(r, 'ptyabort', 0, 'stdout'), /^V=kept\r?\n/, 'the job\'s PERL5OPT did not reach the supervisor, its other variables reached the rank');
 });
+
+t.test('a PTY rank that prints a lot and exits at once keeps its last lines', async (t) => {
+  const r = runner(t);
+  await r.start(launch('ptyflood', 0, ['seq', '1', '200000'], { pty: true }));
+  t.match(await r.exited('ptyflood', 0), { outcome: 'exited', code: 0 });
+  const lines = readSpoolFile(r, 'ptyflood', 0, 'stdout').split(/\r?\n/);
+  t.equal(lines.at(-2), '200000', 'the last line is there');
+  t.equal(lines.length - 1, 200000, 'and every line before it');
+});

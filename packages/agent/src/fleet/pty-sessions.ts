@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { IdentityResolver } from '../ranks/identity.js';
 import { signalName } from './exec-runner.js';
 import { baseEnv, defaultCwd, resolveIdentity } from './identity.js';
-import { keepLastOutput } from './pty-drain.js';
+import { keepLastOutput } from '../ranks/pty-drain.js';
 import { isAlive } from '../ranks/proc.js';
 import { endSession, signalSession } from './session-signal.js';
 

@@ -6,15 +6,18 @@
 // agent, and when it closes the rank gets SIGHUP and its output has nowhere to go. A
 // restarted agent ends what is left of such a rank and reports it as unknown.
 //
-// node-pty 1.x emits exit only after the terminal has drained (node-pty #72, #726 are
-// about older versions), so the last bytes are in the file before exit.json is.
+// The terminal is held open past the exit until its output has gone quiet (pty-drain.ts):
+// exit.json is written only after the last byte is in the file.
 import fs from 'node:fs';
 import path from 'node:path';
 import type * as Pty from 'node-pty';
 import { cgroupPopulated, killCgroup, removeCgroup } from './cgroup.js';
+import { keepLastOutput } from './pty-drain.js';
 import { groupExists, signalGroup } from './proc.js';
 import { writeJsonAtomic, type ExitRecord, type RankRecord } from './spool.js';
 import { supervisorArgv, type SupervisorArgs } from './supervisor.js';
+
+const DRAIN_LIMIT_MS = 6000;
 
 export interface PtyStart {
   pid: number;
@@ -52,18 +55,28 @@ export async function startPtyRank(a: SupervisorArgs, env: Record<string, string
   }
   const record: RankRecord = { pid: term.pid, pgid: term.pid, supervisorPid: null, supervisorStartTicks: null, cgroup: a.cgroup, pty: true };
   writeJsonAtomic(path.join(a.rankDir, 'rank.json'), record);
+  let lastOutput = Date.now();
+  let markDrained!: () => void;
+  const drained = new Promise<void>((resolve) => (markDrained = resolve));
+  // without node-pty's internals the terminal behaves as node-pty alone does: its last KB may be cut
+  if (!keepLastOutput(term, (quietMs) => Date.now() - lastOutput >= quietMs, markDrained)) markDrained();
   // synchronous appends keep the bytes in order and on disk before the exit record
   term.onData((data: string | Buffer) => {
+    lastOutput = Date.now();
     fs.writeSync(out, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
   });
   const ended = new Promise<void>((resolve) => {
     term.onExit(({ exitCode, signal }) => {
-      void endGroup(term.pid, a.cgroup).then((clean) => {
-        fs.closeSync(out);
-        const rec: ExitRecord = signal ? { code: null, signal, leftover: !clean } : { code: exitCode, signal: null, leftover: !clean };
-        writeJsonAtomic(path.join(a.rankDir, 'exit.json'), rec);
-        resolve();
-      });
+      // bounded, should node-pty never destroy its reader: the drain itself stops at 5 s
+      const drainedOrLate = Promise.race([drained, new Promise<void>((r) => setTimeout(r, DRAIN_LIMIT_MS).unref())]);
+      void drainedOrLate
+        .then(() => endGroup(term.pid, a.cgroup))
+        .then((clean) => {
+          fs.closeSync(out);
+          const rec: ExitRecord = signal ? { code: null, signal, leftover: !clean } : { code: exitCode, signal: null, leftover: !clean };
+          writeJsonAtomic(path.join(a.rankDir, 'exit.json'), rec);
+          resolve();
+        });
     });
   });
   return { pid: term.pid, ended };

@@ -16,7 +16,11 @@ const QUIET_MS = 50;
 /** …but not longer than this: a background job may keep writing to the terminal forever. */
 const MAX_DRAIN_MS = 5000;
 
-export function keepLastOutput(term: Pty.IPty, isQuiet: (quietMs: number) => boolean): boolean {
+/**
+ * Returns false when node-pty's internals are not as expected (nothing was changed).
+ * `onDrained` runs once the reader is really destroyed: every byte has been delivered.
+ */
+export function keepLastOutput(term: Pty.IPty, isQuiet: (quietMs: number) => boolean, onDrained?: () => void): boolean {
   const inner = term as unknown as { _pty?: unknown; _socket?: { destroy?: (...args: unknown[]) => unknown } };
   const socket = inner._socket;
   if (typeof inner._pty !== 'string' || !socket || typeof socket.destroy !== 'function') return false;
@@ -43,6 +47,7 @@ export function keepLastOutput(term: Pty.IPty, isQuiet: (quietMs: number) => boo
         // already closed
       }
       destroy(...args);
+      onDrained?.();
     };
     attempt();
     return socket;
