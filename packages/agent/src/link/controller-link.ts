@@ -28,6 +28,9 @@ export interface ControllerLinkOptions {
   backoff?: { baseMs: number; capMs: number };
 }
 
+/** Heartbeat intervals without a pong or a frame before the link is declared dead. */
+const MAX_UNANSWERED = 3;
+
 export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [string] }> {
   private ws: WebSocket | null = null;
   private readonly handlers = new Map<string, ControllerHandler>();
@@ -36,7 +39,8 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   private reconnectTimer: NodeJS.Timeout | null = null;
   private seq = 0;
   private stopped = false;
-  private awaitingPong = false;
+  /** Pings sent since the controller was last heard from (a pong or any frame). */
+  private unanswered = 0;
   /** Set while a welcome has been received on the current socket. */
   welcome: Welcome | null = null;
 
@@ -123,7 +127,7 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
       ws.send(JSON.stringify(this.options.hello()));
     });
     ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
-    ws.on('pong', () => (this.awaitingPong = false));
+    ws.on('pong', () => (this.unanswered = 0));
     ws.on('unexpected-response', (_req, res) => {
       // The controller answers a refused upgrade with a plain HTTP status: say which.
       const why = res.statusCode === 401 ? 'join token refused (401)' : `upgrade refused with HTTP ${res.statusCode}`;
@@ -140,6 +144,7 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {
+    this.unanswered = 0;
     if (isBinary) return;
     const decoded = decodeFrame(data, ControllerMessages);
     if (!decoded.ok) {
@@ -163,7 +168,7 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     this.welcome = welcome;
     this.backoff.reset();
     this.stopHeartbeat();
-    this.awaitingPong = false;
+    this.unanswered = 0;
     this.heartbeatTimer = setInterval(() => this.beat(), welcome.heartbeatMs);
     this.options.log.info({ heartbeatMs: welcome.heartbeatMs }, 'registered with controller');
     this.emit('ready', welcome);
@@ -172,13 +177,15 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   private beat(): void {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return;
-    // A pong missing for a whole interval means the link is dead even if TCP has not noticed.
-    if (this.awaitingPong) {
-      this.options.log.warn('controller missed a pong; reconnecting');
+    // Silence for MAX_UNANSWERED intervals means the link is dead even if TCP has not
+    // noticed. One late pong is not enough: a controller busy for a moment (a large job
+    // start, a loaded machine) would otherwise cost every agent its session at once.
+    if (this.unanswered >= MAX_UNANSWERED) {
+      this.options.log.warn({ intervals: this.unanswered }, 'controller silent; reconnecting');
       ws.terminate();
       return;
     }
-    this.awaitingPong = true;
+    this.unanswered++;
     ws.ping();
     ws.send(JSON.stringify({ type: 'heartbeat', seq: this.seq++ }));
   }

@@ -50,7 +50,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   installAuth(app, deps.apiToken);
   await app.register(healthRoutes);
   await app.register(nodesRoutes, { registry: deps.registry });
-  await app.register(planRoutes, { registry: deps.registry, ...(deps.fleet ? { resolveGroup: deps.fleet.inventory.groupResolver() } : {}) });
+  await app.register(planRoutes, {
+    registry: deps.registry,
+    pickPort: (node) => deps.jobs.pickPort(node),
+    ...(deps.fleet ? { resolveGroup: deps.fleet.inventory.groupResolver() } : {}),
+  });
   await app.register(jobsRoutes, { jobs: deps.jobs });
   await app.register(logsRoutes, { jobs: deps.jobs });
   if (deps.fleet) {

@@ -97,7 +97,7 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
       const existing = this.repo.getByKey(submit.idempotencyKey);
       if (existing) return { view: this.view(existing.id)!, created: false };
     }
-    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, { pickPort: (node) => this.ports.pick(node), ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}) });
+    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, { pickPort: (node) => this.pickPort(node), ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}) });
     const now = Date.now();
     const job: JobRecord = {
       id: newJobId(now),
@@ -135,6 +135,11 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     const live = this.track(job, ranks);
     this.dispatch(live);
     return { view: jobView(job, ranks), created: true };
+  }
+
+  /** The MASTER_PORT a job whose rank 0 lands on `node` gets now: the first not held by a live job. */
+  pickPort(node: string): number {
+    return this.ports.pick(node);
   }
 
   view(id: string): JobView | null {
