@@ -10,6 +10,7 @@ import { figures } from './figures/index.js';
 import { formatNumber, judge, type BenchContext, type FigureDescriptor, type FigureReport, type PeerCommand } from './lib/figure.js';
 import { MIN_ROUNDS } from './lib/interleave.js';
 import { describeMachine, formatMachine } from './lib/machine.js';
+import { neutralizeEnvironment } from './lib/environment.js';
 import { writeResults, type FigureResult } from './lib/results.js';
 import { teardownAll, teardownOnSignals } from './lib/teardown.js';
 import { ensurePeers } from './peers/install.js';
@@ -92,7 +93,7 @@ async function main(): Promise<number> {
   const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'rankd-bench-'));
   // On every way out, Ctrl-C included; the daemons using it are stopped before exit.
   process.once('exit', () => rmSync(tmpDir, { recursive: true, force: true }));
-  const machine = describeMachine();
+  const machine = { ...describeMachine(), environment: neutralizeEnvironment(log) };
   log(`machine: ${formatMachine(machine)}`);
 
   const peers = [...new Set(selected.flatMap((f) => f.peers))] as PeerCommand[];

@@ -11,6 +11,8 @@ export interface Machine {
   kernel: string;
   os: string;
   node: string;
+  /** What of the environment was changed for the run, and what it cost (environment.ts). */
+  environment?: string[];
 }
 
 export function describeMachine(): Machine {

@@ -131,6 +131,7 @@ function renderMachines(figures: readonly FigureResult[]): string[] {
   } else {
     for (const [m, names] of machines) out.push(`- Machine for ${names.join(', ')}: ${m}`);
   }
+  for (const note of new Set(figures.flatMap((f) => f.machine.environment ?? []))) out.push(`- Environment: ${note}`);
   const dates = figures.map((f) => f.measuredAt).sort();
   if (dates.length > 0) {
     out.push(`- Date: ${day(dates[0]!)}${day(dates[0]!) === day(dates.at(-1)!) ? '' : ` to ${day(dates.at(-1)!)}`}`);

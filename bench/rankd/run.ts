@@ -18,12 +18,13 @@ export async function fleetForRun(ctx: BenchContext, agents: number, prefix: str
 }
 
 /** `rankd run -q -N nodes --ranks-per-node n [--no-label] -- command…` */
-export function rankdRunArgv(ctx: BenchContext, placement: { nodes: number; ranksPerNode: number }, command: readonly string[], opts: { label?: boolean } = {}): string[] {
+export function rankdRunArgv(ctx: BenchContext, placement: { nodes: number; ranksPerNode: number; oversubscribe?: boolean }, command: readonly string[], opts: { label?: boolean } = {}): string[] {
   return rankdArgv(ctx.repoRoot, [
     'run', '-q',
     ...(opts.label === false ? ['--no-label'] : []),
     '-N', String(placement.nodes),
     '--ranks-per-node', String(placement.ranksPerNode),
+    ...(placement.oversubscribe ? ['--oversubscribe'] : []),
     '--', ...command,
   ]);
 }
