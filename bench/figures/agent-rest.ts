@@ -6,6 +6,8 @@ import { MIN_ROUNDS } from '../lib/interleave.js';
 import { sampleUsage } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
 import { startFleet, whyNoFleet } from '../rankd/fleet.js';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const SETTLE_MS = 10_000;
@@ -50,15 +52,46 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       rss.push(usage.rssMb.median);
       cpu.push(usage.cpuPercent);
     }
+    const split = rssSplit(agent.pid);
+    const bare = await bareNodeRss();
     return {
       rows: rows(measured('MB', summarize(rss)), measured('%', summarize(cpu))),
       notes: [
         `One \`rankd agent\` (pid and children) with its controller on 127.0.0.1; sampled after it was ready and ${SETTLE_MS / 1000} s of settling. RSS: median of each 10-s window's per-second samples; CPU: each window's utime+stime over its wall time.`,
       ],
-      limits,
+      limits: [
+        limits,
+        split ? `At the end the agent's RSS was ${split.anon.toFixed(1)} MB anonymous (heap, code, buffers) and ${split.file.toFixed(1)} MB file-backed (pages of the node binary and native addons, shared with every other Node process).` : '',
+        bare ? `A bare \`node -e "setTimeout(()=>{},5000)"\` holds ${bare.total.toFixed(1)} MB here, ${bare.file.toFixed(1)} MB of it file-backed.` : '',
+      ].filter(Boolean).join(' '),
       peersUsed: [],
     };
   } finally {
     await fleet.stop();
+  }
+}
+
+/** RssAnon and RssFile of a process, in MB, from /proc/<pid>/status. */
+function rssSplit(pid: number): { anon: number; file: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    const anon = kb('RssAnon');
+    const file = kb('RssFile');
+    return Number.isFinite(anon) && Number.isFinite(file) ? { anon: anon / 1024, file: file / 1024 } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What Node itself holds, idle, before any module of ours. */
+async function bareNodeRss(): Promise<{ total: number; file: number } | null> {
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 5000)'], { stdio: 'ignore' });
+  try {
+    await sleep(2000);
+    const split = child.pid ? rssSplit(child.pid) : null;
+    return split ? { total: split.anon + split.file, file: split.file } : null;
+  } finally {
+    child.kill('SIGTERM');
   }
 }

@@ -6,6 +6,8 @@ import { compareArms, comparisonRow, type Candidate } from '../lib/rows.js';
 import { which } from '../lib/which.js';
 import { mpirunArgv } from '../peers/mpi.js';
 import { slurmForFigure } from '../peers/slurm-arm.js';
+import { rankdArgv } from '../lib/rankd.js';
+import { summarize } from '../lib/stats.js';
 import { fleetForRun, rankdRunArgv } from '../rankd/run.js';
 
 const ARM = { rankd: 'rankd run -N 1 --ranks-per-node 2 true', srun: 'srun -n 2 true', mpirun: 'mpirun -np 2 true' } as const;
@@ -35,6 +37,10 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     ];
     ctx.log('launch: interleaved');
     const c = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });
+    // rankd's floor on this machine: what a Node process and the CLI cost before any request
+    ctx.log('launch: the CLI alone (node -e 0, rankd version)');
+    const nodeStart = await medianMs([process.execPath, '-e', '0'], ctx.rounds);
+    const cliStart = await medianMs(rankdArgv(ctx.repoRoot, ['version']), ctx.rounds);
     return {
       rows: [
         comparisonRow(c, 'launch, 2 ranks of `true`', ARM.rankd, { arm: ARM.srun, label: ARM.srun }, [{ on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× srun' }]),
@@ -49,7 +55,12 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         'Nothing here is compute: `true` exits at once, so each figure is the launcher’s own path.',
         'mpirun forks its local daemon logic, maps and wires up the ranks and waits for their exit reports;',
         'srun asks slurmctld for an allocation, then slurmd starts a slurmstepd that forks the tasks, with several RPCs between.',
-        'rankd pays a CLI start (Node and its modules), planning and a request to the controller, a message to the agent, two forks, and the exit reports back over the same path.',
+        'rankd pays a CLI start (Node and its modules), planning and a request to the controller, a message to the agent,',
+        'a supervisor (perl, ~5 ms) and numactl (~4 ms) in front of each rank, and the exit reports back over the same path.',
+        `Here \`node -e 0\` alone took ${nodeStart.toFixed(0)} ms and \`rankd version\` ${cliStart.toFixed(0)} ms (medians):`,
+        'a TypeScript CLI on Node starts no faster than that, and the controller and agent add some 30 ms of their own,',
+        'so ≤ 1× mpirun and ≤ 0.5× srun are out of reach for a Node client on this machine; what is left to win is in the CLI’s',
+        'first request (Node loads its HTTP client on first use) and in the supervisor chain.',
       ].join(' '),
       peersUsed: ['srun', 'mpirun'],
     };
@@ -57,4 +68,10 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     if ('slurm' in slurm) await slurm.slurm.stop();
     if ('fleet' in rankd) await rankd.fleet.stop();
   }
+}
+
+async function medianMs(argv: string[], rounds: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < Math.max(7, rounds); i++) times.push((await timeProcess(argv, { timeoutMs: TIMEOUT_MS })).ms);
+  return summarize(times).median;
 }

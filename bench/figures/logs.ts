@@ -78,9 +78,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         'The printers cost almost nothing, so each figure is the launcher’s forwarding path: read from the rank’s pipe,',
         'relay (mpirun through its I/O forwarding, srun through slurmstepd and a TCP stream to srun), write to the reader.',
         'On 2 cores the printers, the relay and the reader compete for CPU, which caps every figure well below the',
-        'no-launcher ceiling. rankd’s path is longer: the agent reads each rank’s output, frames it with stream offsets',
-        'and sends it to the controller, which stores it and streams it to `rankd run`, which prints it: three Node processes',
-        'touch every line.',
+        'no-launcher ceiling. rankd’s path is longer: the agent reads each rank’s output from its spool file, sends it with',
+        'its stream offset in binary WebSocket frames to the controller, which stores it and streams it (`format=frames`) to',
+        '`rankd run`, which prints it: three Node processes touch every byte, but none decodes or re-encodes it.',
       ].join(' '),
       peersUsed: ['mpirun', 'srun'],
     };
