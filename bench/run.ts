@@ -81,6 +81,19 @@ function round1(x: number): number {
   return Math.round(x * 10) / 10;
 }
 
+/**
+ * Waits (up to SETTLE_LIMIT_MS) for the 1-minute load average to drop below the CPU count,
+ * so that a figure does not start in the wake of the one before (a 32-agent fleet, …).
+ */
+const SETTLE_LIMIT_MS = 90_000;
+async function settle(log: (s: string) => void): Promise<void> {
+  const cpus = os.availableParallelism();
+  const deadline = Date.now() + SETTLE_LIMIT_MS;
+  if (os.loadavg()[0]! < cpus) return;
+  log(`waiting up to ${SETTLE_LIMIT_MS / 1000} s for the load average (${os.loadavg()[0]!.toFixed(1)}) to drop below ${cpus}`);
+  while (os.loadavg()[0]! >= cpus && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2000));
+}
+
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.renderOnly) {
@@ -108,6 +121,7 @@ async function main(): Promise<number> {
   for (const figure of selected) {
     log(`── ${figure.name}: ${figure.title}`);
     const ctx: BenchContext = { repoRoot, tmpDir: path.join(tmpDir, figure.name), rounds: opts.rounds, log };
+    await settle(log);
     const measuredAt = new Date().toISOString();
     const loadStart = os.loadavg()[0]!;
     const { report, failed: broke } = await runFigure(figure, ctx);
