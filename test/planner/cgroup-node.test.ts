@@ -49,7 +49,7 @@ t.test('--ht all leaves no sibling free for the workers', async (t) => {
 t.test('more ranks than allowed cores', async (t) => {
   const err = t.throws(() => planRankMap(nodes, { ranksPerNode: 22 })) as PlanError;
   t.equal(err.code, PlanErrorCode.TooManyRanks);
-  t.equal(err.message, 'node shared1: 22 ranks but only 21 allowed cores; nearest feasible spec: --ranks-per-node 21');
+  t.equal(err.message, 'node shared1: 22 ranks but only 21 allowed cores (--oversubscribe lets ranks share cores); nearest feasible spec: --ranks-per-node 21');
 });
 
 t.test('memory binds inside cpuset.mems, and says so when that moves it off the rank\'s node', async (t) => {
