@@ -48,7 +48,8 @@ export async function send(config: ClientConfig, path: string, options: RequestO
 
 async function open(config: ClientConfig, path: string, options: RequestOptions): Promise<IncomingMessage> {
   const { method = 'GET', body, signal } = options;
-  const url = new URL(path, config.url);
+  // concatenated, not resolved: a controller behind a path prefix (http://gw/rankd) keeps it
+  const url = new URL(config.url.replace(/\/+$/, '') + path);
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const client = url.protocol === 'https:' ? await import('node:https') : http;
   agents ??= { http: new http.Agent({ keepAlive: true }) };

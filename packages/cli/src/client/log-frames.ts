@@ -66,7 +66,7 @@ export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerato
   if (current || headerBytes > 0) throw new CliError('the log stream ended mid-record', ExitCode.Unreachable);
 }
 
-type Header = { kind: 'end' } & EndFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
+type Header = EndFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
 
 function parseHeader(line: string): Header {
   let h: Record<string, unknown>;
