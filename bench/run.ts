@@ -106,7 +106,7 @@ async function main(): Promise<number> {
   const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'rankd-bench-'));
   // On every way out, Ctrl-C included; the daemons using it are stopped before exit.
   process.once('exit', () => rmSync(tmpDir, { recursive: true, force: true }));
-  const machine = { ...describeMachine(), environment: neutralizeEnvironment(log) };
+  const machine = { ...describeMachine(), environment: await neutralizeEnvironment(log) };
   log(`machine: ${formatMachine(machine)}`);
 
   const peers = [...new Set(selected.flatMap((f) => f.peers))] as PeerCommand[];

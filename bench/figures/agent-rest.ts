@@ -3,11 +3,10 @@
 // children) are read from /proc every second, in windows of 10 s.
 import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
 import { MIN_ROUNDS } from '../lib/interleave.js';
-import { sampleUsage } from '../lib/proc-sampling.js';
+import { readRss, sampleUsage } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
 import { startFleet, whyNoFleet } from '../rankd/fleet.js';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const SETTLE_MS = 10_000;
@@ -52,7 +51,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       rss.push(usage.rssMb.median);
       cpu.push(usage.cpuPercent);
     }
-    const split = rssSplit(agent.pid);
+    const rssAtEnd = readRss(agent.pid);
     const bare = await bareNodeRss();
     return {
       rows: rows(measured('MB', summarize(rss)), measured('%', summarize(cpu))),
@@ -61,7 +60,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       ],
       limits: [
         limits,
-        split ? `At the end the agent's RSS was ${split.anon.toFixed(1)} MB anonymous (heap, code, buffers) and ${split.file.toFixed(1)} MB file-backed (pages of the node binary and native addons, shared with every other Node process).` : '',
+        rssAtEnd ? `At the end the agent's RSS was ${(rssAtEnd.anonKb / 1024).toFixed(1)} MB anonymous (heap, code, buffers) and ${(rssAtEnd.fileKb / 1024).toFixed(1)} MB file-backed (pages of the node binary and native addons, shared with every other Node process).` : '',
         bare ? `A bare \`node -e "setTimeout(()=>{},5000)"\` holds ${bare.total.toFixed(1)} MB here, ${bare.file.toFixed(1)} MB of it file-backed.` : '',
       ].filter(Boolean).join(' '),
       peersUsed: [],
@@ -71,26 +70,13 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   }
 }
 
-/** RssAnon and RssFile of a process, in MB, from /proc/<pid>/status. */
-function rssSplit(pid: number): { anon: number; file: number } | null {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-    const anon = kb('RssAnon');
-    const file = kb('RssFile');
-    return Number.isFinite(anon) && Number.isFinite(file) ? { anon: anon / 1024, file: file / 1024 } : null;
-  } catch {
-    return null;
-  }
-}
-
 /** What Node itself holds, idle, before any module of ours. */
 async function bareNodeRss(): Promise<{ total: number; file: number } | null> {
   const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 5000)'], { stdio: 'ignore' });
   try {
     await sleep(2000);
-    const split = child.pid ? rssSplit(child.pid) : null;
-    return split ? { total: split.anon + split.file, file: split.file } : null;
+    const rss = child.pid ? readRss(child.pid) : null;
+    return rss ? { total: rss.totalKb / 1024, file: rss.fileKb / 1024 } : null;
   } finally {
     child.kill('SIGTERM');
   }

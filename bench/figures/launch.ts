@@ -1,13 +1,13 @@
 // launch: the cost of starting a tiny job, 2 ranks of `true`, end to end — what a user
 // waits for between pressing Enter and getting the prompt back.
 import type { BenchContext, FigureDescriptor, FigureReport } from '../lib/figure.js';
-import { timeProcess } from '../lib/process-timing.js';
+import { MIN_ROUNDS } from '../lib/interleave.js';
+import { medianProcessMs, timeProcess } from '../lib/process-timing.js';
 import { compareArms, comparisonRow, type Candidate } from '../lib/rows.js';
 import { which } from '../lib/which.js';
 import { mpirunArgv } from '../peers/mpi.js';
 import { slurmForFigure } from '../peers/slurm-arm.js';
 import { rankdArgv } from '../lib/rankd.js';
-import { summarize } from '../lib/stats.js';
 import { fleetForRun, rankdRunArgv } from '../rankd/run.js';
 
 const ARM = { rankd: 'rankd run -N 1 --ranks-per-node 2 true', srun: 'srun -n 2 true', mpirun: 'mpirun -np 2 true' } as const;
@@ -39,8 +39,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const c = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });
     // rankd's floor on this machine: what a Node process and the CLI cost before any request
     ctx.log('launch: the CLI alone (node -e 0, rankd version)');
-    const nodeStart = await medianMs([process.execPath, '-e', '0'], ctx.rounds);
-    const cliStart = await medianMs(rankdArgv(ctx.repoRoot, ['version']), ctx.rounds);
+    const rounds = Math.max(MIN_ROUNDS, ctx.rounds);
+    const nodeStart = await medianProcessMs([process.execPath, '-e', '0'], rounds);
+    const cliStart = await medianProcessMs(rankdArgv(ctx.repoRoot, ['version']), rounds);
     return {
       rows: [
         comparisonRow(c, 'launch, 2 ranks of `true`', ARM.rankd, { arm: ARM.srun, label: ARM.srun }, [{ on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× srun' }]),
@@ -68,10 +69,4 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     if ('slurm' in slurm) await slurm.slurm.stop();
     if ('fleet' in rankd) await rankd.fleet.stop();
   }
-}
-
-async function medianMs(argv: string[], rounds: number): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < Math.max(7, rounds); i++) times.push((await timeProcess(argv, { timeoutMs: TIMEOUT_MS })).ms);
-  return summarize(times).median;
 }

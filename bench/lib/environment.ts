@@ -5,36 +5,26 @@
 // registry proxy and added ~80 ms to each start, more than a whole `mpirun -np 2 true`.
 // rankd talks to its controller over plain HTTP on these runs and reads no certificate,
 // so the bench unsets it for every process it starts, and says so with the measured cost.
-import { spawnSync } from 'node:child_process';
+import { MIN_ROUNDS } from './interleave.js';
+import { medianProcessMs } from './process-timing.js';
 
-const PROBE_ROUNDS = 7;
 
-export function neutralizeEnvironment(log: (s: string) => void): string[] {
+export async function neutralizeEnvironment(log: (s: string) => void): Promise<string[]> {
   const notes: string[] = [];
   const bundle = process.env.NODE_EXTRA_CA_CERTS;
   if (bundle) {
-    const withIt = medianStartMs({ ...process.env });
+    const nodeStart = [process.execPath, '-e', '0'];
+    const withIt = await medianProcessMs(nodeStart, MIN_ROUNDS);
     const env = { ...process.env };
     delete env.NODE_EXTRA_CA_CERTS;
-    const without = medianStartMs(env);
+    const without = await medianProcessMs(nodeStart, MIN_ROUNDS, { env });
     delete process.env.NODE_EXTRA_CA_CERTS;
     const note =
       `NODE_EXTRA_CA_CERTS=${bundle} was set in the shell: \`node -e 0\` took ${withIt.toFixed(0)} ms with it and ` +
-      `${without.toFixed(0)} ms without (median of ${PROBE_ROUNDS}). The bench unset it for every process it started, ` +
+      `${without.toFixed(0)} ms without (median of ${MIN_ROUNDS}). The bench unset it for every process it started, ` +
       'rankd and peers alike; with it, add the difference to every rankd CLI figure.';
     log(`environment: ${note}`);
     notes.push(note);
   }
   return notes;
-}
-
-function medianStartMs(env: NodeJS.ProcessEnv): number {
-  const times: number[] = [];
-  for (let i = 0; i < PROBE_ROUNDS; i++) {
-    const start = process.hrtime.bigint();
-    spawnSync(process.execPath, ['-e', '0'], { env, stdio: 'ignore' });
-    times.push(Number(process.hrtime.bigint() - start) / 1e6);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
 }

@@ -34,12 +34,31 @@ export function readProc(pid: number): ProcSnapshot | null {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // fields[0] is field 3 (state): utime is field 14, stime field 15.
     const cpuTicks = Number(fields[11]) + Number(fields[12]);
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const rss = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-    return { rssKb: rss ? Number(rss[1]) : 0, cpuTicks };
+    const rss = readRss(pid);
+    return rss ? { rssKb: rss.totalKb, cpuTicks } : null;
   } catch {
     return null;
   }
+}
+
+export interface Rss {
+  totalKb: number;
+  /** The anonymous part (heap, stacks, buffers)… */
+  anonKb: number;
+  /** …and the file-backed part (pages of the binary and libraries, shared between processes). */
+  fileKb: number;
+}
+
+/** The RSS of one process from /proc/<pid>/status; null once it is gone. */
+export function readRss(pid: number): Rss | null {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return null;
+  }
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? 0);
+  return { totalKb: kb('VmRSS'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
 }
 
 /** The pid and every descendant, found through each process's parent id. */

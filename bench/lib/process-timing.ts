@@ -2,6 +2,7 @@
 // "Drained" rather than "exited": a launcher that exits before forwarding its ranks'
 // last lines has not finished the job a user asked of it.
 import { spawn } from 'node:child_process';
+import { summarize } from './stats.js';
 import { onTeardown } from './teardown.js';
 
 export interface ProcessRun {
@@ -109,6 +110,13 @@ export async function timeProcess(argv: readonly string[], opts: ProcessOptions)
   const run = await runProcess(argv, opts);
   if (run.timedOut || run.code !== 0) throw new ProcessFailedError(argv, run);
   return run;
+}
+
+/** Median wall time of `rounds` runs of argv, one after the other (for floors and probes, not comparisons). */
+export async function medianProcessMs(argv: readonly string[], rounds: number, opts: Partial<ProcessOptions> = {}): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < rounds; i++) times.push((await timeProcess(argv, { timeoutMs: 60_000, ...opts })).ms);
+  return summarize(times).median;
 }
 
 function killGroup(pid: number | undefined): void {

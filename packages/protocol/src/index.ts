@@ -2,6 +2,7 @@ export * from './errors.js';
 export * from './wire.js';
 export * from './codec.js';
 export * from './binary-frame.js';
+export * from './log-cursor.js';
 export * from './facts.js';
 export * from './cpuset.js';
 export * from './plan.js';

@@ -75,16 +75,21 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
 
   /** Sends a message if the link is up; returns false when it is not (the caller keeps its state). */
   send(message: { type: string } & Record<string, unknown>): boolean {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcome) return false;
-    this.ws.send(JSON.stringify(message));
-    return true;
+    const ws = this.registered();
+    ws?.send(JSON.stringify(message));
+    return ws !== null;
   }
 
   /** Sends a header and raw bytes as one binary frame (rank output); false when the link is down. */
   sendBinary(header: { type: string } & Record<string, unknown>, payload: Uint8Array): boolean {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcome) return false;
-    this.ws.send(encodeBinaryFrame(header, payload), { binary: true });
-    return true;
+    const ws = this.registered();
+    ws?.send(encodeBinaryFrame(header, payload), { binary: true });
+    return ws !== null;
+  }
+
+  /** The socket, while it is open and the controller has welcomed us; else null. */
+  private registered(): WebSocket | null {
+    return this.ws && this.ws.readyState === WebSocket.OPEN && this.welcome ? this.ws : null;
   }
 
   /** Bytes queued on the socket, for senders that must respect backpressure. */

@@ -2,6 +2,7 @@
 // stderr to stderr, with backpressure from our own stdout, and a transparent
 // reconnect (from the last event id) if the controller restarts mid-job.
 import type { JobView } from '@rankd/protocol';
+import { cursorKey, encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { ClientConfig } from './config.js';
 import { send } from './http.js';
@@ -46,12 +47,11 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
   if (options.offset !== undefined) query.set('offset', String(options.offset));
 
   // where each stream is, so that a reconnect resumes there (the same token as SSE's Last-Event-ID)
-  const positions = new Map<string, number>();
-  const resumeToken = () => [...positions].map(([key, offset]) => `${key}${offset}`).join('.');
+  const positions = new Map<string, LogCursor>();
   let downSince: number | null = null;
   for (;;) {
     try {
-      const token = resumeToken();
+      const token = encodeCursors(positions.values());
       const res = await send(config, `/v1/jobs/${job.id}/logs?${query}`, {
         signal: options.signal ?? new AbortController().signal,
         ...(token ? { headers: { 'last-event-id': token } } : {}),
@@ -62,7 +62,7 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
           for (const l of labelers.values()) l.flush();
           return { state: frame.state, reason: frame.reason, exitCode: frame.exitCode };
         }
-        positions.set(`${frame.rank}${frame.stream === 'stdout' ? 'o' : 'e'}`, frame.offset + frame.data.length);
+        positions.set(cursorKey(frame.rank, frame.stream), { rank: frame.rank, stream: frame.stream, offset: frame.offset + frame.data.length });
         const out = frame.stream === 'stdout' ? process.stdout : process.stderr;
         // our own stdout is slow (a pipe into less, a slow terminal): wait, do not buffer without bound
         if (!labeler(frame.rank, frame.stream).push(frame.data)) await new Promise((r) => out.once('drain', r));

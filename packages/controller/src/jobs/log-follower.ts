@@ -3,6 +3,7 @@
 // The log files are the buffer. A follower holds only a cursor per rank and stream
 // and reads the next chunk when its sink has room, so a slow reader costs nothing
 // but its own lag: it never slows the ranks, the agents or the other readers.
+import { encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
 import type { StreamName } from '@rankd/protocol';
 import type { JobManager } from './job-manager.js';
 
@@ -33,11 +34,7 @@ export interface LogSink {
   end(summary: LogEnd | null): void;
 }
 
-export interface Cursor {
-  rank: number;
-  stream: StreamName;
-  offset: number;
-}
+export type Cursor = LogCursor;
 
 export class LogFollower {
   private unsubscribe: (() => void) | null = null;
@@ -132,18 +129,4 @@ export function utf8SafeLength(buf: Buffer): number {
   const lead = buf[i]!;
   const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
   return buf.length - i >= need ? buf.length : i;
-}
-
-export function encodeCursors(cursors: readonly Cursor[]): string {
-  return cursors.map((c) => `${c.rank}${c.stream === 'stdout' ? 'o' : 'e'}${c.offset}`).join('.');
-}
-
-/** Parses a token from encodeCursors; unknown or malformed parts are ignored. */
-export function decodeCursors(token: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const part of token.split('.')) {
-    const m = /^(\d+)([oe])(\d+)$/.exec(part);
-    if (m) out.set(`${m[1]}${m[2]}`, Number(m[3]));
-  }
-  return out;
 }

@@ -4,7 +4,8 @@ import { ErrorBody, ErrorCode, JobParams, LOG_FRAMES_CONTENT_TYPE, LogQuery, Ran
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
-import { LogFollower, decodeCursors, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
+import { cursorKey, decodeCursors } from '@rankd/protocol/log-cursor';
+import { LogFollower, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
 
 const KEEPALIVE_MS = 15_000;
 
@@ -31,7 +32,7 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
       const streams: StreamName[] = !q.stream || q.stream === 'all' ? ['stdout', 'stderr'] : [q.stream];
       const resumeFrom = decodeCursors(String(request.headers['last-event-id'] ?? ''));
       const cursors: Cursor[] = ranks.flatMap((rank) =>
-        streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(`${rank}${stream === 'stdout' ? 'o' : 'e'}`) ?? q.offset ?? 0 })),
+        streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
       );
       const format = q.format ?? (q.follow ? 'sse' : 'text');
       reply.hijack();
