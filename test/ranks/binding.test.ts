@@ -49,7 +49,7 @@ t.test('pinnedArgv', async (t) => {
   t.equal(auto?.kind, hasTool('numactl') ? 'numactl' : hasTool('taskset') ? 'taskset' : undefined, 'auto prefers numactl');
 });
 
-t.test('a binding that differs from the plan is a mismatch, with the reason', { skip: cpus.length < 2 ? 'needs 2 allowed CPUs' : !hasTool('taskset') }, async (t) => {
+t.test('a binding that differs from the plan is a mismatch, with the reason', { skip: cpus.length < 2 ? 'needs 2 allowed CPUs' : !hasTool('taskset') ? 'taskset is not installed' : false }, async (t) => {
   const child = spawn('taskset', ['-c', String(cpus[0]), 'sleep', '300'], { stdio: 'ignore' });
   t.teardown(() => child.kill('SIGKILL'));
   await until(() => fs.readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').startsWith('sleep'), 'taskset to exec sleep');
