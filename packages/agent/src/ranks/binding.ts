@@ -44,7 +44,14 @@ export async function verifyBinding(pid: number, plan: BindingPlan, opts: Verify
     if (Date.now() > deadline) return { cpus: [], memNodes: [], verified: false, unread: 'timeout' };
     await sleep(1);
   }
-  return judgeBinding(pid, plan);
+  let binding = judgeBinding(pid, plan);
+  // numa_maps reads empty while the program itself execs again (sh -c '…; exec prog'):
+  // look again shortly rather than report a bound rank without its policy
+  for (let retry = 0; plan.memBound && binding.memPolicy === undefined && binding.unread === undefined && retry < 10; retry++) {
+    await sleep(2);
+    binding = judgeBinding(pid, plan);
+  }
+  return binding;
 }
 
 function exited(): RankBinding {
