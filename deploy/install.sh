@@ -2,8 +2,9 @@
 # Puts the rankd agent on this node: program files under /opt/rankd, its config in
 # /etc/rankd/agent.json, state dirs, and the systemd unit, enabled and started.
 #
-#   deploy/install.sh --controller http://10.0.0.1:7480 [--token-file /etc/rankd/token]
-#                     [--token TOKEN | --token-stdin] [--name NODE] [--label k=v]…
+#   deploy/install.sh --controller https://10.0.0.1:7480 --ca-hash sha256:HEX
+#                     [--token-file /etc/rankd/token] [--token TOKEN | --token-stdin]
+#                     [--name NODE] [--label k=v]…
 #                     [--address IP] [--allow-root]
 #                     [--from-dir DIR | --from-tarball FILE] [--prefix /opt/rankd]
 #                     [--root DIR] [--dry-run] [--no-start]
@@ -14,12 +15,18 @@
 # --root DIR          install into DIR as if it were / (also DESTDIR=DIR); nothing is
 #                     started, and the unit is enabled by its symlink only.
 # --dry-run           print each step and change nothing.
+#
+# Enrollment: `rankd join-command` on the controller prints the join token and the CA hash.
+# The token (single-use unless minted with --uses N) goes to --token-file, mode 0600; the
+# agent reads it only until it has enrolled, then lives on its node certificate in
+# /var/lib/rankd/agent (mode 0600) and renews it; the token file may then be deleted.
 set -eu
 
 PREFIX=/opt/rankd
 ROOT=${DESTDIR:-/}
 CONTROLLER=
 TOKEN_FILE=/etc/rankd/token
+CA_HASH=
 TOKEN=
 TOKEN_STDIN=0
 NAME=
@@ -45,6 +52,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --controller) need_arg "$@"; CONTROLLER=$2; shift 2 ;;
     --token-file) need_arg "$@"; TOKEN_FILE=$2; shift 2 ;;
+    --ca-hash) need_arg "$@"; CA_HASH=$2; shift 2 ;;
     --token) need_arg "$@"; TOKEN=$2; shift 2 ;;
     --token-stdin) TOKEN_STDIN=1; shift ;;
     --name) need_arg "$@"; NAME=$2; shift 2 ;;
@@ -66,7 +74,8 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$CONTROLLER" ] || die "--controller URL is required"
-case $CONTROLLER in http://*|https://*|ws://*|wss://*) ;; *) die "--controller must be an http(s):// or ws(s):// URL, not \"$CONTROLLER\"" ;; esac
+case $CONTROLLER in https://*) ;; *) die "--controller must be an https:// URL (the controller speaks TLS only), not \"$CONTROLLER\"" ;; esac
+case $CA_HASH in '') ;; sha256:*) ;; *) die "--ca-hash must look like sha256:HEX, as rankd join-command prints it" ;; esac
 case $TOKEN_FILE in /*) ;; *) die "--token-file must be an absolute path" ;; esac
 case $PREFIX in /*) ;; *) die "--prefix must be an absolute path" ;; esac
 [ -z "$FROM_DIR" ] || [ -z "$FROM_TARBALL" ] || die "--from-dir and --from-tarball exclude each other"
@@ -139,9 +148,10 @@ fi
 run mkdir -p "$ETC"
 run chmod 0755 "$ETC"
 # JSON is written by node, which escapes every value; the shell only passes them along.
-CONFIG=$(CONTROLLER=$CONTROLLER TOKEN_FILE=$TOKEN_FILE NAME=$NAME ADDRESS=$ADDRESS ALLOW_ROOT=$ALLOW_ROOT LABELS=$LABELS "$NODE" -e '
+CONFIG=$(CONTROLLER=$CONTROLLER TOKEN_FILE=$TOKEN_FILE CA_HASH=$CA_HASH NAME=$NAME ADDRESS=$ADDRESS ALLOW_ROOT=$ALLOW_ROOT LABELS=$LABELS "$NODE" -e '
   const e = process.env;
-  const config = { controller: e.CONTROLLER, tokenFile: e.TOKEN_FILE, spoolDir: "/var/lib/rankd/spool" };
+  const config = { controller: e.CONTROLLER, tokenFile: e.TOKEN_FILE, spoolDir: "/var/lib/rankd/spool", stateDir: "/var/lib/rankd/agent" };
+  if (e.CA_HASH) config.caHash = e.CA_HASH;
   if (e.NAME) config.name = e.NAME;
   if (e.ADDRESS) config.address = e.ADDRESS;
   if (e.ALLOW_ROOT === "1") config.allowRoot = true;
@@ -170,8 +180,9 @@ if [ -n "$TOKEN" ]; then
     mv "$ROOT$TOKEN_FILE.tmp" "$ROOT$TOKEN_FILE"
   fi
 elif [ ! -f "$ROOT$TOKEN_FILE" ]; then
-  note "warning: $ROOT$TOKEN_FILE does not exist; the agent will not connect until the join token is there"
+  note "warning: $ROOT$TOKEN_FILE does not exist; the agent cannot enroll until the join token is there (or it has a certificate in /var/lib/rankd/agent)"
 fi
+[ -n "$CA_HASH" ] || note "warning: no --ca-hash: the agent cannot enroll until \"caHash\" is set in $ETC/agent.json (rankd join-command prints it)"
 
 run mkdir -p "$ROOT/var/lib/rankd/spool"
 run chmod 0750 "$ROOT/var/lib/rankd"

@@ -4,15 +4,16 @@
 # need them skip and say so.
 set -eu
 # command -> package
-need="numactl:numactl ip:iproute2 lstopo:hwloc"
+need="numactl:numactl ip:iproute2 lstopo:hwloc mpicc.mpich:mpich mpicc.mpich:libmpich-dev mpirun.openmpi:openmpi-bin"
 if [ "${RANKD_TEST_TORCH:-}" = 1 ] || [ "${CI:-}" = true ]; then
-  need="$need /usr/bin/python3:python3-torch"
+  need="$need /usr/bin/python3:python3-torch /usr/bin/python3-mpi4py:python3-mpi4py"
 fi
 missing=""
 for pair in $need; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   case $cmd in
     /usr/bin/python3) /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || missing="$missing $pkg" ;;
+    /usr/bin/python3-mpi4py) /usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing="$missing $pkg" ;;
     *) command -v "$cmd" >/dev/null 2>&1 || missing="$missing $pkg" ;;
   esac
 done

@@ -7,7 +7,7 @@ import { type BenchContext, type FigureDescriptor, type FigureReport, type Goal,
 import { timeProcess } from '../lib/process-timing.js';
 import { compareArms, comparisonRow } from '../lib/rows.js';
 import { which } from '../lib/which.js';
-import { mpirunArgv } from '../peers/mpi.js';
+import { mpirunArgv, OPEN_MPI_LAUNCHER } from '../peers/mpi.js';
 import { fleetForRun, rankdRunArgv } from '../rankd/run.js';
 
 export const FANOUT_AGENTS = 32;
@@ -35,7 +35,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const oversubscribe = perAgent > os.availableParallelism();
   const ARM = {
     rankd: `rankd run -N ${FANOUT_AGENTS} --ranks-per-node ${perAgent}${oversubscribe ? ' --oversubscribe' : ''} true`,
-    mpirun: `mpirun -np ${RANKS} --oversubscribe true`,
+    mpirun: `${OPEN_MPI_LAUNCHER} -np ${RANKS} --oversubscribe true`,
   };
   const rankd = await fleetForRun(ctx, FANOUT_AGENTS, 'fanout');
   try {
@@ -46,9 +46,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         'fleet' in rankd
           ? { name: ARM.rankd, sample: async () => (await timeProcess(rankdRunArgv(ctx, placement, ['true']), { timeoutMs: TIMEOUT_MS, env: rankd.fleet.clientEnv })).ms }
           : { name: ARM.rankd, unavailable: rankd.why },
-        which('mpirun')
+        which(OPEN_MPI_LAUNCHER)
           ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(RANKS, ['true']), { timeoutMs: TIMEOUT_MS })).ms }
-          : { name: ARM.mpirun, unavailable: 'mpirun is not installed (Debian package openmpi-bin)' },
+          : { name: ARM.mpirun, unavailable: `${OPEN_MPI_LAUNCHER} is not installed (Debian package openmpi-bin)` },
       ],
       { rounds: ctx.rounds, unit: 'ms', log: ctx.log },
     );
@@ -57,7 +57,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       rows,
       notes: [
         `All ${RANKS} ranks run on this one machine: rankd's ${FANOUT_AGENTS} agents are ${FANOUT_AGENTS} \`rankd agent\` processes here (one controller, ${FANOUT_AGENTS} WebSocket connections on 127.0.0.1), and mpirun starts its ${RANKS} ranks itself.`,
-        'mpirun runs with `--mca odls_base_cutoff 100000`: Open MPI 4.1.4’s threaded spawn (used above 32 local ranks) hangs here after all ranks of `true` have exited; the serial path completes.',
+        'mpirun.openmpi runs with `--mca odls_base_cutoff 100000`: Open MPI 4.1.4’s threaded spawn (used above 32 local ranks) hangs here after all ranks of `true` have exited; the serial path completes.',
       ],
       limits: [
         `On 2 cores, ${RANKS} process starts are serialized by the CPU: fork/exec and the dynamic loader of each rank,`,

@@ -7,17 +7,21 @@ import { fanoutFigure } from './fanout.js';
 import { latencyFigure } from './latency.js';
 import { launchFigure } from './launch.js';
 import { logsFigure } from './logs.js';
+import { mpiLaunchFigure } from './mpi-launch.js';
 import { planFigure } from './plan.js';
+import { pmiFenceFigure } from './pmi-fence.js';
 import { scaleFigure } from './scale.js';
 
 export const figures: readonly FigureDescriptor[] = [
   factsFigure,
   planFigure,
   launchFigure,
+  mpiLaunchFigure,
   fanoutFigure,
   logsFigure,
   latencyFigure,
   execFigure,
   scaleFigure,
+  pmiFenceFigure,
   agentRestFigure,
 ];

@@ -1,14 +1,12 @@
 // launch: the cost of starting a tiny job, 2 ranks of `true`, end to end — what a user
 // waits for between pressing Enter and getting the prompt back.
 import type { BenchContext, FigureDescriptor, FigureReport } from '../lib/figure.js';
-import { MIN_ROUNDS } from '../lib/interleave.js';
-import { medianProcessMs, timeProcess } from '../lib/process-timing.js';
+import { timeProcess } from '../lib/process-timing.js';
 import { compareArms, comparisonRow, type Candidate } from '../lib/rows.js';
 import { which } from '../lib/which.js';
-import { mpirunArgv } from '../peers/mpi.js';
+import { mpirunArgv, OPEN_MPI_LAUNCHER } from '../peers/mpi.js';
 import { slurmForFigure } from '../peers/slurm-arm.js';
-import { rankdArgv } from '../lib/rankd.js';
-import { fleetForRun, rankdRunArgv } from '../rankd/run.js';
+import { cliFloor, fleetForRun, rankdRunArgv } from '../rankd/run.js';
 
 const ARM = { rankd: 'rankd run -N 1 --ranks-per-node 2 true', srun: 'srun -n 2 true', mpirun: 'mpirun -np 2 true' } as const;
 const TIMEOUT_MS = 60_000;
@@ -31,17 +29,14 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       'slurm' in slurm
         ? { name: ARM.srun, sample: async () => (await timeProcess(slurm.slurm.srun(2, ['true']), { timeoutMs: TIMEOUT_MS, env: slurm.slurm.env })).ms }
         : { name: ARM.srun, unavailable: slurm.why },
-      which('mpirun')
+      which(OPEN_MPI_LAUNCHER)
         ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(2, ['true']), { timeoutMs: TIMEOUT_MS })).ms }
         : { name: ARM.mpirun, unavailable: 'mpirun is not installed (Debian package openmpi-bin)' },
     ];
     ctx.log('launch: interleaved');
     const c = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });
-    // rankd's floor on this machine: what a Node process and the CLI cost before any request
     ctx.log('launch: the CLI alone (node -e 0, rankd version)');
-    const rounds = Math.max(MIN_ROUNDS, ctx.rounds);
-    const nodeStart = await medianProcessMs([process.execPath, '-e', '0'], rounds);
-    const cliStart = await medianProcessMs(rankdArgv(ctx.repoRoot, ['version']), rounds);
+    const { nodeMs: nodeStart, cliMs: cliStart } = await cliFloor(ctx);
     return {
       rows: [
         comparisonRow(c, 'launch, 2 ranks of `true`', ARM.rankd, { arm: ARM.srun, label: ARM.srun }, [{ on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× srun' }]),

@@ -5,7 +5,7 @@ import type { BenchContext, FigureDescriptor, FigureReport } from '../lib/figure
 import { timeProcess } from '../lib/process-timing.js';
 import { compareArms, comparisonRow, type Candidate } from '../lib/rows.js';
 import { which } from '../lib/which.js';
-import { mpirunArgv } from '../peers/mpi.js';
+import { mpirunArgv, OPEN_MPI_LAUNCHER } from '../peers/mpi.js';
 import { slurmForFigure } from '../peers/slurm-arm.js';
 import { fleetForRun, rankdRunArgv } from '../rankd/run.js';
 
@@ -50,7 +50,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       'fleet' in rankd
         ? { name: ARM.rankd, sample: linesPerSecond(rankdRunArgv(ctx, { nodes: 1, ranksPerNode: LOG_RANKS }, PRINTER, { label: false }), rankd.fleet.clientEnv) }
         : { name: ARM.rankd, unavailable: rankd.why },
-      which('mpirun')
+      which(OPEN_MPI_LAUNCHER)
         ? { name: ARM.mpirun, sample: linesPerSecond(mpirunArgv(LOG_RANKS, PRINTER)) }
         : { name: ARM.mpirun, unavailable: 'mpirun is not installed (Debian package openmpi-bin)' },
       'slurm' in slurm

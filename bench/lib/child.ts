@@ -17,12 +17,14 @@ export interface Daemon {
 export function startDaemon(
   name: string,
   argv: readonly string[],
-  opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string },
+  /** pipes: stdin and stdout are pipes to talk to it over (simulators); stderr still goes to the log. */
+  opts: { logFile: string; env?: NodeJS.ProcessEnv; cwd?: string; pipes?: boolean },
 ): Daemon {
   const [file, ...args] = argv;
   if (!file) throw new TypeError('startDaemon: empty argv');
   const fd = openSync(opts.logFile, 'a');
-  const child = spawn(file, args, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env, cwd: opts.cwd });
+  const stdio = opts.pipes ? (['pipe', 'pipe', fd] as const) : (['ignore', fd, fd] as const);
+  const child = spawn(file, args, { stdio: [...stdio], env: opts.env ?? process.env, cwd: opts.cwd });
   closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name}: spawn failed`);
   const daemon: Daemon = {

@@ -66,7 +66,8 @@ export interface FigureDescriptor {
   run(ctx: BenchContext): Promise<FigureReport>;
 }
 
-export type PeerCommand = 'lstopo' | 'mpirun' | 'srun' | 'ansible';
+/** Named as the command is (mpirun is Open MPI's mpirun.openmpi; see peers/install.ts). */
+export type PeerCommand = 'lstopo' | 'mpirun' | 'mpiexec.hydra' | 'mpicc.openmpi' | 'srun' | 'ansible';
 
 export type Verdict = { kind: 'met' } | { kind: 'missed'; gap: string } | { kind: 'not-measured' } | { kind: 'no-goal' };
 

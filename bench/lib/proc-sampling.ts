@@ -61,6 +61,16 @@ export function readRss(pid: number): Rss | null {
   return { totalKb: kb('VmRSS'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
 }
 
+/** The soft "Max open files" of a running process, from /proc/<pid>/limits; null once it is gone. */
+export function openFileLimit(pid: number): number | null {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'));
+    return m ? (m[1] === 'unlimited' ? Infinity : Number(m[1])) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The pid and every descendant, found through each process's parent id. */
 export function processTree(root: number): number[] {
   const children = new Map<number, number[]>();
@@ -146,5 +156,38 @@ export async function sampleUsage(
     cpuPercent: durationMs > 0 ? ((last.cpuTicks - first.cpuTicks) / hz / (durationMs / 1000)) * 100 : 0,
     cpuPercentPerInterval: perInterval.length > 0 ? summarize(perInterval) : summarize([0]),
     durationMs,
+  };
+}
+
+export interface UsageWatch {
+  /** Ends the watch: the peak RSS seen and the CPU used since it started. */
+  stop(): { peakRssMb: number; cpuMs: number; cpuPercent: number; wallMs: number };
+}
+
+/**
+ * Watches one process across an event of unknown length (a fence): RSS every intervalMs,
+ * keeping the peak, and utime+stime at the start and at stop(). CPU is read in clock
+ * ticks (10 ms at USER_HZ 100), so events of a few hundred ms carry that granularity.
+ */
+export function watchUsage(pid: number, intervalMs: number): UsageWatch {
+  const hz = clockTicksPerSecond();
+  const first = readProc(pid);
+  if (!first) throw new Error(`process ${pid} is not running`);
+  const start = process.hrtime.bigint();
+  let peakKb = first.rssKb;
+  const timer = setInterval(() => {
+    const now = readProc(pid);
+    if (now) peakKb = Math.max(peakKb, now.rssKb);
+  }, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const last = readProc(pid);
+      if (!last) throw new Error(`process ${pid} exited while being watched`);
+      peakKb = Math.max(peakKb, last.rssKb);
+      const wallMs = Number(process.hrtime.bigint() - start) / 1e6;
+      const cpuMs = ((last.cpuTicks - first.cpuTicks) / hz) * 1000;
+      return { peakRssMb: peakKb / 1024, cpuMs, cpuPercent: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0, wallMs };
+    },
   };
 }

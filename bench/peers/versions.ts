@@ -8,7 +8,9 @@ const run = promisify(execFile);
 
 const PROBES: Record<string, { argv: string[]; pick: RegExp }> = {
   lstopo: { argv: ['lstopo', '--version'], pick: /lstopo\s+(\S+)/ },
-  mpirun: { argv: ['mpirun', '--version'], pick: /\(Open MPI\)\s+(\S+)/ },
+  // called by its full name it says "(OpenRTE)", as plain mpirun says "(Open MPI)"
+  mpirun: { argv: ['mpirun.openmpi', '--version'], pick: /\((?:Open MPI|OpenRTE)\)\s+(\S+)/ },
+  'mpiexec.hydra': { argv: ['mpiexec.hydra', '--version'], pick: /Version:\s+(\S+)/ },
   // srun --version wants a config file; slurmd -V does not, and ships in the same build.
   srun: { argv: ['slurmd', '-V'], pick: /slurm(?:-wlm)?\s+(\S+)/ },
   ansible: { argv: ['ansible', '--version'], pick: /core\s+([\d.]+)/ },
@@ -17,6 +19,7 @@ const PROBES: Record<string, { argv: string[]; pick: RegExp }> = {
 const LABELS: Record<string, string> = {
   lstopo: 'hwloc (lstopo)',
   mpirun: 'Open MPI (mpirun)',
+  'mpiexec.hydra': 'MPICH (mpiexec.hydra)',
   srun: 'Slurm (srun)',
   ansible: 'ansible-core',
   systeminformation: 'systeminformation (npm)',

@@ -1,64 +1,194 @@
-// Simulated agents for the `scale` figure: many WebSocket connections from one
-// process, each speaking the real session protocol — join token and rankd.v1 in the
-// upgrade, a hello with this machine's facts, then heartbeats at the interval the
-// controller's welcome chose (with the controller's pings answered by ws itself).
+// Simulated agents for the `scale` and `pmi-fence` figures: many WebSocket connections
+// from one process, each speaking the real session protocol as an enrolled node — a node
+// certificate of its own presented over mTLS and rankd.v1 in the upgrade, a hello with
+// this machine's facts, then heartbeats at the interval the controller's welcome chose
+// (with the controller's pings answered by ws itself). Each node also plays an agent's
+// part in jobs and PMI fences (sim-jobs.ts) on commands.
 //
-//   node bench/dist/rankd/agent-sim.js URL TOKEN_FILE COUNT PREFIX
-// prints "ready N" once every connection got its welcome, then runs until SIGTERM.
-import { readFileSync } from 'node:fs';
+//   SIM_JOIN_TOKEN=T node bench/dist/rankd/agent-sim.js URL CA_HASH COUNT PREFIX
+// First every node name PREFIX-i is enrolled as `rankd agent` does it: the controller's CA
+// fetched once and checked against CA_HASH (the pin), then per name a new ECDSA P-256 key
+// and CSR (keyAndCsr from @rankd/agent) and POST /v1/enroll {token, csr} over a connection
+// verified against that CA; the token is one multi-use join token shared by the fleet (off
+// the command line). Then it reports {"event":"enrolled",…} and waits for {"cmd":"connect"}
+// on stdin, so that no process connects while another still enrolls.
+// Talks JSON lines: events on stdout ("enrolled", {"event":"ready","welcomed":N} once every
+// connection got its welcome, then "started", "fenced", "pulled", "exited", "error"),
+// commands on stdin ("connect", then sim-jobs.ts's Command). Runs until SIGTERM or until
+// stdin closes.
+import https from 'node:https';
+import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
+import { fetchPinnedCa, keyAndCsr } from '@rankd/agent';
 import { readFacts } from '@rankd/agent/facts/index';
 import { MAX_FRAME_BYTES, SUBPROTOCOL } from '@rankd/protocol/wire';
+import { httpsRequest } from './https.js';
+import { SimJobs, now, type Command } from './sim-jobs.js';
 
-const [url, tokenFile, countText, prefix] = process.argv.slice(2);
-if (!url || !tokenFile || !countText || !prefix) {
-  process.stderr.write('usage: agent-sim URL TOKEN_FILE COUNT PREFIX\n');
+const [url, caHash, countText, prefix] = process.argv.slice(2);
+const joinToken = process.env['SIM_JOIN_TOKEN'];
+if (!url || !caHash || !countText || !prefix || !joinToken) {
+  process.stderr.write('usage: SIM_JOIN_TOKEN=TOKEN agent-sim URL CA_HASH COUNT PREFIX\n');
   process.exit(64);
 }
-const token = readFileSync(tokenFile, 'utf8').trim();
 const count = Number(countText);
 // one facts snapshot, sent by every simulated node: the controller stores it per node
 const facts = readFacts({ root: '/' });
-const wsUrl = url.replace(/^http/, 'ws') + '/v1/agent';
+const wsUrl = url.replace(/^https:/, 'wss:') + '/v1/agent';
 const sockets: WebSocket[] = [];
 const timers: NodeJS.Timeout[] = [];
 let welcomed = 0;
+const emit = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
+const jobs = new SimJobs(emit);
 
-function connect(i: number): Promise<void> {
+interface Identity {
+  name: string;
+  key: string;
+  cert: string;
+}
+
+/** Enrollments in flight per process: keys, CSRs and TLS are CPU work on a shared machine. */
+const ENROLL_CONCURRENCY = 8;
+const ENROLL_TIMEOUT_MS = 60_000;
+
+/** Enrolls PREFIX-0 … PREFIX-(COUNT-1): one CSR per name, one use of the join token each. */
+async function enrollAll(ca: string): Promise<Identity[]> {
+  // one keep-alive agent verified against the pinned CA: the names share its connections
+  const agent = new https.Agent({ keepAlive: true, maxSockets: ENROLL_CONCURRENCY, ca });
+  const identities: Identity[] = new Array(count);
+  let next = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: Math.min(ENROLL_CONCURRENCY, count) }, async () => {
+        while (next < count) {
+          const i = next++;
+          const name = `${prefix}-${i}`;
+          const { key, csr } = await keyAndCsr(name);
+          const res = await httpsRequest(`${url}/v1/enroll`, {
+            ca,
+            agent,
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ token: joinToken, csr }),
+            timeoutMs: ENROLL_TIMEOUT_MS,
+          });
+          if (res.status !== 200) throw new Error(`enrolling ${name}: HTTP ${res.status} ${res.text.slice(0, 300)}`);
+          identities[i] = { name, key, cert: (JSON.parse(res.text) as { certificate: string }).certificate };
+        }
+      }),
+    );
+  } finally {
+    agent.destroy();
+  }
+  return identities;
+}
+
+/**
+ * Frames above this are pulled chunks (256 KiB of cards): only their id is read here, from
+ * the head the controller writes first, and the bytes go to whoever asked. Parsing them all
+ * would be one process doing the JSON work of hundreds of agents.
+ */
+const PEEK_ABOVE = 64 * 1024;
+const CHUNK_HEAD = /^\{"type":"pmi\.chunk","id":"([^"]+)"/;
+
+function connect(ca: string, id: Identity): Promise<void> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(wsUrl, [SUBPROTOCOL], { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false, maxPayload: MAX_FRAME_BYTES });
+    // mTLS: the node's own certificate, the controller verified against the pinned CA
+    const ws = new WebSocket(wsUrl, [SUBPROTOCOL], { ca, cert: id.cert, key: id.key, perMessageDeflate: false, maxPayload: MAX_FRAME_BYTES, handshakeTimeout: 60_000 });
     sockets.push(ws);
+    const node = jobs.addNode(id.name, ws);
     let seq = 0;
-    ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', name: `${prefix}-${i}`, version: 'sim', capabilities: ['facts'], labels: { sim: 'true' }, facts })));
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', name: node.name, version: 'sim', capabilities: ['facts'], labels: { sim: 'true' }, facts })));
     ws.on('message', (data: Buffer) => {
-      const msg = JSON.parse(data.toString()) as { type: string; heartbeatMs?: number };
-      if (msg.type !== 'welcome') return;
-      welcomed++;
-      // spread the beats over the interval, as independent agents would be
-      const start = setTimeout(() => {
-        timers.push(setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), msg.heartbeatMs!));
-      }, Math.random() * msg.heartbeatMs!);
-      timers.push(start);
-      resolve();
+      if (data.length > PEEK_ABOVE) {
+        const id = CHUNK_HEAD.exec(data.toString('utf8', 0, 256))?.[1];
+        if (id) return jobs.chunk(id, data);
+      }
+      const msg = JSON.parse(data.toString()) as { type: string; id?: string; heartbeatMs?: number } & Record<string, unknown>;
+      switch (msg.type) {
+        case 'welcome': {
+          welcomed++;
+          // spread the beats over the interval, as independent agents would be
+          const start = setTimeout(() => {
+            timers.push(setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), msg.heartbeatMs!));
+          }, Math.random() * msg.heartbeatMs!);
+          timers.push(start);
+          resolve();
+          return;
+        }
+        case 'job.start':
+          return jobs.started(node, msg as unknown as Parameters<SimJobs['started']>[1]);
+        case 'pmi.fenced':
+          return jobs.fenced(node, msg as unknown as Parameters<SimJobs['fenced']>[1]);
+        case 'pmi.chunk':
+          if (msg.id) jobs.chunk(msg.id, data, typeof msg.error === 'string' ? msg.error : undefined);
+          return;
+        default:
+          return; // job.release, job.abort, errors: nothing runs here to act on
+      }
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      // a refused upgrade: the controller's status and stable code say why
+      let body = '';
+      res.on('data', (d: Buffer) => (body = (body + d.toString()).slice(0, 1000)));
+      res.once('end', () => reject(new Error(`${node.name}: the gateway refused the upgrade: HTTP ${res.statusCode} ${body}`)));
     });
     ws.on('error', reject);
-    ws.on('close', (code) => {
-      if (code !== 1000) process.stderr.write(`sim ${prefix}-${i}: closed ${code}\n`);
+    ws.on('close', (code, reason) => {
+      if (code !== 1000) process.stderr.write(`sim ${node.name}: closed ${code} ${reason.toString()}\n`);
     });
   });
 }
 
 // a bounded number of handshakes in flight: a real fleet does not arrive in one packet either
 const CONCURRENCY = 50;
-let next = 0;
-await Promise.all(
-  Array.from({ length: Math.min(CONCURRENCY, count) }, async () => {
-    while (next < count) await connect(next++);
-  }),
-);
-process.stdout.write(`ready ${welcomed}\n`);
-process.on('SIGTERM', () => {
+
+async function connectAll(ca: string, identities: Identity[]): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(CONCURRENCY, identities.length) }, async () => {
+      while (next < identities.length) await connect(ca, identities[next++]!);
+    }),
+  );
+}
+
+let enrolled: { ca: string; identities: Identity[] } | null = null;
+let connecting = false;
+async function fail(err: unknown): Promise<never> {
+  emit({ event: 'error', message: (err as Error).message ?? String(err) });
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+}
+
+function shutdown(): void {
   for (const t of timers) clearTimeout(t);
   for (const ws of sockets) ws.close(1000);
   setTimeout(() => process.exit(0), 500).unref();
+}
+process.on('SIGTERM', shutdown);
+// the figure is this process's only reader: when it goes, so does the simulator
+const commands = createInterface({ input: process.stdin });
+commands.on('line', (line) => {
+  if (line.trim() === '') return;
+  const c = JSON.parse(line) as Command | { cmd: 'connect' };
+  if (c.cmd === 'connect') {
+    if (!enrolled || connecting) return void fail(new Error(enrolled ? 'connect: already connecting' : 'connect before the names were enrolled'));
+    connecting = true;
+    const { ca, identities } = enrolled;
+    connectAll(ca, identities).then(() => emit({ event: 'ready', welcomed }), fail);
+    return;
+  }
+  void jobs.command(c);
 });
+commands.on('close', shutdown);
+
+try {
+  // the CA as `rankd agent --ca-hash` gets it: fetched without trust, kept only if its hash is the pin
+  const ca = await fetchPinnedCa(url, caHash);
+  const start = now();
+  const identities = await enrollAll(ca);
+  enrolled = { ca, identities };
+  emit({ event: 'enrolled', names: identities.length, inFlight: ENROLL_CONCURRENCY, start, end: now() });
+} catch (err) {
+  await fail(err);
+}

@@ -1,18 +1,36 @@
 // A rankd fleet on loopback for the figures that measure rankd itself: one
 // `rankd controller --listen 127.0.0.1:0` and N `rankd agent` processes on this machine,
-// each with its own name and spool. Everything is started here by pid and stopped by pid.
+// each with its own name, spool and state directory. Everything is started here by pid and
+// stopped by pid.
+//
+// The controller speaks HTTPS only, with its own CA (controller.json names the CA file and
+// its pin). Agents enroll as `rankd join-command` tells them to: a join token minted over
+// the REST API with the API token (one use per agent) and the CA's hash pinned with
+// --ca-hash; they then connect with their node certificates (mTLS). The bench's REST calls
+// verify the controller against that CA.
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startDaemon, waitFor, type Daemon } from '../lib/child.js';
 import type { BenchContext } from '../lib/figure.js';
+import { runProcess } from '../lib/process-timing.js';
 import { missingCommand, rankdArgv } from '../lib/rankd.js';
 import { onTeardown } from '../lib/teardown.js';
+import { restJson } from './https.js';
 
 export interface Fleet {
+  /** https://127.0.0.1:PORT */
   url: string;
-  /** Environment for client commands (`rankd run`, `rankd logs`): the controller and its API token. */
+  /** The CA the controller's certificate chains to (PEM), its file, and its pin (sha256:HEX). */
+  ca: string;
+  caFile: string;
+  caHash: string;
+  /** The admin API token (REST). */
+  apiToken: string;
+  /** Environment for client commands (`rankd run`, `rankd logs`): the controller, its API token and its CA. */
   clientEnv: NodeJS.ProcessEnv;
   controller: Daemon;
+  /** Mints a join token over the REST API (POST /v1/join-tokens) that `uses` nodes may enroll with. */
+  mintJoinToken(uses: number, description: string): Promise<string>;
   agents: Daemon[];
   agentNames: string[];
   stop(): Promise<void>;
@@ -33,7 +51,13 @@ export async function whyNoFleet(ctx: BenchContext): Promise<string | null> {
   return null;
 }
 
-export async function startFleet(ctx: BenchContext, opts: { agents: number; prefix: string }): Promise<Fleet> {
+/**
+ * `nofile` raises the controller's open-file limit (soft and hard) through prlimit(1),
+ * which execs it, so its pid stays the controller's: the controller holds two files open
+ * per rank of a live job, and a 16,000-rank job needs more than a default limit of 20,000.
+ * Raising a hard limit needs CAP_SYS_RESOURCE: ask whyNoNofile() first.
+ */
+export async function startFleet(ctx: BenchContext, opts: { agents: number; prefix: string; nofile?: number }): Promise<Fleet> {
   const dir = path.join(ctx.tmpDir, `fleet-${opts.prefix}`);
   const dataDir = path.join(dir, 'controller');
   mkdirSync(dataDir, { recursive: true });
@@ -44,29 +68,41 @@ export async function startFleet(ctx: BenchContext, opts: { agents: number; pref
     await daemons[0]?.stop();
   });
   try {
-    const controller = startDaemon('rankd controller', rankdArgv(ctx.repoRoot, ['controller', '--listen', '127.0.0.1:0', '--data-dir', dataDir]), {
+    const limit = opts.nofile ? ['prlimit', `--nofile=${opts.nofile}:${opts.nofile}`, '--'] : [];
+    const controller = startDaemon('rankd controller', [...limit, ...rankdArgv(ctx.repoRoot, ['controller', '--listen', '127.0.0.1:0', '--data-dir', dataDir])], {
       logFile: path.join(dir, 'controller.log'),
     });
     daemons.push(controller);
-    let url = '';
+    let state: { url?: string; ca?: string; caHash?: string } = {};
     const up = await waitFor(() => {
       if (controller.exited) return true;
       try {
-        url = (JSON.parse(readFileSync(path.join(dataDir, 'controller.json'), 'utf8')) as { url: string }).url;
-        return Boolean(url);
+        state = JSON.parse(readFileSync(path.join(dataDir, 'controller.json'), 'utf8')) as typeof state;
+        return Boolean(state.url && state.ca && state.caHash);
       } catch {
         return false;
       }
     }, 30_000);
     if (!up || controller.exited) throw new Error(`the controller did not come up (see ${controller.logFile})`);
+    const { url, ca: caFile, caHash } = state as { url: string; ca: string; caHash: string };
+    if (!url.startsWith('https://')) throw new Error(`the controller's controller.json names ${url}, not an https:// URL`);
+    const ca = readFileSync(caFile, 'utf8');
     const apiToken = readFileSync(path.join(dataDir, 'api-token'), 'utf8').trim();
-    const clientEnv = { ...process.env, RANKD_URL: url, RANKD_TOKEN: apiToken, RANKD_HOME: path.join(dir, 'client-home') };
+    const clientEnv = { ...process.env, RANKD_URL: url, RANKD_TOKEN: apiToken, RANKD_CA: caFile, RANKD_HOME: path.join(dir, 'client-home') };
+    const rest = { url, ca, apiToken };
+    const mintJoinToken = async (uses: number, description: string): Promise<string> => {
+      const minted = await restJson<{ token: string }>(rest, 'POST', '/v1/join-tokens', { ttlSeconds: 86_400, uses, description: description.slice(0, 200) }, 30_000);
+      return minted.token;
+    };
 
     const agentNames = Array.from({ length: opts.agents }, (_, i) => `${opts.prefix}-${String(i + 1).padStart(2, '0')}`);
+    // One token for the whole fleet, one use per agent: what `rankd join-command --uses N` prints.
+    const joinToken = opts.agents > 0 ? await mintJoinToken(opts.agents, `bench fleet ${opts.prefix}`) : '';
     for (const name of agentNames) {
       const spool = path.join(dir, 'spool', name);
+      const stateDir = path.join(dir, 'state', name);
       mkdirSync(spool, { recursive: true });
-      const args = ['agent', '--controller', url, '--token-file', path.join(dataDir, 'join-token'), '--name', name, '--config', '/dev/null', '--spool-dir', spool];
+      const args = ['agent', '--controller', url, '--join-token', joinToken, '--ca-hash', caHash, '--state-dir', stateDir, '--name', name, '--config', '/dev/null', '--spool-dir', spool];
       // The bench runs as root on CI; ranks then run as root too, which the agent refuses unless told.
       if (process.getuid?.() === 0) args.push('--allow-root');
       daemons.push(startDaemon(`rankd agent ${name}`, rankdArgv(ctx.repoRoot, args), { logFile: path.join(dir, `${name}.log`) }));
@@ -78,9 +114,7 @@ export async function startFleet(ctx: BenchContext, opts: { agents: number; pref
       const dead = daemons.find((d) => d.exited);
       if (dead) throw new Error(`${dead.name} exited at start (see ${dead.logFile})`);
       try {
-        const res = await fetch(`${url}/v1/nodes`, { headers: { authorization: `Bearer ${apiToken}` }, signal: AbortSignal.timeout(5000) });
-        if (!res.ok) return false;
-        const body = (await res.json()) as { nodes: NodeView[] };
+        const body = await restJson<{ nodes: NodeView[] }>(rest, 'GET', '/v1/nodes', undefined, 5000);
         ready = body.nodes.filter((n) => wanted.has(n.name) && n.state === 'ready' && n.connected).length;
         return ready === opts.agents;
       } catch {
@@ -88,9 +122,39 @@ export async function startFleet(ctx: BenchContext, opts: { agents: number; pref
       }
     }, 60_000 + 3_000 * opts.agents, 250);
     if (!allReady) throw new Error(`only ${ready} of ${opts.agents} agents became ready`);
-    return { url, clientEnv, controller, agents: daemons.slice(1), agentNames, stop };
+    return { url, ca, caFile, caHash, apiToken, clientEnv, controller, mintJoinToken, agents: daemons.slice(1), agentNames, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** null when prlimit can give a process `nofile` open files here; else why not (its own words). */
+export async function whyNoNofile(nofile: number): Promise<string | null> {
+  try {
+    const r = await runProcess(['prlimit', `--nofile=${nofile}:${nofile}`, '--', 'true'], { timeoutMs: 10_000 });
+    return r.code === 0 ? null : r.stderrTail.trim().split('\n').at(-1)?.replace(/^prlimit: /, '') || `prlimit exited with ${r.code}`;
+  } catch (err) {
+    return `prlimit could not run: ${(err as Error).message}`;
+  }
+}
+
+/** The last error the controller logged (pino JSON lines): what a client only sees as a 500. */
+export function lastControllerError(fleet: Fleet): string | null {
+  let text: string;
+  try {
+    text = readFileSync(fleet.controller.logFile, 'utf8');
+  } catch {
+    return null;
+  }
+  const lines = text.trim().split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    try {
+      const entry = JSON.parse(lines[i]!) as { level?: number; msg?: string; err?: { message?: string } };
+      if ((entry.level ?? 0) >= 50) return entry.err?.message ?? entry.msg ?? null;
+    } catch {
+      // not a JSON line
+    }
+  }
+  return null;
 }

@@ -25,10 +25,10 @@ t.test('an unreachable controller exits 69', async (t) => {
 t.test('a wrong token exits 77', async (t) => {
   const controller = await startController();
   t.teardown(() => controller.stop());
-  const bad = await runCli(['nodes'], { RANKD_URL: controller.url, RANKD_TOKEN: 'wrong' });
+  const bad = await runCli(['nodes'], { ...controller.clientEnv, RANKD_TOKEN: 'wrong' });
   t.equal(bad.code, 77);
   t.match(bad.stderr, /not authorized/);
-  const ok = await runCli(['nodes'], { RANKD_URL: controller.url, RANKD_TOKEN: controller.apiToken });
+  const ok = await runCli(['nodes'], controller.clientEnv);
   t.equal(ok.code, 0);
   t.equal(ok.stderr, '');
 });

@@ -18,6 +18,8 @@ Every line is tagged so that the test can tell a lost or repeated line from a go
 Run with /usr/bin/python3 (Debian's torch is not visible to other interpreters).
     --iterations N   training steps (default 3, as in the seed)
     --sleep S        pause after each step (fault tests keep the job running with it)
+    --rank-from pmi  take RANK and WORLD_SIZE from PMI_RANK and PMI_SIZE, as seed 002 does
+                     for its launcher (mpiexec.hydra there, rankd's PMI server here)
 """
 import argparse
 import hashlib
@@ -52,7 +54,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--rank-from", choices=["env", "pmi"], default="env")
     args = parser.parse_args()
+    if args.rank_from == "pmi":
+        # seed 002's lines, unchanged in meaning
+        os.environ["RANK"] = os.environ.get("PMI_RANK", "-1")
+        os.environ["WORLD_SIZE"] = os.environ.get("PMI_SIZE", "-1")
 
     rank = int(os.environ["RANK"])
     seen = {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "GLOO_SOCKET_IFNAME")}

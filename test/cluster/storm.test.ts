@@ -42,7 +42,14 @@ clusterTest(t, 'a storm of bad input: no crash, flat memory, a clear error for e
 
   const result = await storm({
     api: c.api,
-    joinToken: readFileSync(join(c.dataDir, 'join-token'), 'utf8').trim(),
+    identity: (() => {
+      const ids = new Map<string, Promise<{ cert: string; key: string }>>();
+      return (name: string) => {
+        let id = ids.get(name);
+        if (!id) ids.set(name, (id = c.api.enroll(name, c.joinToken)));
+        return id;
+      };
+    })(),
     jobId: id,
     messages: MESSAGES,
     budgetMs: BUDGET_MS,

@@ -92,21 +92,24 @@ t.test('every flag the units pass exists in the real CLI', async (t) => {
 
 t.test('install.sh into a temporary root', async (t) => {
   const root = tempDir(t, 'rankd-install-');
-  const r = run(['sh', installSh, '--root', root, '--controller', 'http://127.0.0.1:7480', '--token-stdin', '--name', 'node-a', '--label', 'rack=r1', '--label', 'zone=a b'], { input: 'join-token-123\n' });
+  const r = run(['sh', installSh, '--root', root, '--controller', 'https://127.0.0.1:7480', '--ca-hash', 'sha256:' + 'ab'.repeat(32), '--token-stdin', '--name', 'node-a', '--label', 'rack=r1', '--label', 'zone=a b'], { input: 'join-token-123\n' });
   t.equal(r.code, 0, `install.sh exits 0\n${r.stderr}`);
 
   const configFile = path.join(root, 'etc/rankd/agent.json');
   const config = JSON.parse(readFileSync(configFile, 'utf8'));
   t.same(config, {
-    controller: 'http://127.0.0.1:7480',
+    controller: 'https://127.0.0.1:7480',
     tokenFile: '/etc/rankd/token',
     spoolDir: '/var/lib/rankd/spool',
+    stateDir: '/var/lib/rankd/agent',
+    caHash: 'sha256:' + 'ab'.repeat(32),
     name: 'node-a',
     labels: { rack: 'r1', zone: 'a b' },
   });
   // The agent's own reader must accept what install.sh wrote.
   const resolved = resolveAgentConfig(readConfigFile(configFile, true));
-  t.equal(resolved.controller, 'http://127.0.0.1:7480');
+  t.equal(resolved.controller, 'https://127.0.0.1:7480');
+  t.equal(resolved.stateDir, '/var/lib/rankd/agent');
   t.same(resolved.labels, { rack: 'r1', zone: 'a b' });
 
   const token = path.join(root, 'etc/rankd/token');
@@ -165,11 +168,13 @@ t.test('install.sh refuses bad input with exit 64 and a reason', async (t) => {
   mkdirSync(path.join(root, 'x'));
   const cases: Array<[string[], RegExp]> = [
     [[], /--controller URL is required/],
-    [['--controller', 'ftp://h'], /http\(s\):\/\/ or ws\(s\):\/\/ URL/],
-    [['--controller', 'http://h', '--label', 'novalue'], /--label takes key=value/],
-    [['--controller', 'http://h', '--token-file', 'relative/token'], /absolute path/],
-    [['--controller', 'http://h', '--bogus'], /unknown argument "--bogus"/],
-    [['--controller', 'http://h', '--from-dir', path.join(root, 'x')], /not a built rankd checkout/],
+    [['--controller', 'ftp://h'], /must be an https:\/\/ URL/],
+    [['--controller', 'https://h', '--label', 'novalue'], /--label takes key=value/],
+    [['--controller', 'https://h', '--token-file', 'relative/token'], /absolute path/],
+    [['--controller', 'https://h', '--bogus'], /unknown argument "--bogus"/],
+    [['--controller', 'https://h', '--from-dir', path.join(root, 'x')], /not a built rankd checkout/],
+    [['--controller', 'http://h'], /https:\/\//],
+    [['--controller', 'https://h', '--ca-hash', 'md5:x'], /--ca-hash must look like sha256/],
   ];
   for (const [args, message] of cases) {
     const r = run(['sh', installSh, '--root', root, ...args]);

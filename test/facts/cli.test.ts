@@ -50,7 +50,7 @@ t.test("a node's facts from the controller", async (t) => {
   const agent = startAgent(controller, { name: 'node-a', root });
   t.teardown(() => agent.stop());
   await waitForNode(controller, 'node-a', 'ready');
-  const env = { RANKD_URL: controller.url, RANKD_TOKEN: controller.apiToken };
+  const env = { ...controller.clientEnv };
 
   const r = await runCli(['facts', 'node-a', '--json'], env);
   t.equal(r.code, 0, r.stderr);

@@ -33,7 +33,7 @@ export async function fleetUnderTest(t: Test, specs: ReadonlyArray<string | Agen
   }
   // generous: a loaded CI machine starts many agents slowly
   for (const name of agents.keys()) await waitForNode(controller, name, 'ready', 60_000);
-  const env = { RANKD_URL: controller.url, RANKD_TOKEN: controller.apiToken, RANKD_HOME: controller.dataDir };
+  const env = { ...controller.clientEnv, RANKD_HOME: controller.dataDir };
   const cli = (args: string[], timeoutMs = 60_000) => runCli(args, env, timeoutMs);
   return {
     controller,

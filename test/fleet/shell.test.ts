@@ -1,7 +1,6 @@
 // rankd shell: a PTY on the node over an authenticated WebSocket. The remote program sees
 // a terminal, follows the local window size, gets signals, returns its exit code, and
 // ends when either side of the connection goes away.
-import { readFileSync } from 'node:fs';
 import t from 'tap';
 import WebSocket from 'ws';
 import { processAlive } from '../helpers/cluster.js';
@@ -17,7 +16,8 @@ interface Session {
 
 function openSession(f: FleetUnderTest, query: string, token: string | null = f.controller.apiToken): Promise<Session | { status: number; body: { code: string; message: string } }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${f.controller.url.replace('http', 'ws')}/v1/shell?${query}`, ['rankd.shell.v1'], {
+    const ws = new WebSocket(`${f.controller.url.replace(/^https/, 'wss')}/v1/shell?${query}`, ['rankd.shell.v1'], {
+      ca: f.controller.ca,
       headers: token ? { authorization: `Bearer ${token}` } : {},
     });
     let out = '';
@@ -91,8 +91,7 @@ t.test('signals, authentication, and a lost client or agent ending the remote pr
 
   const noToken = await openSession(f, 'node=s3', null);
   t.ok(!isSession(noToken) && noToken.status === 401 && noToken.body.code === 'RANKD_UNAUTHORIZED', 'no token, no socket');
-  const joinToken = readFileSync(f.controller.joinTokenFile, 'utf8').trim();
-  const wrong = await openSession(f, 'node=s3', joinToken);
+  const wrong = await openSession(f, 'node=s3', f.controller.joinToken);
   t.ok(!isSession(wrong) && wrong.status === 401, 'the join token is not an API token');
   const unknown = await openSession(f, 'node=s9');
   t.ok(!isSession(unknown) && unknown.status === 404 && /unknown node "s9"/.test(unknown.body.message));

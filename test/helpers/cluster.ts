@@ -19,7 +19,7 @@ export async function localCluster(t: Test, names: string[], opts: { heartbeatMs
     return agent;
   });
   for (const name of names) await waitForNode(controller, name, 'ready');
-  return { controller, agents, env: { RANKD_URL: controller.url, RANKD_TOKEN: controller.apiToken, RANKD_HOME: controller.dataDir } };
+  return { controller, agents, env: { ...controller.clientEnv, RANKD_HOME: controller.dataDir } };
 }
 
 /** True while /proc/<pid> exists and is not a zombie. */

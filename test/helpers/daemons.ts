@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { httpsFetch } from './tls.js';
 
 export const CLI = fileURLToPath(new URL('../../packages/cli/dist/main.js', import.meta.url));
 
@@ -61,28 +62,37 @@ export async function waitUntil<T>(what: string, timeoutMs: number, probe: () =>
 }
 
 export interface ControllerHandle extends Daemon {
+  /** https://127.0.0.1:PORT: the controller speaks TLS only. */
   url: string;
   dataDir: string;
   apiToken: string;
-  joinTokenFile: string;
+  /** The CA clients trust (PEM), its file, and its pin as `rankd join-command` prints it. */
+  ca: string;
+  caFile: string;
+  caHash: string;
+  /** A join token minted for this test run (many uses, 24 h): agents started by startAgent enroll with it. */
+  joinToken: string;
+  /** What points the CLI at this controller (RANKD_URL, RANKD_TOKEN, RANKD_CA). */
+  clientEnv: NodeJS.ProcessEnv;
   api<T = unknown>(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: T }>;
 }
 
 /** Starts `rankd controller` on a free loopback port (or a given one) and waits until it listens. */
-export async function startController(opts: { dataDir?: string; port?: number; heartbeatMs?: number; restartGraceMs?: number } = {}): Promise<ControllerHandle> {
+export async function startController(opts: { dataDir?: string; port?: number; heartbeatMs?: number; restartGraceMs?: number; extra?: string[] } = {}): Promise<ControllerHandle> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
   const stateFile = join(dataDir, 'controller.json');
   rmSync(stateFile, { force: true });
   const args = ['controller', '--listen', `127.0.0.1:${opts.port ?? 0}`, '--data-dir', dataDir];
   if (opts.heartbeatMs) args.push('--heartbeat-ms', String(opts.heartbeatMs));
   if (opts.restartGraceMs) args.push('--restart-grace-ms', String(opts.restartGraceMs));
+  args.push(...(opts.extra ?? []));
   const daemon = spawnDaemon(args);
-  let url: string;
+  let state: { url: string; ca: string; caHash: string };
   try {
-    url = await waitUntil('controller.json', 60_000, () => {
+    state = await waitUntil('controller.json', 60_000, () => {
       if (daemon.child.exitCode !== null) throw new Error(`controller exited: ${daemon.output()}`);
       try {
-        return (JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string }).url;
+        return JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string; ca: string; caHash: string };
       } catch {
         return undefined;
       }
@@ -93,15 +103,12 @@ export async function startController(opts: { dataDir?: string; port?: number; h
     throw err;
   }
   const apiToken = readFileSync(join(dataDir, 'api-token'), 'utf8').trim();
-  return {
-    ...daemon,
-    url,
-    dataDir,
-    apiToken,
-    joinTokenFile: join(dataDir, 'join-token'),
-    async api<T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}) {
+  const { url } = state;
+  const ca = readFileSync(state.ca, 'utf8');
+  async function api<T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}) {
       const token = init.token === undefined ? apiToken : init.token;
-      const res = await fetch(url + path, {
+      const res = await httpsFetch(url + path, {
+        ca,
         method: init.method ?? 'GET',
         headers: {
           ...(token ? { authorization: `Bearer ${token}` } : {}),
@@ -118,20 +125,55 @@ export async function startController(opts: { dataDir?: string; port?: number; h
         // leave as text
       }
       return { status: res.status, body: body as T };
-    },
+  }
+  let joinToken: string;
+  try {
+    const minted = await api<{ token: string }>('/v1/join-tokens', { method: 'POST', body: { ttlSeconds: 86_400, uses: 100_000, description: 'test helpers' } });
+    if (minted.status !== 200) throw new Error(`minting a join token: ${minted.status} ${JSON.stringify(minted.body)}`);
+    joinToken = minted.body.token;
+  } catch (err) {
+    await daemon.stop('SIGKILL');
+    throw err;
+  }
+  return {
+    ...daemon,
+    url,
+    dataDir,
+    apiToken,
+    ca,
+    caFile: state.ca,
+    caHash: state.caHash,
+    joinToken,
+    clientEnv: { RANKD_URL: url, RANKD_TOKEN: apiToken, RANKD_CA: state.ca },
+    api,
   };
 }
 
-export function startAgent(controller: { url: string; joinTokenFile: string }, opts: { name: string; labels?: string[]; root?: string; spoolDir?: string; extra?: string[] }): Daemon {
-  const args = ['agent', '--controller', controller.url, '--token-file', controller.joinTokenFile, '--name', opts.name, '--config', '/dev/null'];
+/** The controller fields an agent needs to enroll and connect. */
+export interface AgentTarget {
+  url: string;
+  joinToken: string;
+  caHash: string;
+  dataDir: string;
+}
+
+/** Where an agent of this controller keeps its identity unless told: one per node name, so a restarted agent is the same node. */
+export function agentStateDir(controller: { dataDir: string }, name: string): string {
+  return join(controller.dataDir, 'agent-state', name);
+}
+
+/** Starts `rankd agent`: it enrolls with the controller's test join token (pinning its CA hash) unless its state dir already holds a certificate. */
+export function startAgent(controller: AgentTarget, opts: { name: string; labels?: string[]; root?: string; spoolDir?: string; stateDir?: string; extra?: string[] }): Daemon {
+  const stateDir = opts.stateDir ?? agentStateDir(controller, opts.name);
+  const args = ['agent', '--controller', controller.url, '--ca-hash', controller.caHash, '--state-dir', stateDir, '--name', opts.name, '--config', '/dev/null'];
   // tests run ranks as whoever runs the tests (root in CI)
   if (process.getuid?.() === 0) args.push('--allow-root');
   for (const l of opts.labels ?? []) args.push('--label', l);
   if (opts.root) args.push('--root', opts.root);
   args.push('--spool-dir', opts.spoolDir ?? mkdtempSync(join(tmpdir(), 'rankd-spool-')));
   args.push(...(opts.extra ?? []));
-  // short reconnect backoff keeps restart tests quick
-  return spawnDaemon(args, { RANKD_RECONNECT_MAX_MS: '500' });
+  // short reconnect backoff keeps restart tests quick; the token goes by environment, off the command line
+  return spawnDaemon(args, { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: controller.joinToken });
 }
 
 export interface NodeViewLike {

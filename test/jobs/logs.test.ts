@@ -4,6 +4,7 @@ import t from 'tap';
 import { runCli, runCliRaw, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { readLogFrames } from '@rankd/cli/client/log-frames';
 import { localCluster } from '../helpers/cluster.js';
+import { httpsFetch } from '../helpers/tls.js';
 
 interface JobLike {
   id: string;
@@ -84,7 +85,7 @@ t.test('a live follower resumes from its Last-Event-ID without gaps or repeats',
   // first connection: read a few events, then drop it
   {
     const ac = new AbortController();
-    const res = await fetch(url, { headers, signal: ac.signal });
+    const res = await httpsFetch(url, { ca: controller.ca, headers, signal: ac.signal });
     const reader = res.body!.getReader();
     let buf = '';
     while (text.split('\n').length < 10) {
@@ -107,7 +108,7 @@ t.test('a live follower resumes from its Last-Event-ID without gaps or repeats',
   }
   t.ok(lastId, 'events carry ids');
   // second connection resumes
-  const res = await fetch(url, { headers: { ...headers, 'last-event-id': lastId } });
+  const res = await httpsFetch(url, { ca: controller.ca, headers: { ...headers, 'last-event-id': lastId } });
   const body = await res.text();
   let ended = false;
   for (const ev of body.split('\n\n')) {
@@ -134,7 +135,7 @@ t.test('output that is not UTF-8 arrives byte for byte: in rankd run, labelled o
 
   const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
   const id = list.jobs.find(() => true)!.id;
-  const res = await fetch(`${controller.url}/v1/jobs/${id}/logs?format=frames`, { headers: { authorization: `Bearer ${controller.apiToken}` } });
+  const res = await httpsFetch(`${controller.url}/v1/jobs/${id}/logs?format=frames`, { ca: controller.ca, headers: { authorization: `Bearer ${controller.apiToken}` } });
   t.equal(res.headers.get('content-type'), 'application/vnd.rankd.log-frames');
   const out: Buffer[] = [];
   let end: { state: string } | null = null;

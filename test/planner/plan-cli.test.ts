@@ -3,11 +3,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import type { RankMap } from '@rankd/protocol';
+import { formatCpuList, type RankMap } from '@rankd/protocol';
 import { buildSysfs } from '../helpers/sysfs-fixture.js';
 import { runCli, startAgent, startController, waitForNode } from '../helpers/daemons.js';
 import { seed000Spr } from '../helpers/machines.js';
 import { cpus } from './cluster.js';
+import { pinDomainCpus, readHydraLine } from './hydra-line.js';
 
 // about fifteen CLI, controller and agent processes: on a loaded 2-core machine each
 // start-up can take seconds, so this file gets more than the default 180 s
@@ -51,6 +52,19 @@ t.test('offline --format bindings draws sockets and cores from the facts files',
   t.match(lines[1], /^\[node2\] MCW rank 1 bound to socket 1\[core 56\[hwt 0\]\], socket 1\[core 111\[hwt 1\]\]: /);
 });
 
+t.test('offline --format machinefile and impi: hydra input for the seed, and --help says what they are', async (t) => {
+  const m = await offline(...seedFlags, '--format', 'machinefile');
+  t.equal(m.code, 0, m.stderr);
+  t.equal(m.stdout, 'node1:2\nnode2:2\n');
+  const i = await offline(...seedFlags, '--format', 'impi');
+  t.equal(i.code, 0, i.stderr);
+  t.match(i.stdout, /^mpiexec\.hydra -machinefile machinefile -np 4 -ppn 2 -l \\$/m);
+  const pin = readHydraLine(i.stdout).genv['I_MPI_PIN_DOMAIN']!;
+  t.same(pinDomainCpus(pin).map(formatCpuList), ['0-47,164-167', '56-103,220-223']);
+  const help = await runCli(['plan', '--help']);
+  t.match(help.stdout, /machinefile\s+\(hydra,\s+host:N\),\s+impi\s+\(an\s+mpiexec\.hydra\s+command/);
+});
+
 t.test('an impossible spec exits 65 with the planner\'s message and code', async (t) => {
   const r = await offline('--ppn', '2', '-c', '57');
   t.equal(r.code, 65);
@@ -89,7 +103,7 @@ t.test('a facts file that is not facts names the file', async (t) => {
 t.test('online: the controller plans over its agents\' facts', async (t) => {
   const controller = await startController();
   t.teardown(() => controller.stop());
-  const env = { RANKD_URL: controller.url, RANKD_TOKEN: controller.apiToken };
+  const env = { ...controller.clientEnv };
   const empty = await runCli(['plan'], env);
   t.equal(empty.code, 65);
   t.match(empty.stderr, /no ready node to plan on.*RANKD_PLAN_NO_NODES/);

@@ -2,6 +2,8 @@
 import t from 'tap';
 import { AgentBinaryMessages, AgentMessages, ControllerMessages, MAX_BINARY_PAYLOAD_BYTES, decodeBinaryFrame, decodeFrame, encodeBinaryFrame, type MessageMap } from '@rankd/protocol';
 import { fleetGolden } from '../fleet/golden-frames.js';
+import { pmiGolden } from '../mpi/golden-frames.js';
+import { ompiGolden } from '../mpi/openmpi-golden-frames.js';
 
 interface Golden {
   map: MessageMap;
@@ -16,6 +18,8 @@ const hello = { type: 'hello', name: 'gpu-node-01', version: '0.1.0', capabiliti
 const launch = { rank: 0, argv: ['python3', '-u', 'train.py'], env: { RANK: '0' }, cpus: [0, 1, 2], memNodes: [0] };
 const golden: Record<string, Golden[]> = {
   ...fleetGolden,
+  ...ompiGolden,
+  ...pmiGolden,
   hello: [
     { map: AgentMessages, frame: hello },
     { map: AgentMessages, frame: { ...hello, id: 'h1', address: '10.0.0.5', bootId: 'abc' } },

@@ -1,11 +1,17 @@
-// Every channel is authenticated: the agent upgrade and every REST route.
+// Every channel is authenticated: the agent upgrade (node certificate) and every REST route (API token).
 import t from 'tap';
 import WebSocket from 'ws';
 import { startController } from '../helpers/daemons.js';
+import { gatewayUrl, identityFor } from '../helpers/tls.js';
 
-function upgrade(url: string, headers: Record<string, string>, protocols: string[] = ['rankd.v1']): Promise<{ status: number | null; body: string; opened: boolean }> {
+function upgrade(
+  url: string,
+  headers: Record<string, string>,
+  protocols: string[] = ['rankd.v1'],
+  tls: { ca: string; cert?: string; key?: string } = { ca: '' },
+): Promise<{ status: number | null; body: string; opened: boolean }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(url.replace('http', 'ws') + '/v1/agent', protocols, { headers, handshakeTimeout: 5000 });
+    const ws = new WebSocket(gatewayUrl(url), protocols, { headers, handshakeTimeout: 5000, ...tls });
     ws.on('open', () => {
       ws.close();
       resolve({ status: 101, body: '', opened: true });
@@ -19,28 +25,28 @@ function upgrade(url: string, headers: Record<string, string>, protocols: string
   });
 }
 
-t.test('agent upgrade without the join token is refused with 401 before any WebSocket exists', async (t) => {
+t.test('agent upgrade without a node certificate is refused with 401 before any WebSocket exists', async (t) => {
   const controller = await startController();
   t.teardown(() => controller.stop());
-  const { readFileSync } = await import('node:fs');
-  const joinToken = readFileSync(controller.joinTokenFile, 'utf8').trim();
+  const ca = { ca: controller.ca };
 
-  const none = await upgrade(controller.url, {});
+  const none = await upgrade(controller.url, {}, ['rankd.v1'], ca);
   t.equal(none.status, 401);
   t.equal(none.opened, false);
-  t.equal(JSON.parse(none.body).code, 'RANKD_UNAUTHORIZED');
+  t.equal(JSON.parse(none.body).code, 'RANKD_NODE_CERT_REQUIRED');
 
-  const wrong = await upgrade(controller.url, { authorization: 'Bearer not-the-token' });
-  t.equal(wrong.status, 401);
+  const joinTokenInstead = await upgrade(controller.url, { authorization: `Bearer ${controller.joinToken}` }, ['rankd.v1'], ca);
+  t.equal(joinTokenInstead.status, 401, 'a join token opens no link: it only enrolls');
 
-  const apiTokenInstead = await upgrade(controller.url, { authorization: `Bearer ${controller.apiToken}` });
-  t.equal(apiTokenInstead.status, 401, 'the API token is not a join token');
+  const apiTokenInstead = await upgrade(controller.url, { authorization: `Bearer ${controller.apiToken}` }, ['rankd.v1'], ca);
+  t.equal(apiTokenInstead.status, 401, 'the API token opens no link either');
 
-  const noSubprotocol = await upgrade(controller.url, { authorization: `Bearer ${joinToken}` }, []);
+  const id = await identityFor(controller, 'auth-node');
+  const noSubprotocol = await upgrade(controller.url, {}, [], id);
   t.equal(noSubprotocol.status, 400);
   t.match(JSON.parse(noSubprotocol.body).message, /rankd\.v1/);
 
-  const good = await upgrade(controller.url, { authorization: `Bearer ${joinToken}` });
+  const good = await upgrade(controller.url, {}, ['rankd.v1'], id);
   t.equal(good.opened, true);
 });
 
@@ -61,21 +67,24 @@ t.test('REST requests without the API token get 401', async (t) => {
   t.equal(health.body.status, 'ok');
 });
 
-t.test('tokens are generated once, stored 0600, and the controller binds loopback', async (t) => {
+t.test('the API token, CA and keys are generated once, stored 0600, and the controller binds loopback over TLS', async (t) => {
   const controller = await startController();
   t.teardown(() => controller.stop());
   const { statSync, readFileSync } = await import('node:fs');
   const { join } = await import('node:path');
-  for (const f of ['join-token', 'api-token']) {
+  for (const f of ['api-token', 'ca.crt', 'ca.key', 'server.crt', 'server.key']) {
     const mode = statSync(join(controller.dataDir, f)).mode & 0o777;
     t.equal(mode, 0o600, `${f} mode`);
   }
-  t.match(controller.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  t.match(controller.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+  const { existsSync } = await import('node:fs');
+  t.notOk(existsSync(join(controller.dataDir, 'join-token')), 'no shared join token exists any more');
   const before = readFileSync(join(controller.dataDir, 'api-token'), 'utf8');
   await controller.stop();
   const again = await startController({ dataDir: controller.dataDir });
   t.teardown(() => again.stop());
   t.equal(readFileSync(join(controller.dataDir, 'api-token'), 'utf8'), before, 'a restart keeps the tokens');
+  t.equal(again.caHash, controller.caHash, 'and the CA');
 });
 
 t.test('the OpenAPI document is generated from the schemas', async (t) => {

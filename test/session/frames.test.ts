@@ -1,10 +1,10 @@
 // Bad frames get clear answers and never cost a node its link; oversize frames close
 // the link with 1009; the first frame must be a hello.
 import t from 'tap';
-import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
 import { encodeBinaryFrame } from '@rankd/protocol';
 import { startController, type ControllerHandle } from '../helpers/daemons.js';
+import { gatewayUrl, identityFor } from '../helpers/tls.js';
 
 interface Frame {
   type: string;
@@ -29,9 +29,10 @@ class RawAgent {
     });
     ws.on('error', () => undefined);
   }
-  static async connect(controller: ControllerHandle): Promise<RawAgent> {
-    const token = readFileSync(controller.joinTokenFile, 'utf8').trim();
-    const ws = new WebSocket(controller.url.replace('http', 'ws') + '/v1/agent', ['rankd.v1'], { headers: { authorization: `Bearer ${token}` } });
+  static async connect(controller: ControllerHandle, name = 'raw-1'): Promise<RawAgent> {
+    // the link is authenticated by a node certificate (enrolled once per controller and name)
+    const id = await identityFor(controller, name);
+    const ws = new WebSocket(gatewayUrl(controller.url), ['rankd.v1'], { ca: id.ca, cert: id.cert, key: id.key });
     const agent = new RawAgent(ws);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());

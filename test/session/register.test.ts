@@ -15,7 +15,7 @@ t.test('an agent registers and shows ready in rankd nodes', async (t) => {
   t.ok(node.cpus && node.cpus >= 1, 'CPU count comes from the facts in the hello');
   t.ok(node.numaNodes && node.numaNodes >= 1);
 
-  const env = { RANKD_URL: controller.url, RANKD_TOKEN: controller.apiToken };
+  const env = { ...controller.clientEnv };
   const table = await runCli(['nodes'], env);
   t.equal(table.code, 0, table.stderr);
   const lines = table.stdout.trim().split('\n');

@@ -1,13 +1,16 @@
 // Wires the agent together: config, controller link, facts.
 import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
-import { RANKD_VERSION, type Hello } from '@rankd/protocol';
+import { ErrorCode, RANKD_VERSION, RankdError, type Hello } from '@rankd/protocol';
 import type { AgentConfig } from './config.js';
 import { ControllerLink } from './link/controller-link.js';
+import { enroll, loadIdentity, renew, renewalDelay, type NodeIdentity } from './link/enroll.js';
 import { FactsPublisher, type FactsSource } from './link/facts-publisher.js';
 import { JobExecutor } from './jobs/job-executor.js';
+import { PmiServer } from './pmi/pmi-server.js';
 import { FLEET_CAPABILITIES, attachFleet } from './fleet/fleet-handlers.js';
 import { RankRunner } from './ranks/rank-runner.js';
+import { OpenMpiJobs } from './openmpi/openmpi-jobs.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -19,20 +22,22 @@ export interface RunningAgent {
   link: ControllerLink;
   config: AgentConfig;
   log: Logger;
+  /** Settles when the controller refuses this node for good (revoked, expired, another identity). */
+  fatal: Promise<RankdError>;
   stop(): Promise<void>;
 }
 
 /** What this agent can do; the controller adapts to it instead of versioning message names. */
-export const AGENT_CAPABILITIES = ['facts', 'jobs', ...FLEET_CAPABILITIES];
+export const AGENT_CAPABILITIES = ['facts', 'jobs', 'pmi1', ...FLEET_CAPABILITIES];
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { config } = options;
   const log = options.log ?? pino({ name: 'rankd-agent' });
-  const joinToken = readToken(config.tokenFile);
+  let identity = await obtainIdentity(config, log);
   let publisher: FactsPublisher | null = null;
   const link = new ControllerLink({
     controllerUrl: config.controller,
-    joinToken,
+    tls: () => ({ ca: identity.ca, cert: identity.cert, key: identity.key }),
     log,
     backoff: { baseMs: Math.min(250, config.reconnectMaxMs), capMs: config.reconnectMaxMs },
     hello: (): Hello => {
@@ -50,10 +55,30 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   publisher = new FactsPublisher(options.facts, link, config.factsIntervalMs, log);
   const runner = new RankRunner({ spoolDir: config.spoolDir, allowRoot: config.allowRoot });
-  const executor = new JobExecutor(runner, link, baseRankEnv(), log);
+  const executor = new JobExecutor(runner, link, baseRankEnv(), log, new PmiServer(link, log));
   const fleet = attachFleet(link, { allowRoot: config.allowRoot, log });
+  const openmpi = new OpenMpiJobs(runner, executor, link, config.name, baseRankEnv(), config.allowRoot ?? false, log);
   // ranks from before an agent restart are taken back before the controller hears from us
   await executor.adopt();
+  const fatal = new Promise<RankdError>((resolve) => link.once('fatal', resolve));
+  // renewal at about 2/3 of the certificate's life; a failure retries sooner, never later than expiry
+  let renewTimer: NodeJS.Timeout | null = null;
+  const scheduleRenewal = (delayMs: number) => {
+    renewTimer = setTimeout(() => {
+      renew(identity, { controller: config.controller, stateDir: config.stateDir, log })
+        .then((next) => {
+          identity = next;
+          scheduleRenewal(renewalDelay(identity));
+        })
+        .catch((err: Error) => {
+          const left = identity.notAfter - Date.now();
+          log.error({ err: err.message, code: (err as RankdError).code, msLeft: left }, 'certificate renewal failed; retrying');
+          if (left > 0) scheduleRenewal(Math.max(1000, Math.min(60_000, left / 10)));
+        });
+    }, Math.min(delayMs, 2 ** 31 - 1));
+    renewTimer.unref();
+  };
+  scheduleRenewal(renewalDelay(identity));
   link.start();
   publisher.start();
   log.info({ name: config.name, controller: config.controller }, 'agent started');
@@ -61,10 +86,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     link,
     config,
     log,
+    fatal,
     async stop() {
+      if (renewTimer) clearTimeout(renewTimer);
       publisher?.stop();
       // ranks keep running (KillMode=process): the next agent adopts them
       executor.close();
+      openmpi.close();
       fleet.close();
       await link.stop();
     },
@@ -81,12 +109,27 @@ function baseRankEnv(): Record<string, string> {
   return env;
 }
 
+/** The node certificate from the state directory, else a new one by enrollment (join token + pinned CA hash). */
+async function obtainIdentity(config: AgentConfig, log: Logger): Promise<NodeIdentity> {
+  const kept = loadIdentity(config.stateDir, config.name);
+  if (kept && kept.notAfter > Date.now() + 1000) {
+    log.info({ node: kept.name, serial: kept.serial, notAfter: new Date(kept.notAfter).toISOString(), stateDir: config.stateDir }, 'node certificate loaded');
+    return kept;
+  }
+  const joinToken = config.joinToken ?? (config.tokenFile ? readToken(config.tokenFile) : null);
+  if (!joinToken || !config.caHash) {
+    if (kept) throw new RankdError(ErrorCode.NodeCertExpired, `the node certificate in ${config.stateDir} expired at ${new Date(kept.notAfter).toISOString()}: enroll again with --join-token and --ca-hash (rankd join-command prints them)`);
+    throw new RankdError(ErrorCode.NodeCertRequired, `node "${config.name}" is not enrolled (no certificate in ${config.stateDir}): pass --join-token and --ca-hash, as "rankd join-command" prints them`);
+  }
+  return enroll({ controller: config.controller, joinToken, caHash: config.caHash, name: config.name, stateDir: config.stateDir, log });
+}
+
 function readToken(path: string): string {
   try {
     const token = readFileSync(path, 'utf8').trim();
     if (!token) throw new Error('file is empty');
     return token;
   } catch (err) {
-    throw new Error(`cannot read join token file ${path}: ${(err as Error).message}`);
+    throw new Error(`cannot read join token file ${path}: ${(err as Error).message}`, { cause: err });
   }
 }

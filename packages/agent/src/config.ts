@@ -4,11 +4,19 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
+import { nodeNameProblem } from '@rankd/protocol';
 
 export const AgentConfigFile = Type.Object(
   {
     controller: Type.Optional(Type.String()),
+    /** A file holding a join token (only read while the agent is not enrolled). */
     tokenFile: Type.Optional(Type.String()),
+    /** A join token itself (prefer tokenFile: command lines are visible to every user). */
+    joinToken: Type.Optional(Type.String()),
+    /** sha256:HEX of the controller CA's public key, as `rankd join-command` prints it. */
+    caHash: Type.Optional(Type.String()),
+    /** Where the node key, certificate and pinned CA live (mode 0600). */
+    stateDir: Type.Optional(Type.String()),
     name: Type.Optional(Type.String()),
     labels: Type.Optional(Type.Record(Type.String(), Type.String())),
     address: Type.Optional(Type.String()),
@@ -25,7 +33,10 @@ export type AgentConfigFile = Type.Static<typeof AgentConfigFile>;
 
 export interface AgentConfig {
   controller: string;
-  tokenFile: string;
+  tokenFile: string | null;
+  joinToken: string | null;
+  caHash: string | null;
+  stateDir: string;
   name: string;
   labels: Record<string, string>;
   address: string | null;
@@ -67,6 +78,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv): AgentConfigFile {
   const out: AgentConfigFile = {};
   if (env['RANKD_CONTROLLER']) out.controller = env['RANKD_CONTROLLER'];
   if (env['RANKD_TOKEN_FILE']) out.tokenFile = env['RANKD_TOKEN_FILE'];
+  if (env['RANKD_JOIN_TOKEN']) out.joinToken = env['RANKD_JOIN_TOKEN'];
+  if (env['RANKD_CA_HASH']) out.caHash = env['RANKD_CA_HASH'];
+  if (env['RANKD_STATE_DIR']) out.stateDir = env['RANKD_STATE_DIR'];
   if (env['RANKD_NODE_NAME']) out.name = env['RANKD_NODE_NAME'];
   if (env['RANKD_LABELS']) out.labels = parseLabels(env['RANKD_LABELS'].split(','));
   if (env['RANKD_ADDRESS']) out.address = env['RANKD_ADDRESS'];
@@ -99,11 +113,17 @@ export function resolveAgentConfig(...layers: AgentConfigFile[]): AgentConfig {
     }
   }
   if (!merged.controller) throw new Error('no controller URL: set "controller" in the config file, RANKD_CONTROLLER, or --controller');
-  if (!merged.tokenFile) throw new Error('no join token file: set "tokenFile" in the config file, RANKD_TOKEN_FILE, or --token-file');
+  if (!/^https:\/\//i.test(merged.controller)) throw new Error(`the controller URL must be https:// (got "${merged.controller}"): the controller speaks TLS only`);
+  const name = merged.name ?? hostname().split('.')[0]!;
+  const problem = nodeNameProblem(name);
+  if (problem) throw new Error(problem);
   return {
     controller: merged.controller,
-    tokenFile: merged.tokenFile,
-    name: merged.name ?? hostname().split('.')[0]!,
+    tokenFile: merged.tokenFile ?? null,
+    joinToken: merged.joinToken ?? null,
+    caHash: merged.caHash ?? null,
+    stateDir: merged.stateDir ?? '/var/lib/rankd/agent',
+    name,
     labels: merged.labels ?? {},
     address: merged.address ?? null,
     spoolDir: merged.spoolDir ?? '/var/lib/rankd/spool',

@@ -1,5 +1,6 @@
 // Option parsers shared by commands; each names the bad value.
 import { InvalidArgumentError } from 'commander';
+import { parseDuration } from '@rankd/protocol/duration';
 
 export function positiveInt(value: string): number {
   const n = Number(value);
@@ -9,4 +10,11 @@ export function positiveInt(value: string): number {
 
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
+}
+
+/** "24h", "30d", "90s", "500ms" → milliseconds. */
+export function duration(value: string): number {
+  const ms = parseDuration(value);
+  if (!Number.isFinite(ms)) throw new InvalidArgumentError(`"${value}" is not a duration (e.g. 90s, 15m, 24h, 30d)`);
+  return ms;
 }

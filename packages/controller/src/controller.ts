@@ -11,7 +11,10 @@ import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
 import { createFleetServices } from './fleet/exec/fleet-services.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
 import { jobHandlers } from './gateway/job-handlers.js';
+import { pmiHandlers } from './gateway/pmi-handlers.js';
+import { FenceExchange } from './pmi/fence-exchange.js';
 import { JobManager } from './jobs/job-manager.js';
+import { OpenMpiLaunch } from './openmpi/openmpi-launch.js';
 import { LogStore } from './jobs/log-store.js';
 import { RankEvents } from './jobs/rank-events.js';
 import { JobsRepo } from './store/jobs-repo.js';
@@ -19,6 +22,11 @@ import { openDatabase, type Db } from './store/database.js';
 import { EventsRepo } from './store/events-repo.js';
 import { NodesRepo } from './store/nodes-repo.js';
 import { loadOrCreateTokens, type Tokens } from './store/tokens.js';
+import { DEFAULT_NODE_CERT_TTL_MS, Enrollment } from './tls/enrollment.js';
+import { answerPlaintext, httpsOptions, setupTls, type TlsMaterial, type TlsOptions } from './tls/tls-setup.js';
+import { UsersRepo } from './store/users-repo.js';
+import { AuditLog } from './store/audit-log.js';
+import { AccessControl } from './api/auth.js';
 
 export interface ControllerOptions {
   dataDir: string;
@@ -28,11 +36,19 @@ export interface ControllerOptions {
   port?: number;
   timing?: Partial<FleetTiming>;
   log?: Logger;
+  /** An organisation's own serving certificate; default: the controller's own CA issues one. */
+  tls?: TlsOptions;
+  /** Lifetime of issued node certificates (agents renew at about 2/3 of it). */
+  nodeCertTtlMs?: number;
+  /** The name of the admin created at first start (default "admin"); its token is the api-token file's. */
+  bootstrapAdmin?: string;
 }
 
 export interface RunningController {
   url: string;
   tokens: Tokens;
+  tls: TlsMaterial;
+  enrollment: Enrollment;
   registry: NodeRegistry;
   jobs: JobManager;
   gateway: AgentGateway;
@@ -48,43 +64,85 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const log = options.log ?? pino({ name: 'rankd-controller' });
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const tokens = loadOrCreateTokens(options.dataDir);
+  const host = options.host ?? '127.0.0.1';
+  const tls = await setupTls(options.dataDir, host, options.tls);
   const db = openDatabase(options.dataDir);
+  const enrollment = new Enrollment(db, tls.ca, options.nodeCertTtlMs ?? DEFAULT_NODE_CERT_TTL_MS);
   const events = new EventsRepo(db);
   const timing = { ...defaultFleetTiming, ...options.timing };
   const registry = new NodeRegistry(new NodesRepo(db), events, timing, log);
   registry.load();
+  const users = new UsersRepo(db);
+  bootstrapAdmin(users, tokens.api, options.bootstrapAdmin ?? 'admin', log);
   const jobsRepo = new JobsRepo(db);
   const agents = { send: (node: string, message: { type: string } & Record<string, unknown>) => registry.link(node)?.send(message) ?? false };
-  const fleet = createFleetServices({ db, registry, events, apiToken: tokens.api, log });
-  const jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver());
+  const audit = new AuditLog(db, options.dataDir, log);
+  let jobs: JobManager | undefined;
+  const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id) });
+  const fleet = createFleetServices({ db, registry, events, access, log });
+  jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver());
   jobs.restore();
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, log);
+  const fences = new FenceExchange(
+    { nodes: (jobId) => jobs.pmiNodes(jobId), fail: (jobId, reason) => jobs.fail(jobId, reason) },
+    { sendEncoded: (node, frame) => registry.link(node)?.sendEncoded(frame) ?? false },
+    log,
+  );
+  jobs.on('ended', (jobId) => fences.endJob(jobId));
 
-  const app = await buildApi({ log, apiToken: tokens.api, registry, jobs, fleet });
-  const gateway = new AgentGateway(app.server, tokens.join, registry, log);
-  for (const [type, handler] of jobHandlers(rankEvents)) gateway.handle(type, handler);
-  fleet.attach(gateway);
-  await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? DEFAULT_PORT });
+  let gateway: AgentGateway | null = null;
+  const app = await buildApi({
+    log,
+    access,
+    users,
+    audit,
+    registry,
+    jobs,
+    fleet,
+    https: httpsOptions(tls),
+    enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
+  });
+  answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log);
+  const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log));
+  for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs)]) gw.handle(type, handler);
+  fleet.attach(gw);
+  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, log).handlers()) gw.handle(type, handler);
+  await app.listen({ host, port: options.port ?? DEFAULT_PORT });
   registry.start();
 
   const address = app.server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-  writeAtomically(join(options.dataDir, 'controller.json'), JSON.stringify({ url, pid: process.pid }) + '\n');
-  log.info({ url, dataDir: options.dataDir, timing }, 'controller listening');
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `https://${shown}:${address.port}`;
+  const caFile = join(options.dataDir, 'ca-bundle.crt');
+  writeAtomically(caFile, tls.trustPem);
+  writeAtomically(join(options.dataDir, 'controller.json'), JSON.stringify({ url, pid: process.pid, ca: caFile, caHash: tls.caHash }) + '\n');
+  log.info({ url, dataDir: options.dataDir, timing, caHash: tls.caHash }, 'controller listening (TLS)');
 
   let closed: Promise<void> | null = null;
   const close = () =>
     (closed ??= (async () => {
       fleet.close();
-      gateway.close(CloseCode.ShuttingDown, 'controller shutting down');
+      gw.close(CloseCode.ShuttingDown, 'controller shutting down');
       rankEvents.close();
       registry.stop();
       await app.close();
       jobs.logs.closeAll();
+      audit.close();
       db.close();
     })());
-  return { url, tokens, registry, jobs, gateway, app, db, log, close };
+  return { url, tokens, tls, enrollment, registry, jobs, gateway: gw, app, db, log, close };
+}
+
+/**
+ * At first start (no users yet) the controller creates an admin whose token is the one in
+ * <data dir>/api-token: `rankd up`, existing clients and scripts that read that file keep
+ * working, and an existing data directory's token becomes the admin's.
+ */
+function bootstrapAdmin(users: UsersRepo, apiToken: string, name: string, log: Logger): void {
+  if (users.count() > 0) return;
+  const unixUser = name === 'admin' ? null : name;
+  const { accessor } = users.add({ name, role: 'admin', unixUser, createdAt: Date.now() }, apiToken, 'bootstrap token (the api-token file)');
+  log.info({ user: name, accessor }, 'created the first admin; its token is the api-token file');
 }
 
 function writeAtomically(path: string, content: string): void {

@@ -13,6 +13,14 @@ export const ErrorCode = {
   OutOfOrder: 'RANKD_OUT_OF_ORDER',
   /** Missing or wrong token. */
   Unauthorized: 'RANKD_UNAUTHORIZED',
+  /** Authenticated, but the caller's role (or ownership) does not allow the request. */
+  Forbidden: 'RANKD_FORBIDDEN',
+  /** Too many failed authentications from one source address; retry after Retry-After. */
+  RateLimited: 'RANKD_RATE_LIMITED',
+  /** The audit entry of a mutating request could not be written, so the request was not carried out. */
+  AuditUnavailable: 'RANKD_AUDIT_UNAVAILABLE',
+  /** The request conflicts with the current state (a user that exists, the last admin, …). */
+  Conflict: 'RANKD_CONFLICT',
   /** A REST request that fails its schema. */
   InvalidRequest: 'RANKD_INVALID_REQUEST',
   NotFound: 'RANKD_NOT_FOUND',
@@ -22,6 +30,33 @@ export const ErrorCode = {
   /** The controller could not be reached (CLI side). */
   Unreachable: 'RANKD_UNREACHABLE',
   Internal: 'RANKD_INTERNAL',
+  // Enrollment and node identity (docs/security.md)
+  /** A join token that was never issued, or whose secret does not match. */
+  JoinTokenUnknown: 'RANKD_JOIN_TOKEN_UNKNOWN',
+  JoinTokenExpired: 'RANKD_JOIN_TOKEN_EXPIRED',
+  JoinTokenRevoked: 'RANKD_JOIN_TOKEN_REVOKED',
+  /** A join token whose uses are spent (tokens are single-use unless minted with --uses N). */
+  JoinTokenUsed: 'RANKD_JOIN_TOKEN_USED',
+  /** A CSR whose public key was already certified: a replay, or a reused key. */
+  CsrReplayed: 'RANKD_CSR_REPLAYED',
+  CsrInvalid: 'RANKD_CSR_INVALID',
+  CsrTooLarge: 'RANKD_CSR_TOO_LARGE',
+  /** A node name that holds a valid certificate; an admin must `rankd node remove` it first. */
+  NodeNameInUse: 'RANKD_NODE_NAME_IN_USE',
+  InvalidNodeName: 'RANKD_INVALID_NODE_NAME',
+  /** The controller's CA does not match the pinned --ca-hash (agent side). */
+  CaHashMismatch: 'RANKD_CA_HASH_MISMATCH',
+  NodeCertRequired: 'RANKD_NODE_CERT_REQUIRED',
+  NodeCertExpired: 'RANKD_NODE_CERT_EXPIRED',
+  NodeCertRevoked: 'RANKD_NODE_CERT_REVOKED',
+  /** A client certificate not issued by this controller's CA, or unknown to its store. */
+  NodeCertInvalid: 'RANKD_NODE_CERT_INVALID',
+  /** A hello or CSR naming a node other than the certificate's. */
+  NodeIdentityMismatch: 'RANKD_NODE_IDENTITY_MISMATCH',
+  /** An agent message about a rank that runs on another node. */
+  ForeignRank: 'RANKD_FOREIGN_RANK',
+  /** Plain HTTP on the controller's TLS port. */
+  PlaintextOnTlsPort: 'RANKD_PLAINTEXT_ON_TLS_PORT',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -1,11 +1,14 @@
 export * from './errors.js';
 export * from './wire.js';
+export * from './node-name.js';
+export * from './duration.js';
 export * from './codec.js';
 export * from './binary-frame.js';
 export * from './log-cursor.js';
 export * from './facts.js';
 export * from './cpuset.js';
 export * from './plan.js';
+export * from './mpi-modes.js';
 export * from './messages/index.js';
 export * from './rest/index.js';
 export { PROTOCOL_VERSION, RANKD_VERSION } from './version.js';

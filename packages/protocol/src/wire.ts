@@ -23,5 +23,9 @@ export const CloseCode = {
   Dead: 4408,
   /** The controller is shutting down; reconnect with backoff. */
   ShuttingDown: 4503,
+  /** The hello named a node other than the one in the connection's certificate. */
+  IdentityMismatch: 4403,
+  /** The node's certificate was revoked (`rankd node remove`); do not reconnect with it. */
+  Revoked: 4401,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

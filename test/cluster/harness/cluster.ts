@@ -120,9 +120,15 @@ export class Cluster {
   private async boot(options: ClusterOptions): Promise<void> {
     const { net, runDir } = this;
     await this.startController();
-    const api = new ControllerApi(join(runDir, 'controller.sock'), readFileSync(join(this.dataDir, 'api-token'), 'utf8').trim());
+    const state = JSON.parse(readFileSync(join(this.dataDir, 'controller.json'), 'utf8')) as { ca: string; caHash: string };
+    const api = new ControllerApi(join(runDir, 'controller.sock'), readFileSync(join(this.dataDir, 'api-token'), 'utf8').trim(), readFileSync(state.ca, 'utf8'));
     this.forwarder = await startForwarder(net.controller.netns, api.socketPath, net.controller.address, CONTROLLER_PORT);
     this.api = api;
+    // agents enroll as real nodes do: a join token (one for the run, many uses) and the CA pinned by hash
+    const minted = await api.request<{ token: string }>('/v1/join-tokens', { method: 'POST', body: { ttlSeconds: 86_400, uses: 10_000, description: 'cluster harness' } });
+    if (minted.status !== 200) throw new Error(`minting a join token: ${minted.status} ${minted.text}`);
+    this.joinToken = minted.body.token;
+    this.caHash = state.caHash;
     net.hosts.forEach((host, i) => {
       const machine = options.machines?.[i] ?? null;
       const root = machine ? buildSysfs(join(runDir, host.name, 'root'), machine) : null;
@@ -139,14 +145,19 @@ export class Cluster {
     return join(this.runDir, 'controller');
   }
 
-  /** The controller's URL as the namespaces see it. */
+  /** A join token for this run's agents (and for tests that enroll identities of their own). */
+  joinToken = '';
+  /** The pin of the controller's CA, as `rankd join-command` prints it. */
+  caHash = '';
+
+  /** The controller's URL as the namespaces see it (TLS only). */
   get controllerUrl(): string {
-    return `http://${this.net.controller.address}:${CONTROLLER_PORT}`;
+    return `https://${this.net.controller.address}:${CONTROLLER_PORT}`;
   }
 
   /** What a `rankd` client in the controller's namespace needs. */
   get clientEnv(): NodeJS.ProcessEnv {
-    return { RANKD_URL: this.controllerUrl, RANKD_TOKEN: this.api?.apiToken ?? '', RANKD_HOME: join(this.runDir, 'client') };
+    return { RANKD_URL: this.controllerUrl, RANKD_TOKEN: this.api?.apiToken ?? '', RANKD_CA: join(this.dataDir, 'ca-bundle.crt'), RANKD_HOME: join(this.runDir, 'client') };
   }
 
   agent(name: string): AgentDaemon {
@@ -184,13 +195,14 @@ export class Cluster {
   }
 
   startAgent(agent: AgentDaemon): NsProcess {
-    const args = [process.execPath, CLI, 'agent', '--controller', this.controllerUrl, '--token-file', join(this.dataDir, 'join-token'), '--name', agent.name];
+    // the identity lives per host, so a restarted agent is the same enrolled node
+    const args = [process.execPath, CLI, 'agent', '--controller', this.controllerUrl, '--ca-hash', this.caHash, '--state-dir', join(this.runDir, agent.name, 'state'), '--name', agent.name];
     args.push('--spool-dir', agent.spoolDir, '--config', '/dev/null');
     // ranks run as whoever runs the tests, which is root here
     if (process.getuid?.() === 0) args.push('--allow-root');
     if (agent.root) args.push('--root', agent.root);
     // a short reconnect backoff keeps the restart and link tests quick
-    const proc = spawnInNetns(agent.host.netns, args, { env: { RANKD_RECONNECT_MAX_MS: '500' } });
+    const proc = spawnInNetns(agent.host.netns, args, { env: { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: this.joinToken } });
     agent.process = proc;
     agent.history.push(proc);
     return proc;

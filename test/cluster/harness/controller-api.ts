@@ -6,7 +6,12 @@
 // (a file, which every namespace sees) to the controller's TCP port, connection by
 // connection. So REST calls and WebSockets from the test are real TCP connections to the
 // controller's real address, and a restarted controller is reached again at once.
-import http from 'node:http';
+// They are TLS connections: the controller's CA is trusted (`ca`), its serving certificate
+// names localhost, which is what a unix-socket connection verifies against.
+import type http from 'node:http';
+import https from 'node:https';
+import tls from 'node:tls';
+import { keyAndCsr } from '@rankd/agent';
 import { existsSync } from 'node:fs';
 import WebSocket from 'ws';
 import { spawnInNetns, type NsProcess } from './ns-process.js';
@@ -77,12 +82,23 @@ export interface RequestOptions {
 
 export class ControllerApi {
   /** Keep-alive connections, as a real client would hold them. */
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  private readonly agent: https.Agent;
 
   constructor(
     readonly socketPath: string,
     public apiToken: string,
-  ) {}
+    readonly ca: string,
+  ) {
+    this.agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca });
+  }
+
+  /** Enrolls a node name as an agent would (a new key, a CSR, the join token): its TLS identity. */
+  async enroll(name: string, joinToken: string): Promise<{ ca: string; cert: string; key: string }> {
+    const { key, csr } = await keyAndCsr(name);
+    const res = await this.request<{ certificate: string }>('/v1/enroll', { method: 'POST', token: null, body: { token: joinToken, csr } });
+    if (res.status !== 200) throw new Error(`enrolling ${name}: ${res.status} ${res.text}`);
+    return { ca: this.ca, cert: res.body.certificate, key };
+  }
 
   request<T = unknown>(path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const token = opts.token === undefined ? this.apiToken : opts.token;
@@ -95,7 +111,8 @@ export class ControllerApi {
       headers['content-length'] = String(payload.length);
     }
     return new Promise((resolve, reject) => {
-      const req = http.request({ socketPath: this.socketPath, path, method: opts.method ?? 'GET', headers, agent: this.agent }, (res) => {
+      // the Host header is not a name in the certificate; the unix-socket connection verifies localhost
+      const req = https.request({ socketPath: this.socketPath, servername: 'localhost', path, method: opts.method ?? 'GET', headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (d: Buffer) => chunks.push(d));
         res.on('error', reject);
@@ -121,8 +138,13 @@ export class ControllerApi {
   }
 
   /** A WebSocket to the controller's port (the agent gateway lives at /v1/agent). */
-  websocket(path: string, opts: { protocols?: string[]; headers?: Record<string, string>; maxPayload?: number } = {}): WebSocket {
-    return new WebSocket(`ws+unix:${this.socketPath}:${path}`, opts.protocols ?? [], {
+  websocket(path: string, opts: { protocols?: string[]; headers?: Record<string, string>; maxPayload?: number; tls?: { cert: string; key: string } } = {}): WebSocket {
+    // ws has no wss+unix: a TLS connection over the forwarder's unix socket, verified as localhost
+    const socketPath = this.socketPath;
+    return new WebSocket(`wss://localhost${path}`, opts.protocols ?? [], {
+      ca: this.ca,
+      ...({ createConnection: (o: tls.ConnectionOptions) => tls.connect({ ...o, path: socketPath, servername: 'localhost' }) } as object),
+      ...(opts.tls ?? {}),
       headers: opts.headers ?? {},
       perMessageDeflate: false,
       handshakeTimeout: 15_000,

@@ -57,12 +57,16 @@ class Tally {
   }
 }
 
-/** One REST request that must fail with `status` and a RANKD_* code. */
-async function restProbe(api: ControllerApi, status: number, path: string, init: Parameters<ControllerApi['request']>[1]): Promise<Answer> {
+/** A storm of bad tokens from one address is rate-limited: 401 until the limit, then 429 with Retry-After. */
+const WRONG_TOKEN = [401, 429] as const;
+
+/** One REST request that must fail with `status` (or one of them) and a RANKD_* code. */
+async function restProbe(api: ControllerApi, status: number | readonly number[], path: string, init: Parameters<ControllerApi['request']>[1]): Promise<Answer> {
+  const statuses: readonly number[] = typeof status === 'number' ? [status] : status;
   try {
     const res = await api.request<ErrorBody>(path, init);
     const code = typeof res.body === 'object' && res.body ? String(res.body.code) : res.text.slice(0, 80);
-    return { got: `${res.status} ${code}`, clear: res.status === status && clearBody(res.body) };
+    return { got: `${res.status} ${code}`, clear: statuses.includes(res.status) && clearBody(res.body) };
   } catch (err) {
     return { got: `no answer: ${(err as Error).message}`, clear: false };
   }
@@ -70,7 +74,7 @@ async function restProbe(api: ControllerApi, status: number, path: string, init:
 
 interface RestCase {
   category: string;
-  status: number;
+  status: number | readonly number[];
   path: string;
   init: Parameters<ControllerApi['request']>[1];
 }
@@ -92,9 +96,9 @@ function restCases(jobId: string): RestCase[] {
     { category: 'rest: malformed JSON', status: 400, path: '/v1/jobs', init: post('{"command": ["sleep", ') },
     ...wrongTypes.map((body) => ({ category: 'rest: wrong types', status: 400, path: '/v1/jobs', init: post(typeof body === 'string' ? body : JSON.stringify(body)) })),
     { category: 'rest: wrong content type', status: 415, path: '/v1/jobs', init: post('command=true', { headers: { 'content-type': 'application/x-www-form-urlencoded' } }) },
-    { category: 'rest: wrong token', status: 401, path: '/v1/nodes', init: { token: 'not-the-token' } },
-    { category: 'rest: wrong token', status: 401, path: `/v1/jobs/${jobId}/cancel`, init: { method: 'POST', token: 'Bearer' } },
-    { category: 'rest: wrong token', status: 401, path: '/v1/jobs', init: { ...post({ command: ['true'] }), token: null } },
+    { category: 'rest: wrong token', status: WRONG_TOKEN, path: '/v1/nodes', init: { token: 'not-the-token' } },
+    { category: 'rest: wrong token', status: WRONG_TOKEN, path: `/v1/jobs/${jobId}/cancel`, init: { method: 'POST', token: 'Bearer' } },
+    { category: 'rest: wrong token', status: WRONG_TOKEN, path: '/v1/jobs', init: { ...post({ command: ['true'] }), token: null } },
     { category: 'rest: unknown route', status: 404, path: '/v1/launch', init: {} },
     { category: 'rest: unknown route', status: 404, path: '/v1/jobs', init: { method: 'DELETE' } },
     { category: 'rest: unknown route', status: 404, path: '/v1/jobs/no-such-job', init: {} },
@@ -121,8 +125,8 @@ class Session {
     });
   }
 
-  static async open(api: ControllerApi, joinToken: string, hello: Record<string, unknown> | null): Promise<Session> {
-    const ws = api.websocket('/v1/agent', { protocols: [SUBPROTOCOL], headers: { authorization: `Bearer ${joinToken}` } });
+  static async open(api: ControllerApi, identity: Identities, name: string, hello: Record<string, unknown> | null): Promise<Session> {
+    const ws = api.websocket('/v1/agent', { protocols: [SUBPROTOCOL], tls: await identity(name) });
     const session = new Session(ws);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
@@ -198,9 +202,12 @@ function frameCases(foreign: { jobId: string; rank: number }): FrameCase[] {
   ];
 }
 
+/** The TLS identity of a node name (enrolled once, reused). */
+export type Identities = (name: string) => Promise<{ cert: string; key: string }>;
+
 export interface StormOptions {
   api: ControllerApi;
-  joinToken: string;
+  identity: Identities;
   /** A live job: the bad requests name it, none may touch it. */
   jobId: string;
   /** About this many messages in all. */
@@ -232,7 +239,7 @@ export async function storm(o: StormOptions): Promise<StormResult> {
   const connectionCount = Math.round(o.messages * 0.03);
   const frameCount = o.messages - restCount - connectionCount;
   const rest = restCases(o.jobId);
-  const sessions = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((i) => Session.open(o.api, o.joinToken, hello(`storm-${i}`))));
+  const sessions = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((i) => Session.open(o.api, o.identity, `storm-${i}`, hello(`storm-${i}`))));
   const frames = frameCases({ jobId: o.jobId, rank: 0 });
 
   const big = Buffer.alloc(1024 * 1024 + 1024, 0x20);
@@ -242,11 +249,11 @@ export async function storm(o: StormOptions): Promise<StormResult> {
   const connectionKinds: Array<[string, (impostor: Session) => Promise<Answer>]> = [
     ['gateway: oversize frames', () => oversizeFrame(o)],
     ['rest: oversize body', () => restProbe(o.api, 413, '/v1/jobs', { method: 'POST', body: big })],
-    ['gateway: a rank another node owns', (impostor) => impostor.probe(foreignOutput(o.jobId, tally.sent), 'RANKD_NOT_FOUND')],
-    ['upgrade: wrong token', () => upgrade(o.api, '/v1/agent', 'nope', [SUBPROTOCOL], 401)],
-    ['upgrade: no token', () => upgrade(o.api, '/v1/agent', null, [SUBPROTOCOL], 401)],
-    ['upgrade: no subprotocol', () => upgrade(o.api, '/v1/agent', o.joinToken, [], 400)],
-    ['upgrade: unknown path', () => upgrade(o.api, '/v1/launch-missiles', o.joinToken, [SUBPROTOCOL], 404)],
+    ['gateway: a rank another node owns', (impostor) => impostor.probe(foreignOutput(o.jobId, tally.sent), 'RANKD_FOREIGN_RANK')],
+    ['upgrade: a token instead of a certificate', () => upgrade(o.api, '/v1/agent', 'nope', [SUBPROTOCOL], 401)],
+    ['upgrade: no certificate', () => upgrade(o.api, '/v1/agent', null, [SUBPROTOCOL], 401)],
+    ['upgrade: no subprotocol', async () => upgrade(o.api, '/v1/agent', null, [], 400, await o.identity('storm-1'))],
+    ['upgrade: unknown path', () => upgrade(o.api, '/v1/launch-missiles', null, [SUBPROTOCOL], 404)],
     ['gateway: first frame not a hello', () => notHello(o)],
   ];
 
@@ -272,7 +279,7 @@ export async function storm(o: StormOptions): Promise<StormResult> {
   };
   let connectionNext = 0;
   const connectionWorker = async (k: number) => {
-    const impostor = await Session.open(o.api, o.joinToken, hello(`storm-impostor-${k}`));
+    const impostor = await Session.open(o.api, o.identity, `storm-impostor-${k}`, hello(`storm-impostor-${k}`));
     while (more()) {
       const i = connectionNext++;
       if (i >= connectionCount) break;
@@ -305,8 +312,8 @@ function hello(name: string): Record<string, unknown> {
 }
 
 /** An upgrade the gateway must refuse with `status` and a JSON body with a RANKD_* code. */
-function upgrade(api: ControllerApi, path: string, token: string | null, protocols: string[], status: number): Promise<Answer> {
-  const ws = api.websocket(path, { protocols, headers: token ? { authorization: `Bearer ${token}` } : {} });
+function upgrade(api: ControllerApi, path: string, token: string | null, protocols: string[], status: number, tls?: { cert: string; key: string }): Promise<Answer> {
+  const ws = api.websocket(path, { protocols, headers: token ? { authorization: `Bearer ${token}` } : {}, ...(tls ? { tls } : {}) });
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       ws.terminate();
@@ -340,7 +347,7 @@ function upgrade(api: ControllerApi, path: string, token: string | null, protoco
 
 /** A frame over the 1 MiB cap: the gateway closes the connection with 1009. */
 async function oversizeFrame(o: StormOptions): Promise<Answer> {
-  const s = await Session.open(o.api, o.joinToken, hello('storm-big'));
+  const s = await Session.open(o.api, o.identity, 'storm-big', hello('storm-big'));
   s.ws.send(JSON.stringify({ type: 'heartbeat', seq: 1, pad: 'x'.repeat(1024 * 1024 + 16) }));
   const reply = await s.next(15_000);
   s.close();
@@ -350,7 +357,7 @@ async function oversizeFrame(o: StormOptions): Promise<Answer> {
 
 /** A session whose first frame is not a hello: closed with 4400 (bad hello). */
 async function notHello(o: StormOptions): Promise<Answer> {
-  const s = await Session.open(o.api, o.joinToken, null);
+  const s = await Session.open(o.api, o.identity, 'storm-nohello', null);
   s.ws.send(JSON.stringify({ type: 'heartbeat', seq: 0 }));
   const reply = await s.next(15_000);
   s.close();

@@ -4,10 +4,12 @@
 import type { JobAbort, JobRelease, JobResume, JobSignal, JobStart, RankLaunch as WireLaunch } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
+import type { PmiServer } from '../pmi/pmi-server.js';
 import { watchRankDir } from '../ranks/dir-watch.js';
 import { RankOutput } from '../ranks/output.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
 import type { RankExit, RankInfo } from '../ranks/rank-spec.js';
+import type { StartedRank } from '../ranks/rank-spec.js';
 import { OutputPump } from './output-pump.js';
 
 /** Lease of jobs adopted after an agent restart, whose job.start (and lease) is gone. */
@@ -31,6 +33,8 @@ export class JobExecutor {
     private readonly link: ControllerLink,
     private readonly baseEnv: Record<string, string>,
     private readonly log: Logger,
+    /** Serves the ranks of jobs started with a PMI spec. */
+    private readonly pmi: PmiServer,
   ) {
     this.output = new RankOutput(runner.spool);
     runner.on('exit', (exit) => this.onExit(exit));
@@ -56,6 +60,7 @@ export class JobExecutor {
   }
 
   close(): void {
+    this.pmi.close();
     if (this.leaseTimer) clearTimeout(this.leaseTimer);
     for (const entry of this.jobs.values()) {
       for (const p of entry.pumps.values()) p.stop();
@@ -67,6 +72,7 @@ export class JobExecutor {
   private async start(m: JobStart): Promise<void> {
     const entry = this.entry(m.jobId, m.leaseMs);
     entry.leaseMs = m.leaseMs;
+    if (m.pmi) this.pmi.openJob(m.jobId, m.pmi, m.ranks.map((r) => r.rank));
     await Promise.all(m.ranks.map((launch) => this.startRank(entry, m.jobId, launch)));
   }
 
@@ -74,17 +80,21 @@ export class JobExecutor {
     if (entry.pumps.has(launch.rank)) return; // a repeated job.start after a reconnect
     const pump = this.pumpFor(entry, jobId, launch.rank, false);
     try {
+      const pmi = this.pmi.hasJob(jobId) ? await this.pmi.rankEnv(jobId, launch.rank, launch.pty === true) : null;
       const started = await this.runner.start({
         jobId,
         rank: launch.rank,
         argv: launch.argv,
-        env: { ...this.baseEnv, ...launch.env },
+        // the job's own variables win, as everywhere: a PMI_FD set on purpose is the user's call
+        env: { ...this.baseEnv, ...pmi?.env, ...launch.env },
+        ...(pmi?.fd ? { passSocket: true } : {}),
         cpus: launch.cpus,
         memNodes: launch.memNodes,
         ...(launch.cwd ? { cwd: launch.cwd } : {}),
         ...(launch.user ? { user: launch.user } : {}),
         ...(launch.pty ? { pty: true } : {}),
       });
+      if (started.passedSocket) this.pmi.attach(jobId, launch.rank, started.passedSocket);
       const b = started.binding;
       const detail = b.mismatch ? `mismatch: ${b.mismatch}` : b.unread ? `not read: the rank ${b.unread === 'exited' ? 'exited first' : 'did not get past its wrappers in time'}` : undefined;
       this.link.send({
@@ -118,6 +128,8 @@ export class JobExecutor {
 
   private async abort(m: JobAbort): Promise<void> {
     this.log.info({ jobId: m.jobId, reason: m.reason, graceMs: m.graceMs }, 'aborting job');
+    // ranks blocked in a PMI barrier or get hear at once that the job is over
+    this.pmi.closeJob(m.jobId, `the job is being ended: ${m.reason}`);
     await this.runner.abortJob(m.jobId, m.graceMs);
   }
 
@@ -136,6 +148,7 @@ export class JobExecutor {
   }
 
   private release(m: JobRelease): void {
+    this.pmi.closeJob(m.jobId, 'the job has ended');
     const entry = this.jobs.get(m.jobId);
     if (entry) {
       for (const p of entry.pumps.values()) p.stop();
@@ -154,6 +167,8 @@ export class JobExecutor {
     const pump = entry?.pumps.get(exit.rank);
     if (!entry || !pump) return;
     this.stopWatching(entry, exit.rank);
+    // a PMI failure of this rank (closed before finalize) is reported ahead of its exit
+    this.pmi.rankExited(exit);
     pump.ended(exit);
   }
 
@@ -182,6 +197,43 @@ export class JobExecutor {
       }
     }, leaseMs);
     this.leaseTimer.unref();
+  }
+
+  /**
+   * A rank this executor did not start (Open MPI's orted did; openmpi/) is now tracked by
+   * the runner: report its start and stream its output and exit as for any rank.
+   */
+  attached(jobId: string, leaseMs: number, started: StartedRank): void {
+    const entry = this.entry(jobId, leaseMs);
+    if (entry.pumps.has(started.rank)) return;
+    const pump = this.pumpFor(entry, jobId, started.rank, false);
+    const b = started.binding;
+    const detail = b.mismatch ? `mismatch: ${b.mismatch}` : b.unread ? `not read: the rank ${b.unread === 'exited' ? 'exited first' : 'did not get past its wrappers in time'}` : undefined;
+    this.link.send({
+      type: 'rank.started',
+      jobId,
+      rank: started.rank,
+      pid: started.pid,
+      startedAt: started.startedAt,
+      binding: { cpus: b.cpus, memNodes: b.memNodes, verified: b.verified, ...(detail ? { detail } : {}) },
+      warnings: started.warnings,
+    });
+    if (!pump.hasEnded) this.watch(entry, jobId, started.rank, pump);
+    pump.announce();
+  }
+
+  /** A planned rank that will never run (its launcher failed or the job ended first): its exit, with why. */
+  notStarted(jobId: string, rank: number, error: { code: string; message: string }): void {
+    this.link.send({
+      type: 'rank.exit',
+      jobId,
+      rank,
+      code: null,
+      signal: null,
+      endedAt: new Date().toISOString(),
+      outputBytes: { stdout: this.output.size(jobId, rank, 'stdout'), stderr: this.output.size(jobId, rank, 'stderr') },
+      error,
+    });
   }
 
   private entry(jobId: string, leaseMs: number): JobEntry {

@@ -3,8 +3,11 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
 import {
+  CloseCode,
   ControllerMessages,
+  ErrorCode,
   MAX_FRAME_BYTES,
+  RankdError,
   SUBPROTOCOL,
   decodeFrame,
   encodeBinaryFrame,
@@ -21,7 +24,8 @@ export type ControllerHandler = (message: ControllerMessage) => void;
 export interface ControllerLinkOptions {
   /** http(s):// or ws(s):// URL of the controller; the path /v1/agent is added. */
   controllerUrl: string;
-  joinToken: string;
+  /** The node's certificate, key and pinned CA, read at each connect (renewal replaces them). */
+  tls: () => { ca: string; cert: string; key: string };
   log: Logger;
   /** Builds the hello for each new connection (facts are re-read then). */
   hello: () => Hello;
@@ -31,7 +35,7 @@ export interface ControllerLinkOptions {
 /** Heartbeat intervals without a pong or a frame before the link is declared dead. */
 const MAX_UNANSWERED = 3;
 
-export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [string] }> {
+export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [string]; fatal: [RankdError] }> {
   private ws: WebSocket | null = null;
   private readonly handlers = new Map<string, ControllerHandler>();
   private readonly backoff: Backoff;
@@ -118,10 +122,10 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   }
 
   private connect(): void {
-    const { log, joinToken } = this.options;
+    const { log } = this.options;
     const url = ControllerLink.agentUrl(this.options.controllerUrl);
     const ws = new WebSocket(url, [SUBPROTOCOL], {
-      headers: { authorization: `Bearer ${joinToken}` },
+      ...this.options.tls(),
       maxPayload: MAX_FRAME_BYTES,
       perMessageDeflate: false,
       handshakeTimeout: 10_000,
@@ -134,16 +138,42 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
     ws.on('pong', () => (this.unanswered = 0));
     ws.on('unexpected-response', (_req, res) => {
-      // The controller answers a refused upgrade with a plain HTTP status: say which.
-      const why = res.statusCode === 401 ? 'join token refused (401)' : `upgrade refused with HTTP ${res.statusCode}`;
-      log.error({ url, status: res.statusCode }, why);
-      res.resume();
-      ws.terminate();
-      this.scheduleReconnect(why);
+      // The controller answers a refused upgrade with a plain HTTP status and a stable code: say which.
+      let body = '';
+      res.on('data', (d: Buffer) => (body = (body + d.toString()).slice(0, 4096)));
+      res.once('end', () => {
+        let code = '';
+        let message = body;
+        try {
+          ({ code = '', message = body } = JSON.parse(body) as { code?: string; message?: string });
+        } catch {
+          // not JSON
+        }
+        const why = `upgrade refused with HTTP ${res.statusCode}: ${message}${code ? ` (${code})` : ''}`;
+        log.error({ url, status: res.statusCode, code }, why);
+        ws.terminate();
+        // a revoked or expired certificate will never be accepted again: stop, loudly
+        if (code === ErrorCode.NodeCertRevoked || code === ErrorCode.NodeCertExpired || code === ErrorCode.NodeCertInvalid) {
+          this.stopped = true;
+          this.emit('fatal', new RankdError(code, why));
+          return;
+        }
+        this.scheduleReconnect(why);
+      });
     });
     ws.on('error', (err) => log.warn({ url, err: err.message }, 'controller link error'));
     ws.on('close', (code, reason) => {
       if (this.ws !== ws) return;
+      if (code === CloseCode.Revoked || code === CloseCode.IdentityMismatch) {
+        const why = `the controller closed the link for good: ${code} ${reason.toString()}`;
+        log.error({ code }, why);
+        this.stopped = true;
+        this.welcome = null;
+        this.stopHeartbeat();
+        this.emit('down', why);
+        this.emit('fatal', new RankdError(code === CloseCode.Revoked ? ErrorCode.NodeCertRevoked : ErrorCode.NodeIdentityMismatch, why));
+        return;
+      }
       this.scheduleReconnect(`closed ${code}${reason.length ? ' ' + reason.toString() : ''}`);
     });
   }

@@ -30,6 +30,14 @@ const sameArgv = (a: readonly string[], b: readonly string[]): boolean => a.leng
 const sameSet = (a: readonly number[], b: readonly number[]): boolean => formatCpuList(a) === formatCpuList(b);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * How long a CPU mismatch must last to be one. hwloc's x86 discovery (inside MPI_Init of
+ * MPICH and Open MPI) binds the process to each CPU in turn to run cpuid there, then puts
+ * the binding back; a read in between sees one CPU that is not the plan's. A binding that
+ * someone really changed stays changed.
+ */
+const MISMATCH_SETTLE_MS = 250;
+
 /** Waits for the program to replace its wrappers in `pid`, then reads and judges its binding. */
 export async function verifyBinding(pid: number, plan: BindingPlan, opts: VerifyOptions): Promise<RankBinding> {
   const deadline = Date.now() + (opts.timeoutMs ?? 5000);
@@ -49,6 +57,10 @@ export async function verifyBinding(pid: number, plan: BindingPlan, opts: Verify
   // look again shortly rather than report a bound rank without its policy
   for (let retry = 0; plan.memBound && binding.memPolicy === undefined && binding.unread === undefined && retry < 10; retry++) {
     await sleep(2);
+    binding = judgeBinding(pid, plan);
+  }
+  for (const settle = Date.now() + MISMATCH_SETTLE_MS; binding.mismatch !== undefined && Date.now() < settle; ) {
+    await sleep(10);
     binding = judgeBinding(pid, plan);
   }
   return binding;

@@ -4,9 +4,10 @@
 // cgroup.kill (Linux 5.14) kills everything in it at once, children of children included.
 // Where there is no such subtree, ranks are tracked by process group alone.
 //
-// Each rank gets <base>/rankd-<jobId>.<rank>. No controller is enabled in the agent's
-// subtree_control, so the "no internal processes" rule does not apply and the agent may
-// stay in its own cgroup beside its ranks' children.
+// Each rank gets <base>/rankd-<jobId>.<rank>; a process of a job that is not a rank (Open
+// MPI's mpirun and orted) gets <base>/rankd-<jobId>.<name> beside them. No controller is
+// enabled in the agent's subtree_control, so the "no internal processes" rule does not
+// apply and the agent may stay in its own cgroup beside its ranks' children.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -68,12 +69,12 @@ export function detectCgroupBase(mode: CgroupMode): string | null {
   }
 }
 
-export function rankCgroupPath(base: string, jobId: string, rank: number): string {
+export function rankCgroupPath(base: string, jobId: string, rank: number | string): string {
   return path.join(base, `rankd-${jobId}.${rank}`);
 }
 
-/** Creates the rank's cgroup; an empty one left by an earlier attempt is reused. */
-export function createRankCgroup(base: string, jobId: string, rank: number): string {
+/** Creates the rank's cgroup (or a named one of the job's); an empty one left by an earlier attempt is reused. */
+export function createRankCgroup(base: string, jobId: string, rank: number | string): string {
   const dir = rankCgroupPath(base, jobId, rank);
   try {
     fs.mkdirSync(dir);

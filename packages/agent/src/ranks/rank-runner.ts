@@ -8,6 +8,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
+import type { Socket } from 'node:net';
 import os from 'node:os';
 import { verifyBinding } from './binding.js';
 import { createRankCgroup, detectCgroupBase, killCgroup, removeCgroup, type CgroupMode } from './cgroup.js';
@@ -110,6 +111,7 @@ export class RankRunner extends EventEmitter<Events> {
     const dir = this.spool.rankDir(jobId, rank);
     const launchRecord: LaunchRecord = { argv: launch.argv, execArgv: pin.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: launch.pty === true };
     let cgroup: string | null = null;
+    let passed: Socket | undefined;
     try {
       writeJsonAtomic(files.launch(dir), launchRecord);
       cgroup = this.cgroupBase ? createRankCgroup(this.cgroupBase, jobId, rank) : null;
@@ -130,9 +132,10 @@ export class RankRunner extends EventEmitter<Events> {
       if (args.chain.length !== pin.argv.length) wrappers.push(args.chain);
       if (pin.argv.length !== launch.argv.length) wrappers.push(pin.argv);
 
-      const started: { pid: number; ended: Promise<void>; child?: ChildProcess } = launch.pty
+      const started: { pid: number; ended: Promise<void>; child?: ChildProcess; passedSocket?: Socket } = launch.pty
         ? await startPtyRank(args, env, launch.cols, launch.rows)
-        : await startSupervised(args, env);
+        : await startSupervised(args, env, launch.passSocket === true);
+      passed = started.passedSocket;
       const t = this.track(jobId, rank, dir, launchRecord, readRankRecord(dir));
       t.child = started.child;
       const binding = await verifyBinding(started.pid, { cpus: launch.cpus, memNodes: launch.memNodes, memBound: pin.memBound }, {
@@ -153,8 +156,10 @@ export class RankRunner extends EventEmitter<Events> {
         warnings,
         cgroup,
         execArgv: pin.argv,
+        ...(passed ? { passedSocket: passed } : {}),
       };
     } catch (err) {
+      passed?.destroy();
       // the start failed: leave no trace, so that the controller may retry the rank here;
       // if the supervisor died after the fork, its rank is ended first
       if (!this.ranks.has(keyOf(jobId, rank))) {
@@ -298,6 +303,40 @@ export class RankRunner extends EventEmitter<Events> {
     }
     this.startLivenessPoll();
     return found.map((t) => this.info(t));
+  }
+
+  /**
+   * A rank whose supervisor was started by someone else from a directory this node
+   * prepared (Open MPI's orted runs ranks of `--mpi openmpi` jobs: openmpi/). Once its
+   * rank.json exists it is tracked as an adopted rank is (exit.json watch, liveness poll),
+   * after its binding is read back as for any start. Its exit event comes after this resolves.
+   */
+  async attach(jobId: string, rank: number, plan: Parameters<typeof verifyBinding>[1], wrapperCmdlines: string[][], warnings: string[]): Promise<StartedRank> {
+    const key = keyOf(jobId, rank);
+    if (this.ranks.has(key) || this.starting.has(key)) throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} is already tracked on this node`);
+    const dir = this.spool.rankDir(jobId, rank);
+    const launch = readLaunchRecord(dir);
+    const t = this.track(jobId, rank, dir, launch, readRankRecord(dir));
+    const binding = await verifyBinding(t.record.pid, plan, { wrapperCmdlines, timeoutMs: this.opts.bindingTimeoutMs });
+    setImmediate(() => {
+      t.unwatch = watchRankDir(dir, () => {
+        if (fs.existsSync(files.exit(dir))) void this.finish(t);
+      });
+      this.startLivenessPoll();
+      if (fs.existsSync(files.exit(dir)) || !this.supervisorAlive(t)) void this.finish(t);
+    });
+    return {
+      jobId,
+      rank,
+      pid: t.record.pid,
+      pgid: t.record.pgid,
+      supervisorPid: t.record.supervisorPid,
+      startedAt: t.startedAt ?? new Date().toISOString(),
+      binding,
+      warnings,
+      cgroup: t.record.cgroup,
+      execArgv: launch?.execArgv ?? [],
+    };
   }
 
   private startLivenessPoll(): void {

@@ -1,5 +1,6 @@
 // What the controller asks a node to run, and what the node answers. These are the
 // library's own types; the wire messages (packages/protocol) map onto them.
+import type { Socket } from 'node:net';
 import { RankErrorCode, rankError } from './errors.js';
 
 export type RankStream = 'stdout' | 'stderr';
@@ -25,6 +26,8 @@ export interface RankLaunch {
   pty?: boolean;
   cols?: number;
   rows?: number;
+  /** Give the rank one end of a socketpair at descriptor 3 (its PMI_FD); not with pty. */
+  passSocket?: boolean;
 }
 
 /** The binding read back from the rank's own /proc entry after it started. */
@@ -59,6 +62,8 @@ export interface StartedRank {
   cgroup: string | null;
   /** The argv actually executed after the supervisor: pinning wrapper included. */
   execArgv: string[];
+  /** The agent's end of the socket asked for with passSocket. */
+  passedSocket?: Socket;
 }
 
 /** The explicit final message of a rank. `outcome: 'unknown'` is never a success. */

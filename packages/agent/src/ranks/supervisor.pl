@@ -18,7 +18,9 @@
 # Usage:
 #   supervisor.pl run  RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...
 #       The rank's environment arrives on stdin as NAME=VALUE\0 records. The agent reads
-#       one line on stdout: "started PID" or "failed CODE MESSAGE".
+#       one line on stdout: "started PID" or "failed CODE MESSAGE". RANKD_PASS_FD=N in the
+#       supervisor's own environment names an inherited descriptor (the rank's PMI socket)
+#       that the rank keeps and the supervisor closes after the fork.
 #   supervisor.pl exec RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...
 #       PTY ranks: node-pty is the parent, so this only prepares the process and execs.
 #       The environment comes as RANKD_ENV_NAME=VALUE variables, so that the rank's own
@@ -73,6 +75,11 @@ if ($pid == 0) {
 close $report_w;
 close $out;
 close $err;
+# A socket passed to the rank (PMI_FD): only the rank may hold it, so that its other end
+# sees EOF when the rank is gone.
+if (defined $ENV{RANKD_PASS_FD} && $ENV{RANKD_PASS_FD} =~ /^\d+$/ && open(my $passed, '+<&=', $ENV{RANKD_PASS_FD})) {
+    close $passed;
+}
 my $failure = do { local $/; <$report_r> };
 close $report_r;
 if (defined $failure && length $failure) {

@@ -1,5 +1,6 @@
 // Starting a rank under its supervisor (supervisor.pl) and reading its one-line answer.
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -45,20 +46,27 @@ export interface SupervisedStart {
   supervisorPid: number;
   /** Resolves when the supervisor has exited, which it does only after writing exit.json. */
   ended: Promise<void>;
+  /** The agent's end of the socket the rank holds at PASS_FD, when one was asked for. */
+  passedSocket?: Socket;
 }
+
+/** The descriptor a passed socket (PMI_FD) sits on in the rank: the first after stdio. */
+export const PASS_FD = 3;
 
 /**
  * Spawns the supervisor in its own session and resolves once the rank has exec'd its first
  * program. The environment travels on the supervisor's stdin, not in its own environment,
  * so nothing of the job's environment (PERL5OPT, PERL5LIB, LC_ALL) affects the interpreter.
  */
-export function startSupervised(a: SupervisorArgs, env: Record<string, string>): Promise<SupervisedStart> {
+export function startSupervised(a: SupervisorArgs, env: Record<string, string>, passSocket = false): Promise<SupervisedStart> {
   const argv = supervisorArgv(a);
+  // a 'pipe' beyond stdio is a socketpair: the rank inherits one end at PASS_FD, through the
+  // supervisor, which closes its own copy so that the agent sees EOF when the rank is gone
   const child = spawn(argv[0]!, argv.slice(1), {
     detached: true,
-    stdio: ['pipe', 'pipe', 'ignore'],
+    stdio: passSocket ? ['pipe', 'pipe', 'ignore', 'pipe'] : ['pipe', 'pipe', 'ignore'],
     cwd: '/',
-    env: supervisorEnv(),
+    env: { ...supervisorEnv(), ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}) },
   });
   // listened for from the spawn on, so that a rank that ends at once is never missed
   const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -70,8 +78,11 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>):
       settled = true;
       child.stdout!.removeAllListeners('data');
       child.stdout!.destroy();
-      if (err) reject(err);
-      else resolve({ child, pid: pid!, supervisorPid: child.pid!, ended });
+      const passed = passSocket ? (child.stdio[PASS_FD] as Socket) : undefined;
+      if (err) {
+        passed?.destroy();
+        reject(err);
+      } else resolve({ child, pid: pid!, supervisorPid: child.pid!, ended, ...(passed ? { passedSocket: passed } : {}) });
     };
     child.once('error', (err) => settle(rankError(RankErrorCode.SpawnFailed, `cannot start the supervisor: ${err.message}`)));
     // 'close' comes after the exit and after stdout has delivered everything, so an answer
@@ -112,7 +123,7 @@ const SYSCALLS: Partial<Record<NodeJS.Architecture, { setsid: number; prctl: num
 /** True when the supervisor can call setsid(2) itself, so the chain needs no setsid(1). */
 export const SUPERVISOR_SETSID = SYSCALLS[process.arch] !== undefined;
 
-function supervisorEnv(): Record<string, string> {
+export function supervisorEnv(): Record<string, string> {
   const env: Record<string, string> = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
   const nr = SYSCALLS[process.arch];
   if (nr) {

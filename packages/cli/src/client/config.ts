@@ -1,5 +1,6 @@
-// Where client commands find the controller: RANKD_URL/RANKD_TOKEN, else the file
-// `rankd up` writes (~/.rankd/config.json).
+// Where client commands find the controller: RANKD_URL/RANKD_TOKEN/RANKD_CA, else the file
+// `rankd up` writes (~/.rankd/config.json). `ca` is the file of the CA certificate the
+// controller is verified against (without it, the system's roots).
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,8 @@ import { CliError, ExitCode } from '../exit-codes.js';
 export interface ClientConfig {
   url: string;
   token: string;
+  /** Path of the CA certificate (PEM) to verify the controller against. */
+  ca?: string;
 }
 
 export function rankdHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -32,8 +35,9 @@ export function loadClientConfig(env: NodeJS.ProcessEnv = process.env): ClientCo
   }
   const url = fromEnv.url ?? fromFile.url;
   const token = fromEnv.token ?? fromFile.token;
+  const ca = env['RANKD_CA'] ?? (fromEnv.url ? undefined : fromFile.ca);
   if (!url || !token) {
     throw new CliError(`no controller configured: set RANKD_URL and RANKD_TOKEN, or run "rankd up" (which writes ${path})`, ExitCode.Usage);
   }
-  return { url: url.replace(/\/+$/, ''), token };
+  return { url: url.replace(/\/+$/, ''), token, ...(ca ? { ca } : {}) };
 }

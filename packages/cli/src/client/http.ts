@@ -4,8 +4,10 @@
 // ~190 ms of a ~300 ms `rankd run` on the machines we measure, more than the job itself.
 // One keep-alive agent lets the submit and the log stream of `rankd run` share a
 // connection; its idle sockets are unref'd, so they never hold the process open.
-import http from 'node:http';
-import type { IncomingMessage } from 'node:http';
+// The controller speaks HTTPS only; it is verified against the client config's `ca`
+// (RANKD_CA). node:https (and TLS) is loaded on the first request, not at start-up.
+import { readFileSync } from 'node:fs';
+import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { ClientConfig } from './config.js';
 
@@ -18,7 +20,32 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-let agents: { http: http.Agent; https?: http.Agent } | undefined;
+const agents: { http?: HttpAgent; https?: HttpAgent } = {};
+const caCache = new Map<string, string>();
+
+/** The PEM of the configured CA file (read once); undefined means the system's roots. */
+export function readCa(config: ClientConfig): string | undefined {
+  if (!config.ca) return undefined;
+  let pem = caCache.get(config.ca);
+  if (pem === undefined) {
+    try {
+      pem = readFileSync(config.ca, 'utf8');
+    } catch (err) {
+      throw new CliError(`cannot read the CA file ${config.ca} (client config "ca" or RANKD_CA): ${(err as Error).message}`, ExitCode.Software);
+    }
+    caCache.set(config.ca, pem);
+  }
+  return pem;
+}
+
+/** A transport error in words: TLS verification failures say what to fix. */
+export function reachError(config: ClientConfig, err: NodeJS.ErrnoException): CliError {
+  const code = err.code ?? err.message;
+  if (/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|SSL|TLS/i.test(code)) {
+    return new CliError(`the controller at ${config.url} is not trusted (${code}): point "ca" in the client config or RANKD_CA at its CA certificate`, ExitCode.Unreachable);
+  }
+  return new CliError(`cannot reach the controller at ${config.url}: ${code}`, ExitCode.Unreachable);
+}
 
 export async function request<T>(config: ClientConfig, path: string, options: RequestOptions = {}): Promise<T> {
   const { timeoutMs = 30_000 } = options;
@@ -51,9 +78,12 @@ async function open(config: ClientConfig, path: string, options: RequestOptions)
   // concatenated, not resolved: a controller behind a path prefix (http://gw/rankd) keeps it
   const url = new URL(config.url.replace(/\/+$/, '') + path);
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  const client = url.protocol === 'https:' ? await import('node:https') : http;
-  agents ??= { http: new http.Agent({ keepAlive: true }) };
-  const agent = url.protocol === 'https:' ? (agents.https ??= new (client as typeof import('node:https')).Agent({ keepAlive: true })) : agents.http;
+  const secure = url.protocol === 'https:';
+  const client = secure ? await import('node:https') : await import('node:http');
+  const ca = secure ? readCa(config) : undefined;
+  const agent = secure
+    ? (agents.https ??= new (client as typeof import('node:https')).Agent({ keepAlive: true, ...(ca ? { ca } : {}) }))
+    : (agents.http ??= new client.Agent({ keepAlive: true }));
   return new Promise<IncomingMessage>((resolve, reject) => {
     const req = client.request(url, {
       method,
@@ -68,7 +98,7 @@ async function open(config: ClientConfig, path: string, options: RequestOptions)
     req.once('response', resolve);
     req.once('error', (err: NodeJS.ErrnoException) => {
       if (signal?.aborted) reject(err);
-      else reject(new CliError(`cannot reach the controller at ${config.url}: ${err.code ?? err.message}`, ExitCode.Unreachable));
+      else reject(reachError(config, err));
     });
     req.end(payload);
   });

@@ -9,6 +9,9 @@ interface AgentFlags {
   config?: string;
   controller?: string;
   tokenFile?: string;
+  joinToken?: string;
+  caHash?: string;
+  stateDir?: string;
   name?: string;
   label?: string[];
   address?: string;
@@ -22,8 +25,11 @@ export function register(program: Command): void {
     .command('agent')
     .description('run the node agent in the foreground')
     .option('--config <file>', 'config file (default /etc/rankd/agent.json when present)')
-    .option('--controller <url>', 'controller URL, e.g. http://10.0.0.1:7480')
-    .option('--token-file <file>', 'file holding the cluster join token')
+    .option('--controller <url>', 'controller URL, e.g. https://10.0.0.1:7480')
+    .option('--join-token <token>', 'join token for the first enrollment (rankd join-command prints it)')
+    .option('--token-file <file>', 'file holding the join token (keeps it off the command line)')
+    .option('--ca-hash <sha256:hex>', "the controller CA's public key hash to pin at enrollment")
+    .option('--state-dir <dir>', 'where the node key, certificate and pinned CA live (default /var/lib/rankd/agent)')
     .option('--name <name>', 'node name (default: the hostname)')
     .option('--label <k=v>', 'node label (repeatable)', collect)
     .option('--address <ip>', 'address other nodes reach this one at (default: as the controller sees it)')
@@ -39,6 +45,9 @@ export function register(program: Command): void {
         const fromFlags: AgentConfigFile = {
           ...(flags.controller ? { controller: flags.controller } : {}),
           ...(flags.tokenFile ? { tokenFile: flags.tokenFile } : {}),
+          ...(flags.joinToken ? { joinToken: flags.joinToken } : {}),
+          ...(flags.caHash ? { caHash: flags.caHash } : {}),
+          ...(flags.stateDir ? { stateDir: flags.stateDir } : {}),
           ...(flags.name ? { name: flags.name } : {}),
           ...(flags.label ? { labels: parseLabels(flags.label) } : {}),
           ...(flags.address ? { address: flags.address } : {}),
@@ -50,9 +59,17 @@ export function register(program: Command): void {
       } catch (err) {
         throw new CliError((err as Error).message, ExitCode.Usage);
       }
-      const agent = await startAgent({ config, facts: factsSource(config.factsRoot) });
-      const signal = await untilSignal();
-      agent.log.info({ signal }, 'agent stopping');
+      let agent;
+      try {
+        agent = await startAgent({ config, facts: factsSource(config.factsRoot) });
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code?.startsWith('RANKD_')) throw new CliError(`${(err as Error).message} (${code})`, ExitCode.Unauthorized);
+        throw err;
+      }
+      const ended = await Promise.race([untilSignal().then((signal) => ({ signal, fatal: null })), agent.fatal.then((fatal) => ({ signal: null, fatal }))]);
+      agent.log.info({ signal: ended.signal, fatal: ended.fatal?.code }, 'agent stopping');
       await agent.stop();
+      if (ended.fatal) throw new CliError(`${ended.fatal.message} (${ended.fatal.code})`, ExitCode.Unauthorized);
     });
 }

@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { DEFAULT_CONTROLLER_PORT as DEFAULT_PORT } from '@rankd/protocol/wire';
 import { rankdHome } from '../client/config.js';
 import { parseListen } from '../listen-address.js';
-import { positiveInt } from '../options.js';
+import { duration, positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
+import { CliError, ExitCode } from '../exit-codes.js';
 
 export function register(program: Command): void {
   program
@@ -15,18 +16,27 @@ export function register(program: Command): void {
     .option('--data-dir <dir>', 'database, tokens and logs (default: ~/.rankd/controller)')
     .option('--heartbeat-ms <ms>', 'agent heartbeat interval; TTL, lost deadline and restart grace scale with it', positiveInt)
     .option('--restart-grace-ms <ms>', 'after a start, how long known nodes have to reconnect before any is judged', positiveInt)
-    .action(async (opts: { listen: string; dataDir?: string; heartbeatMs?: number; restartGraceMs?: number }) => {
+    .option('--tls-cert <file>', "serve this certificate (PEM, chain) instead of one from the controller's own CA")
+    .option('--tls-key <file>', 'the key of --tls-cert (PEM)')
+    .option('--tls-ca <file>', 'the CA that issued --tls-cert, as clients and agents pin it (default: the last certificate of the chain)')
+    .option('--node-cert-ttl <duration>', 'lifetime of node certificates; agents renew at about 2/3 of it (default 365d)', duration)
+    .option('--admin <name>', 'name of the admin user created at first start, whose token is <data dir>/api-token', 'admin')
+    .action(async (opts: { listen: string; dataDir?: string; heartbeatMs?: number; restartGraceMs?: number; tlsCert?: string; tlsKey?: string; tlsCa?: string; nodeCertTtl?: number; admin: string }) => {
+      if (!/^[a-z_][a-z0-9_.-]{0,31}$/.test(opts.admin)) throw new CliError(`--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`, ExitCode.Usage);
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
       // loaded here, not at the top: other commands must not pay for fastify and SQLite
       const { fleetTimingFromHeartbeat, startController } = await import('@rankd/controller');
       const controller = await startController({
         dataDir: opts.dataDir ?? join(rankdHome(), 'controller'),
+        bootstrapAdmin: opts.admin,
         host,
         port,
         timing: {
           ...(opts.heartbeatMs ? fleetTimingFromHeartbeat(opts.heartbeatMs) : {}),
           ...(opts.restartGraceMs ? { restartGraceMs: opts.restartGraceMs } : {}),
         },
+        tls: { ...(opts.tlsCert ? { certFile: opts.tlsCert } : {}), ...(opts.tlsKey ? { keyFile: opts.tlsKey } : {}), ...(opts.tlsCa ? { caFile: opts.tlsCa } : {}) },
+        ...(opts.nodeCertTtl ? { nodeCertTtlMs: opts.nodeCertTtl } : {}),
       });
       const signal = await untilSignal();
       controller.log.info({ signal }, 'controller stopping');

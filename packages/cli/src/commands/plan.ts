@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { Compile } from 'typebox/compile';
 import { Facts, type PlacementSpec, type RankMap } from '@rankd/protocol';
 import { PlanError, planRankMap, type PlannerNode } from '@rankd/controller/planner/index';
-import { RANK_MAP_FORMATS, isRankMapFormat, renderRankMap } from '@rankd/controller/planner/views/index';
+import { RANK_MAP_FORMATS, RANK_MAP_FORMAT_GLOSS, isRankMapFormat, renderRankMap } from '@rankd/controller/planner/views/index';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
@@ -21,12 +21,14 @@ interface PlanOptions extends PlacementOptions {
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+const formatList = RANK_MAP_FORMATS.map((f) => (RANK_MAP_FORMAT_GLOSS[f] ? `${f} (${RANK_MAP_FORMAT_GLOSS[f]})` : f)).join(', ');
+
 export function register(program: Command): void {
   const cmd = program
     .command('plan')
     .description('show the rank map (CPUs, memory, NICs, GIDs, GPUs, environment) a placement spec gives');
   addPlacementOptions(cmd)
-    .option('--format <format>', `output: ${RANK_MAP_FORMATS.join(', ')}`, 'table')
+    .option('--format <format>', `output: ${formatList}`, 'table')
     .option('--facts-dir <dir>', 'plan offline on NODE.json facts files instead of the controller')
     .option('--address <NODE=IP>', 'the address of a node (offline; repeatable)', collect)
     .action(async (opts: PlanOptions) => {

@@ -3,6 +3,7 @@
 // ranks to end; a second Ctrl-C detaches.
 import type { Command } from 'commander';
 import type { JobSubmit } from '@rankd/protocol';
+import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { loadClientConfig } from '../client/config.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
@@ -19,6 +20,7 @@ interface RunFlags extends PlacementOptions {
   cwd?: string;
   failPolicy?: 'fail-fast' | 'wait';
   name?: string;
+  mpi?: string;
 }
 
 export function register(program: Command): void {
@@ -36,7 +38,8 @@ export function register(program: Command): void {
     .option('--pty', 'run each rank under a pseudo-terminal')
     .option('--user <name>', 'run the ranks as this user')
     .option('--cwd <dir>', 'working directory of the ranks (default: this one)')
-    .option('--name <name>', 'a name for the job');
+    .option('--name <name>', 'a name for the job')
+    .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none');
   addPlacementOptions(cmd);
   cmd.action(async (command: string[], flags: RunFlags) => {
     const config = loadClientConfig();
@@ -50,6 +53,7 @@ export function register(program: Command): void {
       ...(flags.grace !== undefined ? { grace: seconds('--grace', flags.grace, true) } : {}),
       ...(flags.timeout !== undefined ? { timeout: seconds('--timeout', flags.timeout, false) } : {}),
       ...(flags.failPolicy ? { failPolicy: failPolicy(flags.failPolicy) } : {}),
+      ...(flags.mpi !== undefined ? { mpi: mpiMode(flags.mpi) } : {}),
     };
     process.exitCode = await runJob(config, submit, { quiet: flags.quiet ?? false, label: flags.label ? flags.labelFormat : '' });
   });
@@ -64,4 +68,9 @@ function seconds(flag: string, text: string, zeroOk: boolean): number {
 function failPolicy(text: string): 'fail-fast' | 'wait' {
   if (text !== 'fail-fast' && text !== 'wait') throw new CliError(`--fail-policy is fail-fast or wait, not "${text}"`, ExitCode.Usage);
   return text;
+}
+
+function mpiMode(text: string): MpiMode {
+  if (!(MPI_MODES as readonly string[]).includes(text)) throw new CliError(`--mpi is one of ${MPI_MODES.join(', ')}, not "${text}"`, ExitCode.Usage);
+  return text as MpiMode;
 }

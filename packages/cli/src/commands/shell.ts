@@ -6,6 +6,7 @@ import { constants } from 'node:os';
 import type { Command } from 'commander';
 import { MAX_FRAME_BYTES, SHELL_PATH, SHELL_SUBPROTOCOL, type ShellEvent } from '@rankd/protocol';
 import { loadClientConfig, type ClientConfig } from '../client/config.js';
+import { readCa, reachError } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 
 interface ShellFlags {
@@ -45,7 +46,9 @@ async function openShell(config: ClientConfig, node: string, command: string[], 
   if (flags.user) params.set('user', flags.user);
   if (flags.cwd) params.set('cwd', flags.cwd);
   const url = config.url.replace(/^http/, 'ws') + SHELL_PATH + '?' + params.toString();
+  const ca = readCa(config);
   const ws = new WebSocket(url, [SHELL_SUBPROTOCOL], {
+    ...(ca ? { ca } : {}),
     headers: { authorization: `Bearer ${config.token}` },
     perMessageDeflate: false,
     maxPayload: MAX_FRAME_BYTES,
@@ -82,7 +85,7 @@ async function openShell(config: ClientConfig, node: string, command: string[], 
       });
     });
     ws.on('error', (err: NodeJS.ErrnoException) => {
-      if (!opened) reject(new CliError(`cannot reach the controller at ${config.url}: ${err.code ?? err.message}`, ExitCode.Unreachable));
+      if (!opened) reject(reachError(config, err));
     });
 
     ws.on('open', () => {

@@ -2,7 +2,7 @@
 // ~/.rankd, and the client config written so that every other command just works.
 import type { Command } from 'commander';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NodeList } from '@rankd/protocol';
@@ -68,27 +68,38 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   rmSync(stateFile, { force: true });
 
   const heartbeat = flags.heartbeatMs ? ['--heartbeat-ms', flags.heartbeatMs] : [];
-  const controller = new DaemonProcess('controller', ['controller', '--listen', flags.listen, '--data-dir', controllerDir, ...heartbeat], join(home, 'controller.log'));
-  const url = await untilReady(controller, 'the controller to listen', () => {
+  // the person running `rankd up` is the cluster's first admin, under their login name
+  const admin = adminName();
+  const controller = new DaemonProcess('controller', ['controller', '--listen', flags.listen, '--data-dir', controllerDir, '--admin', admin, ...heartbeat], join(home, 'controller.log'));
+  const state = await untilReady(controller, 'the controller to listen', () => {
     try {
-      return (JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string }).url;
+      return JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string; ca: string; caHash: string };
     } catch {
       return undefined;
     }
   });
-  const client: ClientConfig = { url, token: readFileSync(join(controllerDir, 'api-token'), 'utf8').trim() };
+  const url = state.url;
+  // the controller speaks TLS only; its CA is what this client (and the local agent) trust
+  const client: ClientConfig = { url, token: readFileSync(join(controllerDir, 'api-token'), 'utf8').trim(), ca: state.ca };
   const configPath = clientConfigPath();
   writeFileSync(configPath + '.tmp', JSON.stringify(client, null, 2) + '\n', { mode: 0o600 });
   renameSync(configPath + '.tmp', configPath);
 
+  // the local agent enrolls like any other: a single-use join token, the CA pinned by hash
+  // (once enrolled, its state directory holds its certificate and the token is not used)
+  const minted = await request<{ token: string; caHash: string }>(client, '/v1/join-tokens', { method: 'POST', body: { ttlSeconds: 600, uses: 1, description: 'rankd up: local agent' } });
   const agent = new DaemonProcess(
     'agent',
     [
       'agent',
       '--controller',
       url,
-      '--token-file',
-      join(controllerDir, 'join-token'),
+      '--join-token',
+      minted.token,
+      '--ca-hash',
+      minted.caHash,
+      '--state-dir',
+      join(agentDir, 'state'),
       '--name',
       flags.name,
       '--spool-dir',
@@ -125,6 +136,17 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
     ),
   );
   return { controller, agent, client };
+}
+
+/** The login name when it is a valid rankd user name, else "admin". */
+function adminName(): string {
+  let login = '';
+  try {
+    login = userInfo().username;
+  } catch {
+    // no passwd entry (a container's arbitrary uid)
+  }
+  return /^[a-z_][a-z0-9_.-]{0,31}$/.test(login) ? login : 'admin';
 }
 
 async function untilReady<T>(daemon: DaemonProcess, what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {

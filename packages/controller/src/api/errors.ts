@@ -7,13 +7,41 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 const statusOf: Record<string, number> = {
   [ErrorCode.InvalidRequest]: 400,
   [ErrorCode.Unauthorized]: 401,
+  [ErrorCode.Forbidden]: 403,
+  [ErrorCode.Conflict]: 409,
+  [ErrorCode.RateLimited]: 429,
+  [ErrorCode.AuditUnavailable]: 503,
   [ErrorCode.NotFound]: 404,
   [ErrorCode.NodeNotFound]: 404,
   [ErrorCode.TooLarge]: 413,
   [ErrorCode.JobEnded]: 409,
+  [ErrorCode.JoinTokenUnknown]: 401,
+  [ErrorCode.JoinTokenExpired]: 401,
+  [ErrorCode.JoinTokenRevoked]: 401,
+  [ErrorCode.JoinTokenUsed]: 401,
+  [ErrorCode.CsrReplayed]: 409,
+  [ErrorCode.CsrInvalid]: 400,
+  [ErrorCode.CsrTooLarge]: 413,
+  [ErrorCode.NodeNameInUse]: 409,
+  [ErrorCode.InvalidNodeName]: 400,
+  [ErrorCode.NodeCertRequired]: 401,
+  [ErrorCode.NodeCertExpired]: 401,
+  [ErrorCode.NodeCertRevoked]: 401,
+  [ErrorCode.NodeCertInvalid]: 401,
+  [ErrorCode.NodeIdentityMismatch]: 403,
 };
 
-const reason: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 500: 'Internal Server Error' };
+const reason: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
 
 export function httpStatusFor(code: string): number {
   // Planner and job errors are all about the request: 400 unless listed.
@@ -39,7 +67,8 @@ export function installErrorHandlers(app: FastifyInstance): void {
       // socket with unread data resets it, and the reset can destroy the 413 before the
       // client, or a proxy in between, reads it.
       await drainRequest(request.raw, 8 * MAX_FRAME_BYTES, 5000);
-      return reply.code(413).send(errorBody(413, ErrorCode.TooLarge, err.message));
+      const code = request.url.startsWith('/v1/enroll') ? ErrorCode.CsrTooLarge : ErrorCode.TooLarge;
+      return reply.code(413).send(errorBody(413, code, err.message));
     }
     if (status >= 400 && status < 500) {
       // malformed JSON, wrong content type, …: fastify's own FST_ codes become ours, its text stays

@@ -1,14 +1,19 @@
 // The REST API: a fastify instance whose routes are validated and documented by
 // the same TypeBox schemas the code is typed with.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
+import rateLimit from '@fastify/rate-limit';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import { MAX_FRAME_BYTES, RANKD_VERSION } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import type { JobManager } from '../jobs/job-manager.js';
 import type { FleetServices } from '../fleet/exec/fleet-services.js';
-import { installAuth } from './auth.js';
+import { installAuth, type AccessControl } from './auth.js';
+import type { UsersRepo } from '../store/users-repo.js';
+import { usersRoutes } from './routes/users.js';
+import { auditRoutes, installAudit } from './audit.js';
+import type { AuditLog } from '../store/audit-log.js';
 import { installErrorHandlers } from './errors.js';
 import { healthRoutes } from './routes/health.js';
 import { jobsRoutes } from './routes/jobs.js';
@@ -19,14 +24,23 @@ import { inventoryRoutes } from './routes/inventory.js';
 import { execRoutes } from './routes/exec.js';
 import { pingRoutes } from './routes/ping.js';
 import { doctorRoutes } from './routes/doctor.js';
+import { enrollRoutes, type EnrollDeps } from './routes/enroll.js';
 
 export interface ApiDeps {
   log: Logger;
-  apiToken: string;
+  access: AccessControl;
+  users: UsersRepo;
+  audit: AuditLog;
   registry: NodeRegistry;
   jobs: JobManager;
+  /** Failed authentications allowed per source address and window before 429 (default 20 a minute). */
+  authFailures?: { max: number; windowMs: number };
   /** Inventory, exec, ping and doctor; without it those routes are not served. */
   fleet?: FleetServices;
+  /** fastify's https options (always given by the controller; tests of routes alone may omit them). */
+  https?: Record<string, unknown>;
+  /** Enrollment routes; without them those routes are not served. */
+  enroll?: EnrollDeps;
 }
 
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
@@ -37,25 +51,40 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: (request) => request.url === '/healthz' }),
     // requests carry ids in logs; clients may pass their own for correlation
     requestIdHeader: 'x-request-id',
+    ...(deps.https ? { https: deps.https } : {}),
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'rankd controller', version: RANKD_VERSION, description: 'Nodes, facts, rank plans and jobs.' },
+      info: { title: 'rankd controller', version: RANKD_VERSION, description: 'Nodes, facts, rank plans, jobs, fleet operations, users and the audit log.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
   });
   installErrorHandlers(app);
-  installAuth(app, deps.apiToken);
+  // Failed authentications are counted per source address and answered 429 with Retry-After
+  // past the limit. global: false: the plugin limits no route by itself; the auth hook asks it
+  // only about failures, so requests with a valid token are never counted nor limited.
+  await app.register(rateLimit, { global: false });
+  const { max, windowMs } = deps.authFailures ?? { max: 20, windowMs: 60_000 };
+  const countFailure = app.createRateLimit({ max, timeWindow: windowMs, keyGenerator: (req) => req.ip });
+  // the limiter reads only the key (ip, by our keyGenerator) and routeOptions.config: a shim of
+  // those two serves the shell's WebSocket upgrades, which are not fastify requests
+  deps.access.limiter = async (req) => {
+    const r = await countFailure(req as unknown as FastifyRequest);
+    return r.isAllowed ? { isExceeded: false, ttlInSeconds: 0 } : { isExceeded: r.isExceeded, ttlInSeconds: r.ttlInSeconds };
+  };
+  installAuth(app, deps.access);
+  installAudit(app, deps.audit);
   await app.register(healthRoutes);
   await app.register(nodesRoutes, { registry: deps.registry });
+  if (deps.enroll) await app.register(enrollRoutes, deps.enroll);
   await app.register(planRoutes, {
     registry: deps.registry,
     pickPort: (node) => deps.jobs.pickPort(node),
     ...(deps.fleet ? { resolveGroup: deps.fleet.inventory.groupResolver() } : {}),
   });
-  await app.register(jobsRoutes, { jobs: deps.jobs });
+  await app.register(jobsRoutes, { jobs: deps.jobs, access: deps.access });
   await app.register(logsRoutes, { jobs: deps.jobs });
   if (deps.fleet) {
     await app.register(inventoryRoutes, { inventory: deps.fleet.inventory });
@@ -63,6 +92,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(pingRoutes, { ping: deps.fleet.ping });
     await app.register(doctorRoutes, { doctor: deps.fleet.doctor });
   }
+  await app.register(usersRoutes, { users: deps.users });
+  await app.register(auditRoutes, { audit: deps.audit });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -14,6 +14,8 @@ import type { FleetTiming } from './timing.js';
 export interface AgentLink {
   readonly remoteAddress: string | null;
   send(message: { type: string } & Record<string, unknown>): boolean;
+  /** Sends a message encoded once for many links (the same bytes to every node of a fence). */
+  sendEncoded(frame: Buffer): boolean;
   close(code: number, reason: string): void;
 }
 

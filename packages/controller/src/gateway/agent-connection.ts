@@ -24,6 +24,8 @@ export class AgentConnection implements AgentLink {
   constructor(
     private readonly ws: WebSocket,
     readonly remoteAddress: string | null,
+    /** The node name in the connection's client certificate: the only identity this link has. */
+    readonly certName: string,
     private readonly registry: NodeRegistry,
     private readonly handlers: ReadonlyMap<string, AgentHandler>,
     private readonly log: Logger,
@@ -41,6 +43,12 @@ export class AgentConnection implements AgentLink {
     return true;
   }
 
+  sendEncoded(frame: Buffer): boolean {
+    if (this.ws.readyState !== this.ws.OPEN) return false;
+    this.ws.send(frame, { binary: false });
+    return true;
+  }
+
   /** Bytes queued on the socket: senders of bulk data check it for backpressure. */
   get bufferedAmount(): number {
     return this.ws.bufferedAmount;
@@ -48,6 +56,8 @@ export class AgentConnection implements AgentLink {
 
   close(code: number, reason: string): void {
     this.ws.close(code, reason);
+    // a revoked node does not get to keep its link by not answering the close
+    if (code === CloseCode.Revoked) setTimeout(() => this.ws.terminate(), 2000).unref();
   }
 
   /** Called by the gateway's ping timer: a link that missed the last pong is dead. */
@@ -106,7 +116,12 @@ export class AgentConnection implements AgentLink {
 
   private onHello(hello: Hello): void {
     clearTimeout(this.helloTimer);
-    this.name = hello.name;
+    if (hello.name !== this.certName) {
+      this.log.warn({ cert: this.certName, hello: hello.name, address: this.remoteAddress }, 'hello names another node than the certificate; refused');
+      this.close(CloseCode.IdentityMismatch, truncate(`${ErrorCode.NodeIdentityMismatch}: the certificate is for "${this.certName}", the hello says "${hello.name}"`));
+      return;
+    }
+    this.name = this.certName;
     const factsHash = hello.facts ? createHash('sha256').update(JSON.stringify(hello.facts)).digest('hex') : null;
     const { superseded } = this.registry.register(hello, this, factsHash);
     if (superseded) superseded.close(CloseCode.Superseded, 'another connection registered this node name');

@@ -1,16 +1,20 @@
 // The agent gateway: WebSocket upgrades on /v1/agent.
 //
-// Authentication happens on the upgrade request itself: without the join token the
-// answer is a plain HTTP 401 and no WebSocket ever exists. Frames are capped at
+// Authentication happens on the upgrade request itself: the connection must carry a node
+// certificate issued by this controller's CA, unexpired and not revoked (checked here, at
+// every handshake, against the store); without one the answer is a plain HTTP 401 with a
+// stable code and no WebSocket ever exists. The node's name is the certificate's CN: the
+// hello must say the same, and every message on the link speaks for that node only. Frames are capped at
 // MAX_FRAME_BYTES (ws closes with 1009 above it) and compression is off, which keeps
 // memory per connection small and flat.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { MAX_FRAME_BYTES, SUBPROTOCOL, ErrorCode } from '@rankd/protocol';
+import { CloseCode, MAX_FRAME_BYTES, SUBPROTOCOL, ErrorCode } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
-import { bearerMatches } from '../store/tokens.js';
+import type { Enrollment } from '../tls/enrollment.js';
+import { peerNode } from '../tls/tls-setup.js';
 import { AgentConnection, type AgentHandler } from './agent-connection.js';
 import { sessionHandlers } from './session-handlers.js';
 
@@ -28,7 +32,7 @@ export class AgentGateway {
 
   constructor(
     server: Server,
-    private readonly joinToken: string,
+    private readonly enrollment: Enrollment,
     private readonly registry: NodeRegistry,
     private readonly log: Logger,
   ) {
@@ -69,21 +73,40 @@ export class AgentGateway {
     this.wss.close();
   }
 
+  /** Closes every link of a node whose certificate was just revoked; returns how many. */
+  dropNode(node: string, reason: string): number {
+    let n = 0;
+    for (const conn of this.connections) {
+      if (conn.certName !== node) continue;
+      conn.close(CloseCode.Revoked, reason);
+      n++;
+    }
+    return n;
+  }
+
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const path = (req.url ?? '').split('?')[0];
     const route = this.routes.get(path ?? '');
     if (route) return route(req, socket, head);
     if (path !== AGENT_PATH) return refuse(socket, 404, 'Not Found', ErrorCode.NotFound, `no WebSocket endpoint at ${path}`);
-    if (!bearerMatches(req.headers.authorization, this.joinToken)) {
-      this.log.warn({ remote: req.socket.remoteAddress }, 'agent upgrade refused: bad or missing join token');
-      return refuse(socket, 401, 'Unauthorized', ErrorCode.Unauthorized, 'missing or wrong join token');
+    const peer = peerNode(req.socket);
+    if (!peer.ok) {
+      this.log.warn({ remote: req.socket.remoteAddress, code: peer.code }, `agent upgrade refused: ${peer.message}`);
+      return refuse(socket, 401, 'Unauthorized', peer.code, peer.message);
+    }
+    try {
+      this.enrollment.checkSerial(peer.serial, peer.node);
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? ErrorCode.NodeCertInvalid;
+      this.log.warn({ remote: req.socket.remoteAddress, node: peer.node, code }, `agent upgrade refused: ${(err as Error).message}`);
+      return refuse(socket, 401, 'Unauthorized', code, (err as Error).message);
     }
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
     if (!offered.includes(SUBPROTOCOL)) {
       return refuse(socket, 400, 'Bad Request', ErrorCode.BadFrame, `subprotocol ${SUBPROTOCOL} required (offered: ${offered.join(',') || 'none'})`);
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = new AgentConnection(ws, req.socket.remoteAddress ?? null, this.registry, this.handlers, this.log);
+      const conn = new AgentConnection(ws, req.socket.remoteAddress ?? null, peer.node, this.registry, this.handlers, this.log);
       this.connections.add(conn);
       ws.on('close', () => this.connections.delete(conn));
     });

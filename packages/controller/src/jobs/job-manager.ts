@@ -14,11 +14,14 @@ import {
   type JobState,
   type JobSubmit,
   type JobView,
+  type PmiFailed,
+  type PmiJobSpec,
   type RankLaunch,
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry, NodeStateChange } from '../fleet/node-registry.js';
 import { planRankMap, type GroupResolver } from '../planner/index.js';
+import { processMapping } from '../pmi/process-mapping.js';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
 import { newJobId } from './job-ids.js';
@@ -54,6 +57,15 @@ export interface PendingExit {
 export class JobManager extends EventEmitter<{ ended: [string]; changed: [string] }> {
   readonly live = new Map<string, LiveJob>();
   private readonly ports = new MasterPorts();
+  /**
+   * Hooks of an MPI mode that starts its ranks its own way (Open MPI: openmpi/). startRanks
+   * returns undefined for a job that is not its own, null once it has sent the starts, or
+   * why a node cannot be reached; onStopping hears every stop(); while holdEnd says so,
+   * a job whose ranks have all ended stays live (its launcher still runs): recheck() after.
+   */
+  startRanks: ((live: LiveJob, byNode: Map<string, RankLaunch[]>, leaseMs: number) => string | null | undefined) | null = null;
+  onStopping: ((live: LiveJob, reason: string, graceMs: number) => void) | null = null;
+  holdEnd: ((live: LiveJob) => boolean) | null = null;
 
   constructor(
     private readonly repo: JobsRepo,
@@ -91,8 +103,8 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     }
   }
 
-  /** Plans and starts a job; a resubmitted idempotency key returns the existing job. */
-  submit(submit: JobSubmit): { view: JobView; created: boolean } {
+  /** Plans and starts a job for `owner`; a resubmitted idempotency key returns the existing job. */
+  submit(submit: JobSubmit, owner: string | null = null): { view: JobView; created: boolean } {
     if (submit.idempotencyKey) {
       const existing = this.repo.getByKey(submit.idempotencyKey);
       if (existing) return { view: this.view(existing.id)!, created: false };
@@ -103,6 +115,7 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
       id: newJobId(now),
       name: submit.name ?? null,
       idempotencyKey: submit.idempotencyKey ?? null,
+      owner,
       state: 'pending',
       reason: 'planned',
       submit,
@@ -149,8 +162,16 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     return job ? jobView(job, this.repo.ranks(id)) : null;
   }
 
-  list(limit = 100) {
-    return this.repo.list(limit).map((j) => jobSummary(this.live.get(j.id)?.job ?? j));
+  /** The newest jobs, everyone's or one owner's. */
+  list(limit = 100, owner?: string) {
+    return this.repo.list(limit, owner).map((j) => jobSummary(this.live.get(j.id)?.job ?? j));
+  }
+
+  /** Who submitted a job: its owner's name, null when it has none, undefined when there is no such job. */
+  owner(id: string): string | null | undefined {
+    const live = this.live.get(id);
+    if (live) return live.job.owner;
+    return this.repo.get(id)?.owner;
   }
 
   /** True when the job exists and has ended (its ranks are all gone). */
@@ -181,6 +202,7 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     this.setJob(live, { reason: `stopping: ${reason}` });
     this.events.append('job.stopping', live.job.id, { state, reason });
     const graceMs = Math.round(graceSeconds(live.job) * 1000);
+    this.onStopping?.(live, reason, graceMs);
     for (const node of this.nodesOf(live)) {
       if (live.ranks.some((r) => r.node === node && !isTerminal(r))) {
         this.agents.send(node, { type: 'job.abort', jobId: live.job.id, graceMs, reason });
@@ -213,8 +235,12 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
       byNode.set(r.node, list);
     }
     const leaseMs = this.registry.timing.lostAfterMs;
+    const diverted = this.startRanks?.(live, byNode, leaseMs);
+    if (typeof diverted === 'string') return this.stop(live, 'failed', diverted);
+    if (diverted === null) byNode.clear();
+    const pmi: PmiJobSpec | null = mpiMode(job) === 'pmi1' ? { size: job.rankMap.worldSize, processMapping: processMapping(job.rankMap) } : null;
     for (const [node, ranks] of byNode) {
-      if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks })) {
+      if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks, ...(pmi ? { pmi } : {}) })) {
         this.stop(live, 'failed', `node ${node} is not connected`);
         return;
       }
@@ -244,6 +270,36 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     this.emit('changed', live.job.id);
   }
 
+  /**
+   * A rank ended the job through PMI: MPI_Abort (its exit code becomes the job's), or a
+   * PMI connection closed before finalize. Fail-fast whatever the job's fail policy: the
+   * other ranks would wait in the next fence forever.
+   */
+  pmiFailed(node: string, m: PmiFailed): void {
+    const live = this.live.get(m.jobId);
+    const r = live?.ranks[m.rank];
+    if (!live || !r || r.node !== node) {
+      this.log.warn({ node, jobId: m.jobId, rank: m.rank }, 'PMI failure of a rank that is not live on that node');
+      return;
+    }
+    this.events.append('rank.pmi-failed', `${m.jobId}/${m.rank}`, { node, exitCode: m.exitCode, reason: m.reason });
+    if (live.stopping) return;
+    live.firstFailure ??= m.exitCode ?? 1;
+    this.stop(live, 'failed', m.reason);
+  }
+
+  /** The nodes of a live PMI job in node order (the fence waits for each), or null. */
+  pmiNodes(jobId: string): string[] | null {
+    const live = this.live.get(jobId);
+    return live && mpiMode(live.job) === 'pmi1' ? live.job.rankMap.nodes.map((n) => n.name) : null;
+  }
+
+  /** Fails a live job (the PMI exchange found a node breaking it). */
+  fail(jobId: string, reason: string): void {
+    const live = this.live.get(jobId);
+    if (live) this.stop(live, 'failed', reason);
+  }
+
   setJob(live: LiveJob, patch: Partial<Pick<JobRecord, 'state' | 'reason' | 'startedAt' | 'endedAt' | 'exitCode'>>): void {
     const before = live.job.state;
     Object.assign(live.job, patch);
@@ -260,6 +316,7 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
       if (live.job.state === 'starting' && live.ranks.every((r) => r.state !== 'pending')) this.setJob(live, { state: 'running', reason: 'all ranks started' });
       return;
     }
+    if (this.holdEnd?.(live)) return;
     const failed = live.ranks.find((r) => exitStatus(r) !== 0);
     const unknown = live.ranks.find((r) => r.state === 'unknown');
     let state: JobState;
@@ -284,6 +341,12 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
       if (!live.ranks.some((r) => r.node === node && r.state === 'unknown')) this.agents.send(node, { type: 'job.release', jobId: live.job.id });
     }
     this.logs.close(live.job.id);
+  }
+
+  /** Judges again whether a live job has ended: after a holdEnd hook lets it go. */
+  recheck(id: string): void {
+    const live = this.live.get(id);
+    if (live) this.maybeFinish(live);
   }
 
   private track(job: JobRecord, ranks: RankRecord[]): LiveJob {
@@ -317,6 +380,10 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     if (!job) throw new RankdError(ErrorCode.NotFound, `unknown job "${id}"`);
     throw new RankdError(ErrorCode.JobEnded, `cannot ${what} job ${id}: it already ended (${job.state})`);
   }
+}
+
+function mpiMode(job: JobRecord) {
+  return job.submit.mpi ?? 'pmi1';
 }
 
 export function isTerminal(r: RankRecord): boolean {

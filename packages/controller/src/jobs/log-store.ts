@@ -5,16 +5,19 @@
 // reconnect); the store keeps each byte exactly once by writing only what extends
 // the file. The file size is the truth: it survives a controller crash with every
 // byte written before it, and the database's byte counts are only an index.
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+//
+// Descriptors are a bounded cache, not one per file: a job of 2,000 nodes × 8 ranks has
+// 32,000 stream files, more than a process may usually open. Sizes are kept for every
+// file; descriptors only for the most recently used, and a file is created at its first
+// byte (a stream that never wrote has size 0 and no file).
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamName } from '@rankd/protocol';
 
 export const STREAMS: readonly StreamName[] = ['stdout', 'stderr'];
 
-interface StreamFile {
-  fd: number;
-  size: number;
-}
+/** Descriptors kept open by default: far under any RLIMIT_NOFILE, plenty for the streams being written. */
+const MAX_OPEN = 1024;
 
 export type AppendResult =
   | { kind: 'stored'; bytes: number }
@@ -25,10 +28,16 @@ export type AppendResult =
 export type LogListener = (rank: number, stream: StreamName, size: number) => void;
 
 export class LogStore {
-  private readonly files = new Map<string, StreamFile>();
+  /** Stored size of every stream file this store has looked at, by `${jobId}/${rank}.${stream}`. */
+  private readonly sizes = new Map<string, number>();
+  /** Open descriptors, least recently used first (a Map keeps insertion order). */
+  private readonly fds = new Map<string, number>();
   private readonly listeners = new Map<string, Set<LogListener>>();
 
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    private readonly maxOpen = MAX_OPEN,
+  ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -36,25 +45,37 @@ export class LogStore {
     return join(this.dir, jobId, `${rank}.${stream}`);
   }
 
-  /** Opens (creating if needed) a rank's stream files and returns their stored sizes. */
+  /** A rank's stored sizes (its job's directory is made here; the files at their first byte). */
   open(jobId: string, rank: number): Record<StreamName, number> {
     mkdirSync(join(this.dir, jobId), { recursive: true, mode: 0o700 });
-    return { stdout: this.file(jobId, rank, 'stdout').size, stderr: this.file(jobId, rank, 'stderr').size };
+    return { stdout: this.size(jobId, rank, 'stdout'), stderr: this.size(jobId, rank, 'stderr') };
   }
 
   size(jobId: string, rank: number, stream: StreamName): number {
-    return this.file(jobId, rank, stream).size;
+    const key = keyOf(jobId, rank, stream);
+    let size = this.sizes.get(key);
+    if (size === undefined) {
+      try {
+        size = statSync(this.path(jobId, rank, stream)).size;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        size = 0;
+      }
+      this.sizes.set(key, size);
+    }
+    return size;
   }
 
   append(jobId: string, rank: number, stream: StreamName, offset: number, data: Buffer): AppendResult {
-    const file = this.file(jobId, rank, stream);
-    if (offset > file.size) return { kind: 'gap', expected: file.size };
+    const size = this.size(jobId, rank, stream);
+    if (offset > size) return { kind: 'gap', expected: size };
     const end = offset + data.length;
-    if (end <= file.size) return { kind: 'duplicate' };
-    const fresh = data.subarray(file.size - offset);
+    if (end <= size) return { kind: 'duplicate' };
+    const fresh = data.subarray(size - offset);
+    const fd = this.descriptor(jobId, rank, stream);
     let written = 0;
-    while (written < fresh.length) written += writeSync(file.fd, fresh, written, fresh.length - written, file.size + written);
-    file.size = end;
+    while (written < fresh.length) written += writeSync(fd, fresh, written, fresh.length - written, size + written);
+    this.sizes.set(keyOf(jobId, rank, stream), end);
     const subscribers = this.listeners.get(jobId);
     if (subscribers) for (const listener of subscribers) listener(rank, stream, end);
     return { kind: 'stored', bytes: fresh.length };
@@ -62,11 +83,10 @@ export class LogStore {
 
   /** Reads up to maxBytes from offset; an empty buffer at the end of what is stored. */
   read(jobId: string, rank: number, stream: StreamName, offset: number, maxBytes: number): Buffer {
-    const file = this.file(jobId, rank, stream);
-    const length = Math.max(0, Math.min(maxBytes, file.size - offset));
+    const length = Math.max(0, Math.min(maxBytes, this.size(jobId, rank, stream) - offset));
     if (length === 0) return Buffer.alloc(0);
     const buf = Buffer.allocUnsafe(length);
-    const n = readSync(file.fd, buf, 0, length, offset);
+    const n = readSync(this.descriptor(jobId, rank, stream), buf, 0, length, offset);
     return buf.subarray(0, n);
   }
 
@@ -81,14 +101,20 @@ export class LogStore {
     };
   }
 
-  /** Closes a job's descriptors (the files stay). Readers reopen on demand. */
+  /** Closes a job's descriptors and forgets its sizes (the files stay). Readers reopen on demand. */
   close(jobId: string): void {
-    for (const [key, file] of this.files) {
-      if (key.startsWith(jobId + '/')) {
-        closeSync(file.fd);
-        this.files.delete(key);
-      }
+    const prefix = jobId + '/';
+    for (const [key, fd] of this.fds) {
+      if (!key.startsWith(prefix)) continue;
+      closeSync(fd);
+      this.fds.delete(key);
     }
+    for (const key of this.sizes.keys()) if (key.startsWith(prefix)) this.sizes.delete(key);
+  }
+
+  /** Descriptors open now: bounded by maxOpen whatever the number of files. */
+  get openDescriptors(): number {
+    return this.fds.size;
   }
 
   /** Deletes a job's files (used when a job is purged). */
@@ -98,19 +124,34 @@ export class LogStore {
   }
 
   closeAll(): void {
-    for (const file of this.files.values()) closeSync(file.fd);
-    this.files.clear();
+    for (const fd of this.fds.values()) closeSync(fd);
+    this.fds.clear();
+    this.sizes.clear();
   }
 
-  private file(jobId: string, rank: number, stream: StreamName): StreamFile {
-    const key = `${jobId}/${rank}.${stream}`;
-    let file = this.files.get(key);
-    if (!file) {
-      mkdirSync(join(this.dir, jobId), { recursive: true, mode: 0o700 });
-      const fd = openSync(this.path(jobId, rank, stream), 'a+', 0o600);
-      file = { fd, size: fstatSync(fd).size };
-      this.files.set(key, file);
+  /** The file's descriptor, opened (and the file created) on demand; the least recently used one goes when too many are open. */
+  private descriptor(jobId: string, rank: number, stream: StreamName): number {
+    const key = keyOf(jobId, rank, stream);
+    let fd = this.fds.get(key);
+    if (fd !== undefined) {
+      this.fds.delete(key);
+      this.fds.set(key, fd);
+      return fd;
     }
-    return file;
+    if (this.fds.size >= this.maxOpen) {
+      const [oldest, oldFd] = this.fds.entries().next().value as [string, number];
+      closeSync(oldFd);
+      this.fds.delete(oldest);
+    }
+    mkdirSync(join(this.dir, jobId), { recursive: true, mode: 0o700 });
+    fd = openSync(this.path(jobId, rank, stream), 'a+', 0o600);
+    // the file is the truth: a size learned before another writer (none in practice) would be stale
+    this.sizes.set(key, fstatSync(fd).size);
+    this.fds.set(key, fd);
+    return fd;
   }
+}
+
+function keyOf(jobId: string, rank: number, stream: StreamName): string {
+  return `${jobId}/${rank}.${stream}`;
 }

@@ -39,7 +39,6 @@ export class RankEvents {
     r.warnings = m.warnings;
     this.repo.updateRank(r);
     this.jobs.events.append('rank.started', `${m.jobId}/${m.rank}`, { node, pid: m.pid });
-    this.jobs.setJob(live, {});
     const planned = plannedCpus(live.job.rankMap.ranks[r.rank]);
     const mismatch = bindingMismatch(planned, m);
     if (mismatch) {
@@ -153,7 +152,7 @@ export class RankEvents {
     if (r.node !== node) {
       // never legitimate (a misconfigured node name, or an impostor): refuse it out loud
       this.log.warn({ node, jobId, rank, owner: r.node }, 'agent reported a rank it does not own');
-      this.agents.send(node, { type: 'error', code: ErrorCode.NotFound, message: `rank ${rank} of job ${jobId} does not run on ${node}`, inReplyTo: type });
+      this.agents.send(node, { type: 'error', code: ErrorCode.ForeignRank, message: `rank ${rank} of job ${jobId} does not run on ${node}`, inReplyTo: type });
       return FOREIGN;
     }
     return { live, r };

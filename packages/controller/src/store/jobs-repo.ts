@@ -7,6 +7,8 @@ export interface JobRecord {
   id: string;
   name: string | null;
   idempotencyKey: string | null;
+  /** The rankd user who submitted it; null for jobs from before users existed. */
+  owner: string | null;
   state: JobState;
   reason: string;
   submit: JobSubmit;
@@ -46,12 +48,13 @@ export class JobsRepo {
   private readonly byKey;
   private readonly ranksOf;
   private readonly recent;
+  private readonly recentOf;
   private readonly active;
   readonly create: (job: JobRecord, ranks: RankRecord[]) => void;
 
   constructor(db: Db) {
-    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at)
-      VALUES (@id, @name, @idempotencyKey, @state, @reason, @submit, @rankMap, @exitCode, @createdAt, @startedAt, @endedAt)`);
+    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at)
+      VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @rankMap, @exitCode, @createdAt, @startedAt, @endedAt)`);
     this.insertRank = db.prepare(`INSERT INTO ranks (job_id, rank, node, state, warnings) VALUES (?, ?, ?, ?, '[]')`);
     this.updateJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`);
     this.updateRankStmt = db.prepare(`UPDATE ranks SET state = @state, pid = @pid, started_at = @startedAt, ended_at = @endedAt, exit_code = @exitCode,
@@ -62,6 +65,7 @@ export class JobsRepo {
     this.byKey = db.prepare('SELECT * FROM jobs WHERE idempotency_key = ?');
     this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? ORDER BY rank');
     this.recent = db.prepare('SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?');
+    this.recentOf = db.prepare('SELECT * FROM jobs WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?');
     this.active = db.prepare(`SELECT * FROM jobs WHERE state IN ('pending', 'starting', 'running') ORDER BY created_at`);
     this.create = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
       this.insertJob.run(jobParams(job));
@@ -96,8 +100,9 @@ export class JobsRepo {
     return (this.ranksOf.all(jobId) as Row[]).map(toRank);
   }
 
-  list(limit: number): JobRecord[] {
-    return (this.recent.all(limit) as Row[]).map(toJob);
+  /** The newest jobs: everyone's, or one owner's. */
+  list(limit: number, owner?: string): JobRecord[] {
+    return ((owner === undefined ? this.recent.all(limit) : this.recentOf.all(owner, limit)) as Row[]).map(toJob);
   }
 
   listActive(): JobRecord[] {
@@ -114,6 +119,7 @@ function toJob(r: Row): JobRecord {
     id: r['id'] as string,
     name: (r['name'] as string | null) ?? null,
     idempotencyKey: (r['idempotency_key'] as string | null) ?? null,
+    owner: (r['owner'] as string | null) ?? null,
     state: r['state'] as JobState,
     reason: r['reason'] as string,
     submit: JSON.parse(r['submit'] as string) as JobSubmit,

@@ -70,4 +70,73 @@ export const migrations: readonly string[] = [
     imported_at  INTEGER NOT NULL
   );
   `,
+  `
+  -- Enrollment (docs/security.md). Join tokens are kept as SHA-256 of their secret only.
+  CREATE TABLE join_tokens (
+    id           TEXT PRIMARY KEY,
+    secret_hash  TEXT NOT NULL,
+    description  TEXT NOT NULL DEFAULT '',
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL,
+    max_uses     INTEGER NOT NULL,
+    uses         INTEGER NOT NULL DEFAULT 0,
+    revoked_at   INTEGER
+  );
+  -- Every node certificate issued; a revoked serial stays refused.
+  CREATE TABLE node_certs (
+    serial       TEXT PRIMARY KEY,
+    node         TEXT NOT NULL,
+    spki_sha256  TEXT NOT NULL UNIQUE,
+    issued_at    INTEGER NOT NULL,
+    not_after    INTEGER NOT NULL,
+    via          TEXT NOT NULL,
+    revoked_at   INTEGER
+  );
+  CREATE INDEX node_certs_node ON node_certs(node);
+  `,
+  `
+  -- Users and their API tokens. A token is stored as the SHA-256 of its secret, beside a
+  -- public accessor that names it in lists and in the audit log.
+  CREATE TABLE users (
+    name        TEXT PRIMARY KEY,
+    role        TEXT NOT NULL CHECK (role IN ('admin', 'operator', 'user', 'reader')),
+    unix_user   TEXT,
+    created_at  INTEGER NOT NULL
+  );
+  CREATE TABLE api_tokens (
+    accessor      TEXT PRIMARY KEY,
+    user_name     TEXT NOT NULL REFERENCES users(name) ON DELETE CASCADE,
+    secret_sha256 BLOB NOT NULL UNIQUE,
+    description   TEXT NOT NULL DEFAULT '',
+    created_at    INTEGER NOT NULL,
+    last_used_at  INTEGER
+  );
+  CREATE INDEX api_tokens_user ON api_tokens(user_name);
+  -- who submitted each job (null for the jobs from before users existed)
+  ALTER TABLE jobs ADD COLUMN owner TEXT;
+  CREATE INDEX jobs_owner ON jobs(owner, created_at);
+  `,
+  `
+  -- The audit log: every mutating request, shell session and exec, and every refusal.
+  -- Principals are named by user and token accessor, never by the secret.
+  CREATE TABLE audit (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           TEXT NOT NULL UNIQUE,
+    at           INTEGER NOT NULL,
+    user_name    TEXT,
+    role         TEXT,
+    accessor     TEXT,
+    source       TEXT NOT NULL,
+    method       TEXT NOT NULL,
+    route        TEXT NOT NULL,
+    resource     TEXT NOT NULL DEFAULT '{}',
+    argv         TEXT,
+    argv_hash    TEXT,
+    decision     TEXT NOT NULL,
+    reason       TEXT NOT NULL DEFAULT '',
+    status       INTEGER,
+    duration_ms  REAL
+  );
+  CREATE INDEX audit_at ON audit(at);
+  `,
 ];

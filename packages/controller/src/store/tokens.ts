@@ -1,20 +1,19 @@
-// The two shared secrets of a cluster, generated at first start and kept in the data
-// directory with mode 0600: the join token (agents) and the API token (REST clients).
+// The API token of REST clients, generated at first start and kept in the data directory
+// with mode 0600. Agents have no shared secret any more: they enroll with single-use join
+// tokens and then authenticate with their node certificates (tls/enrollment.ts); a
+// `join-token` file left by an older version is ignored, never honoured (no downgrade).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Tokens {
-  join: string;
   api: string;
-  joinTokenFile: string;
   apiTokenFile: string;
 }
 
 export function loadOrCreateTokens(dataDir: string): Tokens {
-  const joinTokenFile = join(dataDir, 'join-token');
   const apiTokenFile = join(dataDir, 'api-token');
-  return { join: loadOrCreate(joinTokenFile), api: loadOrCreate(apiTokenFile), joinTokenFile, apiTokenFile };
+  return { api: loadOrCreate(apiTokenFile), apiTokenFile };
 }
 
 function loadOrCreate(path: string): string {

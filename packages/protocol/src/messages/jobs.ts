@@ -6,6 +6,7 @@
 // offset), and a reader resumes from an offset after any reconnect.
 import Type from 'typebox';
 import { message } from './envelope.js';
+import { PmiJobSpec } from './pmi.js';
 
 const JobId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
 const Rank = Type.Integer({ minimum: 0 });
@@ -34,6 +35,8 @@ export const JobStart = message('job.start', {
   /** Without word from the controller for this long, the agent ends the job's ranks. */
   leaseMs: Type.Integer({ minimum: 1000 }),
   ranks: Type.Array(RankLaunch, { minItems: 1, maxItems: 4096 }),
+  /** Serve every rank a PMI-1 server (PMI_FD, or PMI_PORT + PMI_ID under a terminal). */
+  pmi: Type.Optional(PmiJobSpec),
 });
 export type JobStart = Type.Static<typeof JobStart>;
 

@@ -2,3 +2,4 @@ export * from './common.js';
 export * from './nodes.js';
 export * from './jobs.js';
 export * from './fleet.js';
+export * from './users.js';

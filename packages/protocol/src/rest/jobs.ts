@@ -1,11 +1,17 @@
 // REST schemas of jobs: the submission, the job view, and log queries.
 import Type from 'typebox';
+import type { MpiMode } from '../mpi-modes.js';
 import { Nullable } from '../nullable.js';
 import { Binding, SignalName, StreamName } from '../messages/jobs.js';
 import { PlacementSpec, RankMap } from '../plan.js';
 
 export const FailPolicy = Type.Union([Type.Literal('fail-fast'), Type.Literal('wait')]);
 export type FailPolicy = Type.Static<typeof FailPolicy>;
+
+/** The schema of MPI_MODES (mpi-modes.ts, which the CLI loads without TypeBox); the check below keeps the two equal. */
+export const MpiModeSchema = Type.Union([Type.Literal('pmi1'), Type.Literal('openmpi'), Type.Literal('none')]);
+const sameModes: [Type.Static<typeof MpiModeSchema>, MpiMode] extends [MpiMode, Type.Static<typeof MpiModeSchema>] ? true : never = true;
+void sameModes;
 
 export const JobSubmit = Type.Object(
   {
@@ -28,6 +34,8 @@ export const JobSubmit = Type.Object(
     idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
     /** Run each rank under a pseudo-terminal. */
     pty: Type.Optional(Type.Boolean()),
+    /** MPI wire-up; default `pmi1`. */
+    mpi: Type.Optional(MpiModeSchema),
   },
   { additionalProperties: false },
 );
@@ -84,10 +92,13 @@ export const JobView = Type.Object({
   command: Type.Array(Type.String()),
   cwd: Nullable(Type.String()),
   user: Nullable(Type.String()),
+  /** The rankd user who submitted it (null for jobs from before users existed). */
+  owner: Nullable(Type.String()),
   failPolicy: FailPolicy,
   timeout: Nullable(Type.Number()),
   grace: Type.Number(),
   pty: Type.Boolean(),
+  mpi: MpiModeSchema,
   /** The first failing rank's exit code, or 128+signal; 0 on success; null while running. */
   exitCode: Nullable(Type.Integer()),
   createdAt: Type.String(),
@@ -106,6 +117,7 @@ export const JobSummary = Type.Object({
   worldSize: Type.Integer(),
   nodes: Type.Array(Type.String()),
   command: Type.Array(Type.String()),
+  owner: Nullable(Type.String()),
   exitCode: Nullable(Type.Integer()),
   createdAt: Type.String(),
   endedAt: Nullable(Type.String()),
@@ -115,7 +127,8 @@ export type JobSummary = Type.Static<typeof JobSummary>;
 export const JobList = Type.Object({ jobs: Type.Array(JobSummary) });
 export type JobList = Type.Static<typeof JobList>;
 
-export const JobParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+/** Job ids are [A-Za-z0-9_-]: `/`, `.`, `..`, NUL and the like are a 400 before anything is looked up. */
+export const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }) });
 export type JobParams = Type.Static<typeof JobParams>;
 
 export const JobSignalRequest = Type.Object({ signal: SignalName, rank: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false });

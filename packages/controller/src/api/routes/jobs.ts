@@ -4,9 +4,10 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
+import { forbidden, type AccessControl } from '../auth.js';
 
-export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager }): Promise<void> {
-  const { jobs } = opts;
+export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager; access: AccessControl }): Promise<void> {
+  const { jobs, access } = opts;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
   api.post(
@@ -20,7 +21,13 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
       },
     },
     async (request, reply) => {
-      const { view, created } = jobs.submit(request.body);
+      // the user of the job is checked (and defaulted) by the auth hook
+      const owner = request.principal?.user ?? null;
+      const { view, created } = jobs.submit(request.body, owner);
+      request.auditResource = { job: view.id };
+      if (!created && view.owner !== owner && access.ownerFilter(request.principal, 'jobs.read') !== undefined) {
+        throw forbidden(`user "${owner}" may not reuse idempotency key "${request.body.idempotencyKey}": it names job ${view.id} of ${view.owner === null ? 'no user' : `"${view.owner}"`}`);
+      }
       return reply.code(created ? 201 : 200).send(view);
     },
   );
@@ -28,7 +35,8 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
   api.get(
     '/v1/jobs',
     { schema: { tags: ['jobs'], summary: 'Recent jobs, newest first', querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) }), response: { 200: JobList } } },
-    async (request) => ({ jobs: jobs.list(request.query.limit ?? 100) }),
+    // a role that reads its own jobs only lists its own
+    async (request) => ({ jobs: jobs.list(request.query.limit ?? 100, access.ownerFilter(request.principal, 'jobs.read')) }),
   );
 
   api.get('/v1/jobs/:id', { schema: { tags: ['jobs'], summary: 'One job with its rank map and the actual binding of every rank', params: JobParams, response: { 200: JobView, 404: ErrorBody } } }, async (request) => {

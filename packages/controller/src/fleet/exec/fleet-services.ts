@@ -12,6 +12,7 @@ import { PingService } from '../ping/ping-service.js';
 import { AgentRequests } from './agent-requests.js';
 import { ExecService } from './exec-service.js';
 import { ShellRelay } from './shell-relay.js';
+import type { AccessControl } from '../../api/auth.js';
 import { SHELL_PATH } from '@rankd/protocol';
 
 /** Agent replies that AgentRequests routes to their waiters. */
@@ -28,12 +29,12 @@ export interface FleetServices {
   close(): void;
 }
 
-export function createFleetServices(deps: { db: Db; registry: NodeRegistry; events: EventsRepo; apiToken: string; log: Logger }): FleetServices {
+export function createFleetServices(deps: { db: Db; registry: NodeRegistry; events: EventsRepo; access: AccessControl; log: Logger }): FleetServices {
   const { db, registry, events, log } = deps;
   const inventory = new FleetInventory(new InventoryRepo(db), registry, events);
   inventory.load();
   const requests = new AgentRequests(registry);
-  const shell = new ShellRelay(registry, deps.apiToken, log);
+  const shell = new ShellRelay(registry, deps.access, log);
   return {
     inventory,
     exec: new ExecService(inventory, registry, requests, events, log),

@@ -1,8 +1,9 @@
 // Interactive shells: a client WebSocket on /v1/shell relayed to a PTY on one node, the
 // way `kubectl exec -it` relays through the API server.
 //
-// The client authenticates with the API token in the upgrade request; anything wrong
-// (token, node, size) is a plain HTTP answer and no socket ever opens. Terminal bytes are
+// The client authenticates with its API token in the upgrade request, and its role must
+// grant `shell` (the policy table's entry for GET /v1/shell); anything wrong (token, role,
+// node, size) is a plain HTTP answer and no socket ever opens. Terminal bytes are
 // binary frames both ways; resize and signals are JSON text frames. Output is acknowledged
 // to the agent only once the client's socket took it, so a slow client slows the remote
 // program down instead of filling the controller's memory. When either side goes away,
@@ -24,7 +25,9 @@ import {
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentHandler } from '../../gateway/agent-connection.js';
-import { bearerMatches } from '../../store/tokens.js';
+import type { AccessControl } from '../../api/auth.js';
+import type { AuditStart } from '../../store/audit-log.js';
+import type { Principal } from '../../store/users-repo.js';
 import type { AgentLink, NodeRegistry } from '../node-registry.js';
 import { AgentRequests } from './agent-requests.js';
 
@@ -34,6 +37,9 @@ interface Session {
   link: AgentLink;
   ws: WebSocket;
   ended: boolean;
+  /** Its audit entry, completed when the session ends. */
+  auditId: string;
+  startedAt: number;
 }
 
 /** Raw input bytes per pty.input frame: well under the frame cap once base64'd. */
@@ -51,7 +57,7 @@ export class ShellRelay {
 
   constructor(
     private readonly registry: NodeRegistry,
-    private readonly apiToken: string,
+    private readonly access: AccessControl,
     private readonly log: Logger,
   ) {
     this.wss = new WebSocketServer({
@@ -77,12 +83,49 @@ export class ShellRelay {
 
   /** The upgrade route of /v1/shell. */
   readonly upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    if (!bearerMatches(req.headers.authorization, this.apiToken)) {
-      return refuse(socket, 401, ErrorCode.Unauthorized, 'missing or wrong API token (Authorization: Bearer <token>)');
+    const startedAt = performance.now();
+    const q = new URL(req.url ?? '/', 'http://x').searchParams;
+    const argv = q.getAll('arg');
+    const entry = (principal: Principal | null): AuditStart => ({
+      user: principal?.user ?? null,
+      role: principal?.role ?? null,
+      accessor: principal?.accessor ?? null,
+      source: req.socket.remoteAddress ?? '',
+      method: 'GET',
+      route: '/v1/shell',
+      resource: { node: (q.get('node') ?? '').slice(0, 256), ...(q.get('user') ? { unixUser: q.get('user')!.slice(0, 64) } : {}) },
+      argv: argv.length > 0 ? argv : null,
+      decision: 'allow',
+      reason: 'shell session',
+    });
+    void this.access.authorizeUpgrade(req, '/v1/shell').then(
+      (auth) => this.afterAuth(req, socket, head, q, auth, entry, startedAt),
+      (err: Error) => {
+        this.log.error({ err }, 'shell upgrade failed');
+        refuse(socket, 500, ErrorCode.Internal, 'internal error; see the controller log');
+      },
+    );
+  };
+
+  private afterAuth(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    q: URLSearchParams,
+    auth: Awaited<ReturnType<AccessControl['authorizeUpgrade']>>,
+    entry: (p: Principal | null) => AuditStart,
+    startedAt: number,
+  ): void {
+    if ('refusal' in auth) {
+      try {
+        this.access.deps.audit.record({ ...entry(auth.principal), decision: 'deny', reason: auth.refusal.message }, { status: auth.refusal.status, durationMs: performance.now() - startedAt });
+      } catch (err) {
+        this.log.error({ err }, 'cannot record a refused shell in the audit log');
+      }
+      return refuse(socket, auth.refusal.status, auth.refusal.code, auth.refusal.message, auth.refusal.retryAfter);
     }
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
     if (!offered.includes(SHELL_SUBPROTOCOL)) return refuse(socket, 400, ErrorCode.InvalidRequest, `subprotocol ${SHELL_SUBPROTOCOL} required`);
-    const q = new URL(req.url ?? '/', 'http://x').searchParams;
     const node = q.get('node') ?? '';
     const cols = Number(q.get('cols') ?? 80);
     const rows = Number(q.get('rows') ?? 24);
@@ -94,18 +137,25 @@ export class ShellRelay {
     const link = this.registry.link(node);
     if (!link || known.state !== 'ready') return refuse(socket, 503, FleetErrorCode.AgentUnreachable, `node ${node}: its agent is not connected (${known.state})`);
     if (!known.capabilities.includes('pty')) return refuse(socket, 409, FleetErrorCode.MissingCapability, `node ${node}: agent ${known.version ?? ''} has no "pty" capability; upgrade it`);
-    const argv = q.getAll('arg');
     const open = {
       type: 'pty.open',
       cols,
       rows,
       term: /^[A-Za-z0-9._+-]{1,64}$/.test(q.get('term') ?? '') ? q.get('term')! : 'xterm-256color',
-      ...(argv.length > 0 ? { argv } : {}),
+      ...(q.getAll('arg').length > 0 ? { argv: q.getAll('arg') } : {}),
       ...(q.get('user') ? { user: q.get('user')! } : {}),
       ...(q.get('cwd') ? { cwd: q.get('cwd')! } : {}),
     };
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.start(ws, node, link, open));
-  };
+    // enforced: no shell opens unless its audit entry is written
+    let auditId: string;
+    try {
+      auditId = this.access.deps.audit.begin(entry(auth.principal));
+    } catch (err) {
+      this.log.error({ err }, 'audit entry not written: shell refused');
+      return refuse(socket, 503, ErrorCode.AuditUnavailable, `the audit log cannot be written (${(err as Error).message}); no shell was opened`);
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.start(ws, node, link, open, auditId, startedAt));
+  }
 
   close(): void {
     clearInterval(this.linkTimer);
@@ -114,8 +164,8 @@ export class ShellRelay {
     this.wss.close();
   }
 
-  private start(ws: WebSocket, node: string, link: AgentLink, open: { type: string } & Record<string, unknown>): void {
-    const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false };
+  private start(ws: WebSocket, node: string, link: AgentLink, open: { type: string } & Record<string, unknown>, auditId: string, startedAt: number): void {
+    const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false, auditId, startedAt };
     this.sessions.set(session.id, session);
     this.alive.add(ws);
     this.log.info({ node, session: session.id }, 'shell session opening');
@@ -177,6 +227,7 @@ export class ShellRelay {
     this.sessions.delete(s.id);
     // the remote program must not outlive its user's connection
     s.link.send({ type: 'pty.close', id: s.id, reason: why });
+    this.finishAudit(s, why);
     this.log.info({ node: s.node, session: s.id, why }, 'shell session closed by the client');
   }
 
@@ -188,7 +239,12 @@ export class ShellRelay {
     if (hangUp) s.link.send({ type: 'pty.close', id: s.id, reason: last.type === 'error' ? last.message : 'session ended' });
     this.sendEvent(s, last);
     s.ws.close(code, last.type === 'error' ? last.code : 'exit');
+    this.finishAudit(s, last.type === 'error' ? `${last.code}: ${last.message}` : last.type === 'exit' ? `exit code ${last.code ?? '-'}${last.signal ? ` signal ${last.signal}` : ''}` : 'ended');
     this.log.info({ node: s.node, session: s.id, last }, 'shell session ended');
+  }
+
+  private finishAudit(s: Session, reason: string): void {
+    this.access.deps.audit.finish(s.auditId, { status: 101, durationMs: performance.now() - s.startedAt, resource: { session: s.id }, reason: `shell session: ${reason}` });
   }
 
   private mine(node: string, id: string): Session | undefined {
@@ -220,8 +276,8 @@ export class ShellRelay {
   }
 }
 
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const text: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
+function refuse(socket: Duplex, status: number, code: string, message: string, retryAfter?: number): void {
+  const text: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
   const body = JSON.stringify({ statusCode: status, code, error: text[status] ?? 'Error', message });
-  socket.end(`HTTP/1.1 ${status} ${text[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${text[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retryAfter === undefined ? '' : `Retry-After: ${retryAfter}\r\n`}Connection: close\r\n\r\n${body}`);
 }

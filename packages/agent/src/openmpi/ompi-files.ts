@@ -1,0 +1,36 @@
+// Where the files of an Open MPI job are on a node, beside what ranks/spool.ts keeps for
+// its ranks: the directories of its launcher and daemons and the rsh helper's socket, in
+// the spool under a name no job id can have, and the perl scripts of this folder
+// (ompi-rank.pl, rsh-helper.pl), in a build or in the sources.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RankErrorCode, rankError } from '../ranks/errors.js';
+
+/** The launcher's and daemons' own files live beside the jobs, under a name no job id can have. */
+const OMPI_DIR = '.openmpi';
+
+/** <spool>/.openmpi/<jobId>: removed whole once the job has nothing left here (rank dirs go with job.release). */
+export function jobOmpiDir(spoolRoot: string, jobId: string): string {
+  return path.join(spoolRoot, OMPI_DIR, jobId);
+}
+
+export const ompiFiles = {
+  launcherDir: (jobDir: string) => path.join(jobDir, 'launcher'),
+  daemonDir: (jobDir: string, daemon: number) => path.join(jobDir, `daemon-${daemon}`),
+  rshSocket: (jobDir: string) => path.join(jobDir, 'rsh.sock'),
+};
+
+/** Where a script of this folder is: beside this file in a build that copies it, else in src. */
+export function scriptPath(name: string): string {
+  for (const rel of [`./${name}`, `../../src/openmpi/${name}`]) {
+    const file = fileURLToPath(new URL(rel, import.meta.url));
+    if (fs.existsSync(file)) return file;
+  }
+  throw rankError(RankErrorCode.SpawnFailed, `${name} not found beside the agent build nor in its sources`);
+}
+
+/** A file only the agent's user may read (the job's user: --mpi openmpi runs as the agent's own). */
+export function writePrivate(file: string, content: string | Buffer): void {
+  fs.writeFileSync(file, content, { mode: 0o600 });
+}

@@ -1,0 +1,91 @@
+// Enrollment commands (admin, with the API token):
+//   rankd join-command [--ttl 24h] [--uses N] [--controller URL]   a join token, as the line an agent runs
+//   rankd join-token list|create|revoke ID                          join tokens (ids and state, never secrets)
+//   rankd node remove NAME                                          revoke a node's certificates; its link drops
+import type { Command } from 'commander';
+import { loadClientConfig } from '../client/config.js';
+import { request } from '../client/http.js';
+import { duration, positiveInt } from '../options.js';
+import { renderTable } from '../table.js';
+
+interface Minted {
+  id: string;
+  token: string;
+  expiresAt: string;
+  maxUses: number;
+  caHash: string;
+}
+
+interface MintFlags {
+  ttl?: number;
+  uses?: number;
+  description?: string;
+  controller?: string;
+  json?: boolean;
+}
+
+async function mint(flags: MintFlags): Promise<{ minted: Minted; controller: string }> {
+  const config = loadClientConfig();
+  const minted = await request<Minted>(config, '/v1/join-tokens', {
+    method: 'POST',
+    body: {
+      ...(flags.ttl ? { ttlSeconds: Math.max(1, Math.round(flags.ttl / 1000)) } : {}),
+      ...(flags.uses ? { uses: flags.uses } : {}),
+      ...(flags.description ? { description: flags.description } : {}),
+    },
+  });
+  return { minted, controller: (flags.controller ?? config.url).replace(/\/+$/, '') };
+}
+
+function mintOptions(command: Command): Command {
+  return command
+    .option('--ttl <duration>', 'how long the token is valid (default 24h)', duration)
+    .option('--uses <n>', 'how many nodes may enroll with it (default 1: single-use)', positiveInt)
+    .option('--description <text>', 'a note kept with the token')
+    .option('--controller <url>', 'the controller URL agents dial (default: the one in the client config)')
+    .option('--json', 'print JSON');
+}
+
+export function register(program: Command): void {
+  mintOptions(program.command('join-command').description('mint a join token and print the command that enrolls an agent with it')).action(async (flags: MintFlags) => {
+    const { minted, controller } = await mint(flags);
+    const line = `rankd agent --controller ${controller} --join-token ${minted.token} --ca-hash ${minted.caHash}`;
+    if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller, command: line }, null, 2) + '\n');
+    else process.stdout.write(line + '\n');
+    process.stderr.write(`rankd: join token ${minted.id} expires ${minted.expiresAt}, ${minted.maxUses} use(s)\n`);
+  });
+
+  const tokens = program.command('join-token').description('list, create or revoke join tokens');
+  mintOptions(tokens.command('create').description('mint a join token (printed once)')).action(async (flags: MintFlags) => {
+    const { minted, controller } = await mint(flags);
+    if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller }, null, 2) + '\n');
+    else process.stdout.write(`${minted.token}\n`);
+  });
+  tokens
+    .command('list')
+    .description('join tokens: id, state, uses, expiry (never the secrets)')
+    .option('--json', 'print JSON')
+    .action(async (flags: { json?: boolean }) => {
+      const { tokens: list } = await request<{ tokens: Array<{ id: string; state: string; uses: number; maxUses: number; expiresAt: string; description: string }> }>(loadClientConfig(), '/v1/join-tokens');
+      if (flags.json) process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+      else process.stdout.write(renderTable(['ID', 'STATE', 'USES', 'EXPIRES', 'DESCRIPTION'], list.map((t) => [t.id, t.state, `${t.uses}/${t.maxUses}`, t.expiresAt, t.description || '-'])));
+    });
+  tokens
+    .command('revoke')
+    .description('revoke a join token by its id (the part before the dot)')
+    .argument('<id>')
+    .action(async (id: string) => {
+      const view = await request<{ id: string; state: string }>(loadClientConfig(), `/v1/join-tokens/${encodeURIComponent(id.split('.')[0]!)}`, { method: 'DELETE' });
+      process.stderr.write(`rankd: join token ${view.id} revoked\n`);
+    });
+
+  const node = program.command('node').description('manage one node');
+  node
+    .command('remove')
+    .description("revoke a node's certificates: its link drops at once and it cannot reconnect; its name may enroll again")
+    .argument('<name>')
+    .action(async (name: string) => {
+      const r = await request<{ node: string; revokedSerials: string[]; droppedLinks: number }>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}`, { method: 'DELETE' });
+      process.stderr.write(`rankd: node ${r.node} removed: ${r.revokedSerials.length} certificate(s) revoked, ${r.droppedLinks} link(s) dropped\n`);
+    });
+}

@@ -1,0 +1,112 @@
+// The audit hooks of the REST API, and GET /v1/audit.
+//
+// Recorded: every mutating request (POST, PUT, PATCH, DELETE), begun before its handler
+// runs and failing with 503 RANKD_AUDIT_UNAVAILABLE when that entry cannot be written;
+// and every refusal (401, 403, 429), whatever the method. Reads that succeed are not
+// recorded (log streams would drown the log). Shell sessions are recorded by ShellRelay.
+import { AuditList, AuditQuery, ErrorBody, ErrorCode, RankdError } from '@rankd/protocol';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AuditLog, AuditStart } from '../store/audit-log.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auditId: string | null;
+    /** The message of an error answer, for the entry's reason. */
+    auditReason: string | null;
+  }
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const REFUSALS = new Set([401, 403, 429]);
+
+/** The entry's request part: principal, source, route, the resource named in the path, argv. */
+export function auditStart(request: FastifyRequest): AuditStart {
+  const p = request.principal;
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const body = (request.body ?? {}) as Record<string, unknown>;
+  const resource: Record<string, string> = {};
+  const route = request.routeOptions.url;
+  if (typeof params['id'] === 'string') resource['job'] = params['id'];
+  if (typeof params['name'] === 'string') resource[route?.startsWith('/v1/users') ? 'user' : 'node'] = params['name'];
+  if (typeof params['accessor'] === 'string') resource['accessor'] = params['accessor'];
+  if (typeof body['pattern'] === 'string') resource['pattern'] = body['pattern'];
+  if (typeof body['user'] === 'string') resource['unixUser'] = body['user'];
+  const command = body['command'];
+  const argv = Array.isArray(command) && command.every((a) => typeof a === 'string') ? (command as string[]) : typeof body['shell'] === 'string' ? ['/bin/sh', '-c', body['shell']] : null;
+  return {
+    user: p?.user ?? null,
+    role: p?.role ?? null,
+    accessor: p?.accessor ?? null,
+    source: request.ip,
+    method: request.method,
+    route: route ?? request.url.split('?')[0]!.slice(0, 512),
+    resource,
+    argv,
+    decision: 'allow',
+    reason: '',
+  };
+}
+
+export function installAudit(app: FastifyInstance, audit: AuditLog): void {
+  app.decorateRequest('auditId', null);
+  app.decorateRequest('auditReason', null);
+  // registered after the auth hooks: it runs only for requests they let through
+  app.addHook('preHandler', async (request) => {
+    if (!MUTATING.has(request.method) || !request.principal) return;
+    try {
+      request.auditId = audit.begin(auditStart(request));
+    } catch (err) {
+      request.log.error({ err }, 'audit entry not written: request refused');
+      throw new RankdError(ErrorCode.AuditUnavailable, `the audit log cannot be written (${(err as Error).message}); the request was not carried out`);
+    }
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode >= 400 && typeof payload === 'string') {
+      try {
+        request.auditReason = (JSON.parse(payload) as { message?: string }).message ?? null;
+      } catch {
+        // not our error shape
+      }
+    }
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const status = reply.statusCode;
+    const durationMs = reply.elapsedTime;
+    const denied = REFUSALS.has(status);
+    if (request.auditId) {
+      audit.finish(request.auditId, {
+        status,
+        durationMs,
+        resource: request.auditResource,
+        ...(denied ? { decision: 'deny' as const } : {}),
+        ...(request.auditReason ? { reason: request.auditReason } : {}),
+      });
+      return;
+    }
+    if (!denied) return;
+    try {
+      audit.record({ ...auditStart(request), resource: { ...auditStart(request).resource, ...(request.auditResource ?? {}) }, decision: 'deny', reason: request.auditReason ?? String(status) }, { status, durationMs });
+    } catch (err) {
+      request.log.error({ err }, 'cannot record a refusal in the audit log');
+    }
+  });
+}
+
+export async function auditRoutes(app: FastifyInstance, opts: { audit: AuditLog }): Promise<void> {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.get(
+    '/v1/audit',
+    { schema: { tags: ['audit'], summary: 'The audit log: entries since a time (oldest first), or the newest ones', querystring: AuditQuery, response: { 200: AuditList, 400: ErrorBody } } },
+    async (request) => {
+      const { since, limit } = request.query;
+      let at: number | null = null;
+      if (since !== undefined) {
+        at = /^\d+$/.test(since) ? Number(since) : Date.parse(since);
+        if (!Number.isFinite(at)) throw new RankdError(ErrorCode.InvalidRequest, `since=${since}: an ISO time or milliseconds since the epoch`);
+      }
+      return { entries: opts.audit.list(at, limit ?? 1000) };
+    },
+  );
+}

@@ -1,0 +1,157 @@
+// The controller's side of `--mpi openmpi` jobs (docs/mpi-openmpi.md): sends each node its
+// ranks to prepare (ompi.start) and rank 0's node the launcher (mpirun); relays mpirun's
+// requests for daemons to the nodes of the job, and only to those; fails the job, with
+// the daemon's or mpirun's own last output as the reason, when either fails; and keeps
+// the job live until mpirun and its daemons have ended, so that nothing of a job runs
+// after it ended. What mpirun and each daemon did is in the job's history (events
+// ompi.launcher and ompi.daemon, with the last bytes of their output).
+import type { OmpiDaemonRequest, OmpiDaemonState, OmpiLauncherState, RankLaunch } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { AgentHandler } from '../gateway/agent-connection.js';
+import type { AgentSender, JobManager, LiveJob } from '../jobs/job-manager.js';
+import { graceSeconds } from '../jobs/job-view.js';
+
+type ProcState = 'pending' | 'started' | 'ended';
+
+interface JobState {
+  launcherNode: string;
+  launcher: ProcState;
+  daemons: Map<number, { host: string; state: ProcState }>;
+}
+
+export class OpenMpiLaunch {
+  private readonly jobs = new Map<string, JobState>();
+
+  constructor(
+    private readonly manager: JobManager,
+    private readonly agents: AgentSender,
+    private readonly registry: NodeRegistry,
+    private readonly log: Logger,
+  ) {
+    manager.startRanks = (live, byNode, leaseMs) => this.dispatch(live, byNode, leaseMs);
+    manager.onStopping = (live, reason, graceMs) => this.abortNodes(live, reason, graceMs);
+    manager.holdEnd = (live) => this.holds(live);
+    manager.on('ended', (id) => this.jobs.delete(id));
+  }
+
+  handlers(): Array<[string, AgentHandler]> {
+    return [
+      ['ompi.daemon.request', (conn, m) => this.daemonRequest(conn.name!, m as unknown as OmpiDaemonRequest)],
+      ['ompi.daemon.state', (conn, m) => this.daemonState(conn.name!, m as unknown as OmpiDaemonState)],
+      ['ompi.launcher.state', (conn, m) => this.launcherState(conn.name!, m as unknown as OmpiLauncherState)],
+    ];
+  }
+
+  private dispatch(live: LiveJob, byNode: Map<string, RankLaunch[]>, leaseMs: number): string | null | undefined {
+    const { job } = live;
+    if (job.submit.mpi !== 'openmpi') return undefined;
+    const launcherNode = job.rankMap.ranks[0]!.node;
+    let state = this.jobs.get(job.id);
+    const first = !state;
+    if (!state) this.jobs.set(job.id, (state = { launcherNode, launcher: 'pending', daemons: new Map() }));
+    for (const [node, ranks] of byNode) {
+      const launcher = first && node === launcherNode ? { hosts: job.rankMap.ranks.map((r) => r.node), env: job.submit.env ?? {} } : undefined;
+      if (!this.agents.send(node, { type: 'ompi.start', jobId: job.id, leaseMs, ranks, ...(launcher ? { launcher } : {}) })) {
+        if (launcher) state.launcher = 'ended';
+        return `node ${node} is not connected`;
+      }
+    }
+    this.manager.events.append('ompi.launcher', job.id, { state: 'requested', node: launcherNode });
+    return null;
+  }
+
+  /** Only rank 0's node runs mpirun, and its daemons go only to nodes of the job. */
+  private daemonRequest(node: string, m: OmpiDaemonRequest): void {
+    const live = this.manager.live.get(m.jobId);
+    const state = this.jobs.get(m.jobId);
+    const refuse = (message: string): void => {
+      this.log.warn({ node, jobId: m.jobId, daemon: m.daemon, host: m.host }, `Open MPI daemon refused: ${message}`);
+      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message });
+    };
+    if (!live || !state) return refuse(`job ${m.jobId} is not a live Open MPI job`);
+    if (node !== state.launcherNode) return refuse(`${node} does not run the launcher of job ${m.jobId}`);
+    if (state.daemons.has(m.daemon)) return;
+    if (!this.manager.nodesOf(live).includes(m.host)) return refuse(`${m.host} is not a node of job ${m.jobId}`);
+    if (live.stopping) return refuse(`the job is ending: ${live.stopping.reason}`);
+    state.daemons.set(m.daemon, { host: m.host, state: 'pending' });
+    this.manager.events.append('ompi.daemon', m.jobId, { daemon: m.daemon, host: m.host, state: 'requested' });
+    if (!this.agents.send(m.host, { type: 'ompi.daemon.run', jobId: m.jobId, daemon: m.daemon, command: m.command })) {
+      state.daemons.get(m.daemon)!.state = 'ended';
+      refuse(`node ${m.host} is not connected`);
+      this.fail(live, `Open MPI daemon on ${m.host} could not start: node ${m.host} is not connected`);
+    }
+  }
+
+  private daemonState(node: string, m: OmpiDaemonState): void {
+    const live = this.manager.live.get(m.jobId);
+    const state = this.jobs.get(m.jobId);
+    const daemon = state?.daemons.get(m.daemon);
+    if (live && !state && live.job.submit.mpi === 'openmpi' && m.host === node && this.manager.nodesOf(live).includes(node)) {
+      // this controller restarted since the request: still let mpirun's helper hear of its daemon
+      this.agents.send(live.job.rankMap.ranks[0]!.node, { ...m });
+      return;
+    }
+    if (!live || !state || !daemon || daemon.host !== node || m.host !== node) {
+      this.log.warn({ node, jobId: m.jobId, daemon: m.daemon }, 'state of an Open MPI daemon not asked of this node');
+      return;
+    }
+    if (daemon.state === 'ended') return;
+    daemon.state = m.state === 'started' ? 'started' : 'ended';
+    this.manager.events.append('ompi.daemon', m.jobId, describe(m));
+    // mpirun's rsh helper waits for this
+    this.agents.send(state.launcherNode, { ...m });
+    if (m.state === 'failed') this.fail(live, `Open MPI daemon on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
+    else if (m.state === 'exited' && (m.code !== 0 || m.signal)) this.fail(live, `Open MPI daemon on ${node} ${ended(m)}${lastLines(m.output)}`);
+    if (daemon.state === 'ended') this.manager.recheck(m.jobId);
+  }
+
+  private launcherState(node: string, m: OmpiLauncherState): void {
+    const live = this.manager.live.get(m.jobId);
+    const state = this.jobs.get(m.jobId);
+    if (!live || !state || node !== state.launcherNode || state.launcher === 'ended') return;
+    state.launcher = m.state === 'started' ? 'started' : 'ended';
+    this.manager.events.append('ompi.launcher', m.jobId, { node, ...describe(m) });
+    if (m.state === 'started') return;
+    if (m.state === 'failed') this.fail(live, `mpirun on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
+    else if (m.code !== 0 || m.signal) this.fail(live, `mpirun on ${node} ${ended(m)}${lastLines(m.output)}`);
+    // mpirun is gone: no rank can start any more; the nodes report those that never did,
+    // and end any daemon still there
+    if (this.manager.live.has(m.jobId)) this.abortNodes(live, 'mpirun ended', Math.round(graceSeconds(live.job) * 1000));
+    this.manager.recheck(m.jobId);
+  }
+
+  private fail(live: LiveJob, reason: string): void {
+    if (!live.stopping) this.manager.stop(live, 'failed', reason);
+  }
+
+  private abortNodes(live: LiveJob, reason: string, graceMs: number): void {
+    if (!this.jobs.has(live.job.id)) return;
+    for (const node of this.manager.nodesOf(live)) this.agents.send(node, { type: 'ompi.abort', jobId: live.job.id, graceMs, reason });
+  }
+
+  /** A job whose ranks have all ended stays live while mpirun or a daemon of it still runs on a connected node. */
+  private holds(live: LiveJob): boolean {
+    const state = this.jobs.get(live.job.id);
+    if (!state) return false;
+    const connected = (node: string) => this.registry.link(node) !== undefined && this.registry.link(node) !== null;
+    if (state.launcher !== 'ended' && connected(state.launcherNode)) return true;
+    for (const d of state.daemons.values()) if (d.state !== 'ended' && connected(d.host)) return true;
+    return false;
+  }
+}
+
+function describe(m: OmpiDaemonState | OmpiLauncherState): Record<string, unknown> {
+  const { type: _type, jobId: _jobId, ...rest } = m;
+  return rest;
+}
+
+function ended(m: { code?: number | null; signal?: string | null }): string {
+  return m.signal ? `was killed by ${m.signal}` : `exited with code ${m.code}`;
+}
+
+/** The last few lines of a process's output, for a job's reason. */
+function lastLines(output: string | undefined): string {
+  const lines = (output ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+  return lines.length ? `: ${lines.slice(-3).join(' | ').slice(-600)}` : '';
+}

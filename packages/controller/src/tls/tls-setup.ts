@@ -1,0 +1,101 @@
+// What the controller serves TLS with: its own CA and serving certificate (created at
+// first start, kept in the data directory with mode 0600), or an organisation's own
+// certificate and key (--tls-cert/--tls-key, with --tls-ca naming the CA that clients pin).
+// Node certificates are always issued by the controller's own CA, and client certificates
+// are verified against it alone.
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { TLSSocket } from 'node:tls';
+import { ErrorCode } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import { caHashOf, issueServingCert, loadOrCreateCa, servingNames, type KeyPair } from './pki.js';
+
+export interface TlsOptions {
+  /** PEM files of an organisation's own serving certificate (chain) and key. */
+  certFile?: string;
+  keyFile?: string;
+  /** The CA that issued certFile, as clients should trust it; default: the last certificate of certFile's chain. */
+  caFile?: string;
+}
+
+export interface TlsMaterial {
+  /** Signs node certificates; verifies client certificates. */
+  ca: KeyPair;
+  serverCert: string;
+  serverKey: string;
+  /** What clients and agents trust (served at GET /v1/enroll/ca). */
+  trustPem: string;
+  /** sha256:HEX of trustPem's (first certificate's) SubjectPublicKeyInfo: the pin of `--ca-hash`. */
+  caHash: string;
+}
+
+export async function setupTls(dataDir: string, listenHost: string, options: TlsOptions = {}): Promise<TlsMaterial> {
+  const ca = await loadOrCreateCa(dataDir);
+  if (options.certFile || options.keyFile) {
+    if (!options.certFile || !options.keyFile) throw new Error('--tls-cert and --tls-key go together');
+    const serverCert = readFileSync(options.certFile, 'utf8');
+    const serverKey = readFileSync(options.keyFile, 'utf8');
+    let trustPem: string;
+    if (options.caFile) trustPem = readFileSync(options.caFile, 'utf8');
+    else {
+      const chain = serverCert.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+      if (chain.length < 2) throw new Error(`${options.certFile} holds no issuer certificate: pass --tls-ca FILE (the CA clients and agents pin)`);
+      trustPem = chain[chain.length - 1]! + '\n';
+    }
+    new X509Certificate(serverCert); // throws on a file that is not a certificate
+    return { ca, serverCert, serverKey, trustPem, caHash: caHashOf(trustPem) };
+  }
+  const { certPem, keyPem } = await issueServingCert(ca, dataDir, servingNames(listenHost));
+  return { ca, serverCert: certPem, serverKey: keyPem, trustPem: ca.certPem, caHash: caHashOf(ca.certPem) };
+}
+
+/** The fastify/https options: TLS always; client certificates requested, checked per route. */
+export function httpsOptions(tls: TlsMaterial) {
+  return {
+    key: tls.serverKey,
+    cert: tls.serverCert,
+    // client certificates are verified against the controller's own CA only
+    ca: tls.ca.certPem,
+    requestCert: true,
+    // REST clients present no certificate; the agent gateway and renewal require one
+    rejectUnauthorized: false,
+    minVersion: 'TLSv1.2' as const,
+  };
+}
+
+/**
+ * Plain HTTP on the TLS port gets no API answer: a fixed 400 with RANKD_PLAINTEXT_ON_TLS_PORT
+ * written on the raw socket, then close. Nothing about the cluster is in it.
+ */
+export function answerPlaintext(server: { on(event: 'tlsClientError', l: (err: NodeJS.ErrnoException, socket: TLSSocket) => void): unknown }, log: Logger): void {
+  server.on('tlsClientError', (err, socket) => {
+    if (err.code !== 'ERR_SSL_HTTP_REQUEST') return;
+    log.warn({ remote: socket.remoteAddress, code: ErrorCode.PlaintextOnTlsPort }, 'plain HTTP on the TLS port refused');
+    // _parent is the TCP socket under the TLS one; best effort, the socket closes either way
+    const raw = (socket as unknown as { _parent?: import('node:net').Socket })._parent;
+    if (!raw || raw.destroyed) return;
+    const body = JSON.stringify({ statusCode: 400, code: ErrorCode.PlaintextOnTlsPort, error: 'Bad Request', message: 'this port speaks HTTPS only: use https://' });
+    try {
+      raw.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    } catch {
+      // already gone
+    }
+  });
+}
+
+/** The verified client certificate of a request's socket: node name and serial, or why there is none. */
+export function peerNode(socket: unknown): { ok: true; node: string; serial: string } | { ok: false; code: string; message: string } {
+  const tls = socket as TLSSocket;
+  if (typeof tls.getPeerCertificate !== 'function') return { ok: false, code: ErrorCode.NodeCertRequired, message: 'not a TLS connection' };
+  const cert = tls.getPeerCertificate();
+  if (!cert || Object.keys(cert).length === 0) return { ok: false, code: ErrorCode.NodeCertRequired, message: 'a node certificate is required (enroll with a join token first)' };
+  if (!tls.authorized) {
+    const why = String(tls.authorizationError ?? 'unverified');
+    if (why === 'CERT_HAS_EXPIRED') return { ok: false, code: ErrorCode.NodeCertExpired, message: 'the node certificate has expired: enroll again with a new join token' };
+    return { ok: false, code: ErrorCode.NodeCertInvalid, message: `the node certificate is not valid for this controller (${why})` };
+  }
+  const cn = cert.subject?.CN;
+  const node = Array.isArray(cn) ? '' : (cn ?? '');
+  if (!node) return { ok: false, code: ErrorCode.NodeCertInvalid, message: 'the node certificate names no node' };
+  return { ok: true, node, serial: cert.serialNumber };
+}

@@ -1,0 +1,70 @@
+// The controller's fence exchange on its own: sizes it counts as pairs travel, the one
+// answer every node gets, the nodes it refuses, and a lazy answer's chunks holding every pair.
+import t from 'tap';
+import type { Logger } from 'pino';
+import type { PmiPairs } from '@rankd/protocol';
+import { FenceExchange, INLINE_BYTES, pairBytes } from '@rankd/controller/pmi/fence-exchange';
+
+const silent = { warn: () => {}, info: () => {}, error: () => {} } as unknown as Logger;
+
+function exchange(nodes: string[]) {
+  const sent: Array<{ node: string; frame: Buffer }> = [];
+  const failed: string[] = [];
+  const x = new FenceExchange(
+    { nodes: (jobId) => (jobId === 'j1' ? nodes : null), fail: (_jobId, reason) => void failed.push(reason) },
+    { sendEncoded: (node, frame) => (sent.push({ node, frame }), true) },
+    silent,
+  );
+  return { x, sent, failed };
+}
+
+t.test('pairBytes counts what JSON makes of a pair, escapes and multi-byte text included', async (t) => {
+  const strings = ['', 'card-7', '0a1b'.repeat(100), 'say "hi"', 'back\\slash', 'tab\tnew\nline', '\u0000\u001f\u007f', 'héllo', '日本', '😀', '\ud800 lone', '~ !#[]{}'];
+  for (const k of strings) {
+    for (const v of strings) {
+      t.equal(pairBytes([k, v]), Buffer.byteLength(JSON.stringify([k, v])) + 1, `${JSON.stringify(k)}, ${JSON.stringify(v)}`);
+    }
+  }
+});
+
+t.test('small fences: every node gets the same bytes, the pairs inline in node order', async (t) => {
+  const { x, sent } = exchange(['a', 'b', 'c']);
+  x.fence('b', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [['kb', 'vb']] });
+  x.fence('a', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [['ka', 'va']], more: true });
+  x.fence('c', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [['kc', 'vc']] });
+  t.equal(sent.length, 0, 'no answer before every node has fenced');
+  x.fence('a', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 1, pairs: [['ka2', 'va2']] });
+  t.same(sent.map((s) => s.node), ['a', 'b', 'c']);
+  t.ok(sent.every((s) => s.frame === sent[0]!.frame), 'one encoded answer');
+  const answer = JSON.parse(sent[0]!.frame.toString()) as { chunks: number; pairs: PmiPairs };
+  t.equal(answer.chunks, 0);
+  t.same(answer.pairs, [['ka', 'va'], ['ka2', 'va2'], ['kb', 'vb'], ['kc', 'vc']]);
+});
+
+t.test('a node without a rank of the job is not counted', async (t) => {
+  const { x, sent } = exchange(['a', 'b']);
+  x.fence('a', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [] });
+  x.fence('z', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [] });
+  t.equal(sent.length, 0);
+  x.fence('b', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [] });
+  t.same(sent.map((s) => s.node), ['a', 'b']);
+});
+
+t.test('large fences: the answer gives a chunk count, and the chunks hold every pair in order', async (t) => {
+  const nodes = Array.from({ length: 100 }, (_, i) => `n${i}`);
+  const { x, sent } = exchange(nodes);
+  const card = (r: number) => r.toString(16).padStart(8, '0').repeat(50);
+  nodes.forEach((node, i) => {
+    const pairs: PmiPairs = Array.from({ length: 8 }, (_, k) => [`card-${i * 8 + k}`, card(i * 8 + k)]);
+    x.fence(node, { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs });
+  });
+  const answer = JSON.parse(sent[0]!.frame.toString()) as { chunks: number; pairs?: PmiPairs };
+  t.ok(800 * 400 > 256 * 1024 && 256 * 1024 > INLINE_BYTES, 'more than one 256-KiB chunk of cards');
+  t.ok(answer.chunks > 1, `${answer.chunks} chunks`);
+  t.notOk(answer.pairs);
+  sent.length = 0;
+  for (let c = 0; c < answer.chunks; c++) x.fetch('n3', { type: 'pmi.fetch', id: `f${c}`, jobId: 'j1', epoch: 0, chunk: c });
+  const pulled = sent.flatMap((s) => (JSON.parse(s.frame.toString()) as { pairs: PmiPairs }).pairs);
+  t.equal(pulled.length, 800);
+  t.ok(pulled.every(([k, v], i) => k === `card-${i}` && v === card(i)));
+});
