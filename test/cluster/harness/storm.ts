@@ -246,15 +246,17 @@ export async function storm(o: StormOptions): Promise<StormResult> {
   let envProbes = 0;
   // one connection each (refused upgrades, sessions the controller must close), and the
   // few costly or dangerous probes, interleaved so that a storm cut short still has them all
-  const connectionKinds: Array<[string, (impostor: Session) => Promise<Answer>]> = [
-    ['gateway: oversize frames', () => oversizeFrame(o)],
+  // Probes that open a session of their own use their worker's name (k): two workers probing
+  // under one name at once would have the newer session supersede the older (close 4409).
+  const connectionKinds: Array<[string, (impostor: Session, k: number) => Promise<Answer>]> = [
+    ['gateway: oversize frames', (_, k) => oversizeFrame(o, k)],
     ['rest: oversize body', () => restProbe(o.api, 413, '/v1/jobs', { method: 'POST', body: big })],
     ['gateway: a rank another node owns', (impostor) => impostor.probe(foreignOutput(o.jobId, tally.sent), 'RANKD_FOREIGN_RANK')],
     ['upgrade: a token instead of a certificate', () => upgrade(o.api, '/v1/agent', 'nope', [SUBPROTOCOL], 401)],
     ['upgrade: no certificate', () => upgrade(o.api, '/v1/agent', null, [SUBPROTOCOL], 401)],
     ['upgrade: no subprotocol', async () => upgrade(o.api, '/v1/agent', null, [], 400, await o.identity('storm-1'))],
     ['upgrade: unknown path', () => upgrade(o.api, '/v1/launch-missiles', null, [SUBPROTOCOL], 404)],
-    ['gateway: first frame not a hello', () => notHello(o)],
+    ['gateway: first frame not a hello', (_, k) => notHello(o, k)],
   ];
 
   let restNext = 0;
@@ -290,7 +292,7 @@ export async function storm(o: StormOptions): Promise<StormResult> {
         continue;
       }
       const [category, probe] = connectionKinds[i % connectionKinds.length]!;
-      tally.add(category, await probe(impostor));
+      tally.add(category, await probe(impostor, k));
       half();
     }
     impostor.close();
@@ -346,8 +348,8 @@ function upgrade(api: ControllerApi, path: string, token: string | null, protoco
 }
 
 /** A frame over the 1 MiB cap: the gateway closes the connection with 1009. */
-async function oversizeFrame(o: StormOptions): Promise<Answer> {
-  const s = await Session.open(o.api, o.identity, 'storm-big', hello('storm-big'));
+async function oversizeFrame(o: StormOptions, k: number): Promise<Answer> {
+  const s = await Session.open(o.api, o.identity, `storm-big-${k}`, hello(`storm-big-${k}`));
   s.ws.send(JSON.stringify({ type: 'heartbeat', seq: 1, pad: 'x'.repeat(1024 * 1024 + 16) }));
   const reply = await s.next(15_000);
   s.close();
@@ -356,8 +358,8 @@ async function oversizeFrame(o: StormOptions): Promise<Answer> {
 }
 
 /** A session whose first frame is not a hello: closed with 4400 (bad hello). */
-async function notHello(o: StormOptions): Promise<Answer> {
-  const s = await Session.open(o.api, o.identity, 'storm-nohello', null);
+async function notHello(o: StormOptions, k: number): Promise<Answer> {
+  const s = await Session.open(o.api, o.identity, `storm-nohello-${k}`, null);
   s.ws.send(JSON.stringify({ type: 'heartbeat', seq: 0 }));
   const reply = await s.next(15_000);
   s.close();
