@@ -104,7 +104,6 @@ export class PmiConnection {
   }
 
   private async handle(line: string): Promise<void> {
-    process.stderr.write(`DBG ${Date.now()} rank=${this.target?.rank} job=${this.target?.job.jobId} <- ${line.slice(0,80)}\n`);
     if (line.trim() === '') return;
     if (this.multi !== null) {
       if (line.trim() === 'endcmd') {
@@ -205,7 +204,6 @@ export class PmiConnection {
   }
 
   private write(text: string): void {
-    process.stderr.write(`DBG ${Date.now()} rank=${this.target?.rank} -> ${text.slice(0,80).replace(/\n/g,' ')} writable=${this.socket.writable}\n`);
     if (!this.over && this.socket.writable) this.socket.write(text, 'latin1');
   }
 

@@ -87,7 +87,6 @@ export class PmiJob {
 
   /** The controller's answer to the current epoch's fence. */
   fenced(epoch: number, pairs: PmiPairs | undefined, chunks: number): void {
-    process.stderr.write(`DBG ${Date.now()} fenced epoch=${epoch} mine=${this.epoch} sent=${this.fenceSent} entered=${[...this.entered]}\n`);
     // an answer to an epoch already closed (the fence was re-sent after a reconnect) changes nothing
     if (epoch !== this.epoch || !this.fenceSent || this.failure) return;
     // a later epoch overrides an earlier one, so nothing is applied ahead of a deferred epoch
@@ -113,7 +112,6 @@ export class PmiJob {
   }
 
   private sendFence(): void {
-    process.stderr.write(`DBG ${Date.now()} sendFence epoch=${this.epoch} n=${this.pending.length}\n`);
     this.fenceSent = true;
     // false: the link is down; the server re-sends every unanswered fence when it is up again
     this.transport.fence(this.jobId, this.epoch, this.pending);

@@ -57,7 +57,6 @@ export class FenceExchange {
 
   /** A frame of a node's fence. */
   fence(node: string, m: PmiFence): void {
-    this.log.info({ node, epoch: m.epoch, part: m.part, more: m.more, jobId: m.jobId }, 'DBG fence');
     const job = this.job(m.jobId, node);
     if (!job) return;
     // Two open epochs mean the nodes disagree on where the job is: after a controller
