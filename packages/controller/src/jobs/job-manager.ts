@@ -312,6 +312,8 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
   }
 
   private maybeFinish(live: LiveJob): void {
+    // already finished: a rank's end can stop the job (which finishes it) and then ask again
+    if (this.live.get(live.job.id) !== live) return;
     if (!live.ranks.every(isTerminal)) {
       if (live.job.state === 'starting' && live.ranks.every((r) => r.state !== 'pending')) this.setJob(live, { state: 'running', reason: 'all ranks started' });
       return;
