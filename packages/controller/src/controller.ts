@@ -27,6 +27,7 @@ import { answerPlaintext, httpsOptions, setupTls, type TlsMaterial, type TlsOpti
 import { UsersRepo } from './store/users-repo.js';
 import { AuditLog } from './store/audit-log.js';
 import { AccessControl } from './api/auth.js';
+import { ControllerMetrics } from './metrics/controller-metrics.js';
 
 export interface ControllerOptions {
   dataDir: string;
@@ -83,10 +84,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
   jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver());
   jobs.restore();
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, log);
+  const metrics = new ControllerMetrics(registry, jobs);
   const fences = new FenceExchange(
     { nodes: (jobId) => jobs.pmiNodes(jobId), fail: (jobId, reason) => jobs.fail(jobId, reason) },
     { sendEncoded: (node, frame) => registry.link(node)?.sendEncoded(frame) ?? false },
     log,
+    (seconds) => metrics.fence(seconds),
   );
   jobs.on('ended', (jobId) => fences.endJob(jobId));
 
@@ -100,6 +103,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     jobs,
     fleet,
     https: httpsOptions(tls),
+    metrics,
     enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
   });
   answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log);

@@ -25,6 +25,8 @@ import { execRoutes } from './routes/exec.js';
 import { pingRoutes } from './routes/ping.js';
 import { doctorRoutes } from './routes/doctor.js';
 import { enrollRoutes, type EnrollDeps } from './routes/enroll.js';
+import { metricsRoutes } from './routes/metrics.js';
+import type { ControllerMetrics } from '../metrics/controller-metrics.js';
 
 export interface ApiDeps {
   log: Logger;
@@ -41,6 +43,8 @@ export interface ApiDeps {
   https?: Record<string, unknown>;
   /** Enrollment routes; without them those routes are not served. */
   enroll?: EnrollDeps;
+  /** GET /metrics and the request counters; without it neither is served. */
+  metrics?: ControllerMetrics;
 }
 
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
@@ -76,6 +80,14 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   };
   installAuth(app, deps.access);
   installAudit(app, deps.audit);
+  const metrics = deps.metrics;
+  if (metrics) {
+    // Counted once answered, refusals included, on every route registered below. The label is
+    // the matched pattern, so job ids never become label values; unmatched URLs share a series.
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.request(request.method, request.routeOptions.url ?? '(unmatched)', reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
   await app.register(healthRoutes);
   await app.register(nodesRoutes, { registry: deps.registry });
   if (deps.enroll) await app.register(enrollRoutes, deps.enroll);
@@ -94,6 +106,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   }
   await app.register(usersRoutes, { users: deps.users });
   await app.register(auditRoutes, { audit: deps.audit });
+  if (metrics) await app.register(metricsRoutes, { metrics });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

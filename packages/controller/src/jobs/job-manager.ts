@@ -54,7 +54,7 @@ export interface PendingExit {
   error?: { code: string; message: string };
 }
 
-export class JobManager extends EventEmitter<{ ended: [string]; changed: [string] }> {
+export class JobManager extends EventEmitter<{ ended: [id: string, state: JobState]; changed: [string] }> {
   readonly live = new Map<string, LiveJob>();
   private readonly ports = new MasterPorts();
   /**
@@ -334,7 +334,7 @@ export class JobManager extends EventEmitter<{ ended: [string]; changed: [string
     this.live.delete(live.job.id);
     this.ports.release(live.job.rankMap.ranks[0]!.node, live.job.rankMap.masterPort);
     this.log.info({ job: live.job.id, state, reason, exitCode }, 'job ended');
-    this.emit('ended', live.job.id);
+    this.emit('ended', live.job.id, state);
     this.emit('changed', live.job.id);
     // Release an agent's spool once every byte of its ranks is stored; a node with a rank in
     // an unknown state keeps its spool for a resume (its next ranks.report releases it). Judged

@@ -29,6 +29,8 @@ export interface FenceNetwork {
 }
 
 interface Epoch {
+  /** When its first frame came (performance.now()), for the fence's duration. */
+  opened: number;
   /** Complete contributions, by node, with their size as they travel (summed as they came). */
   arrived: Map<string, { frames: PmiPairs[]; bytes: number }>;
   /** Frames of a node's contribution still coming (`more`). */
@@ -53,6 +55,8 @@ export class FenceExchange {
     private readonly live: FenceJobs,
     private readonly network: FenceNetwork,
     private readonly log: Logger,
+    /** Told each fence's duration once its answer has gone out. */
+    private readonly observe: (seconds: number) => void = () => {},
   ) {}
 
   /** A frame of a node's fence. */
@@ -64,7 +68,7 @@ export class FenceExchange {
     const other = [...job.epochs].find(([n, e]) => n !== m.epoch && e.answer === null);
     if (other) return this.live.fail(m.jobId, `node ${node} fenced epoch ${m.epoch} while epoch ${other[0]} is open (was the controller restarted during a fence?)`);
     let epoch = job.epochs.get(m.epoch);
-    if (!epoch) job.epochs.set(m.epoch, (epoch = { arrived: new Map(), partial: new Map(), answer: null, chunks: [] }));
+    if (!epoch) job.epochs.set(m.epoch, (epoch = { opened: performance.now(), arrived: new Map(), partial: new Map(), answer: null, chunks: [] }));
     if (epoch.answer) {
       // a fence re-sent after a reconnect, for an epoch that is over: the node missed the answer
       if (!m.more) this.network.sendEncoded(node, epoch.answer);
@@ -139,6 +143,7 @@ export class FenceExchange {
       epoch.answer = Buffer.from(`${head}"chunks":${epoch.chunks.length}}`);
     }
     for (const node of job.nodes) this.network.sendEncoded(node, epoch.answer);
+    this.observe((performance.now() - epoch.opened) / 1000);
   }
 }
 

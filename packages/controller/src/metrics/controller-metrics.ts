@@ -1,0 +1,101 @@
+// The controller's Prometheus metrics. What the controller already holds (nodes, live jobs
+// and ranks) is read at scrape time, so nothing is counted twice and a scrape never sees a
+// gauge drift from the registry; what happens (requests, ended jobs, fences) is counted
+// as it happens. Served at GET /metrics to the roles that read the fleet (api/policy.ts).
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { NodeRegistry } from '../fleet/node-registry.js';
+import { isTerminal, type JobManager } from '../jobs/job-manager.js';
+
+/** Node states always present in the output, at 0 when no node is in them, so a dashboard's series never vanish. */
+const NODE_STATES = ['ready', 'unreachable', 'lost'] as const;
+const LIVE_JOB_STATES = ['pending', 'starting', 'running'] as const;
+
+export class ControllerMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly requestSeconds: Histogram<'method' | 'route'>;
+  private readonly jobsEnded: Counter<'state'>;
+  private readonly fenceSeconds: Histogram;
+
+  constructor(nodes: NodeRegistry, jobs: JobManager) {
+    const registers = [this.registry];
+    // process CPU, memory, open descriptors, event-loop lag, GC: a controller's own health
+    collectDefaultMetrics({ register: this.registry, prefix: 'rankd_controller_' });
+    new Gauge({
+      name: 'rankd_nodes',
+      help: 'Nodes known to the controller, by state.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const count = new Map<string, number>(NODE_STATES.map((s) => [s, 0]));
+        for (const n of nodes.list()) count.set(n.state, (count.get(n.state) ?? 0) + 1);
+        for (const [state, n] of count) this.set({ state }, n);
+      },
+    });
+    new Gauge({
+      name: 'rankd_agents_connected',
+      help: 'Agents with a live link to the controller.',
+      registers,
+      collect() {
+        this.set(nodes.list().filter((n) => n.connected).length);
+      },
+    });
+    new Gauge({
+      name: 'rankd_jobs_live',
+      help: 'Jobs not yet ended, by state.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const count = new Map<string, number>(LIVE_JOB_STATES.map((s) => [s, 0]));
+        for (const live of jobs.live.values()) count.set(live.job.state, (count.get(live.job.state) ?? 0) + 1);
+        for (const [state, n] of count) this.set({ state }, n);
+      },
+    });
+    new Gauge({
+      name: 'rankd_ranks_live',
+      help: 'Ranks of live jobs that have not ended.',
+      registers,
+      collect() {
+        let n = 0;
+        for (const live of jobs.live.values()) for (const r of live.ranks) if (!isTerminal(r)) n++;
+        this.set(n);
+      },
+    });
+    this.jobsEnded = new Counter({ name: 'rankd_jobs_ended_total', help: 'Jobs ended since the controller started, by final state.', labelNames: ['state'], registers });
+    jobs.on('ended', (_id, state) => this.jobsEnded.inc({ state }));
+    this.requests = new Counter({
+      name: 'rankd_http_requests_total',
+      help: 'REST requests answered, by method, route pattern and status (refusals included).',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.requestSeconds = new Histogram({
+      name: 'rankd_http_request_duration_seconds',
+      help: 'Time to answer a REST request, by method and route pattern (log follows run for as long as they follow).',
+      labelNames: ['method', 'route'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers,
+    });
+    this.fenceSeconds = new Histogram({
+      name: 'rankd_pmi_fence_duration_seconds',
+      help: "PMI fences, from a job's first node entering to the answer going out to every node.",
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    });
+  }
+
+  /** A REST answer; `route` is the matched pattern (never the raw URL, which would make one series per job id). */
+  request(method: string, route: string, status: number, seconds: number): void {
+    this.requests.inc({ method, route, status: String(status) });
+    this.requestSeconds.observe({ method, route }, seconds);
+  }
+
+  fence(seconds: number): void {
+    this.fenceSeconds.observe(seconds);
+  }
+
+  /** The exposition text and its content type. */
+  async render(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+}
