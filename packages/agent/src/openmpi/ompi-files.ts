@@ -21,6 +21,18 @@ export const ompiFiles = {
   rshSocket: (jobDir: string) => path.join(jobDir, 'rsh.sock'),
 };
 
+/**
+ * A private TMPDIR for mpirun or an orted, in its own directory: Open MPI puts its session
+ * directory (`ompi.<hostname>.<uid>/jf.<job family>/…`) under TMPDIR, and the same path
+ * under a shared /tmp, for nodes of one hostname (containers, namespaces), had daemons of a
+ * job remove each other's directories ("orte_session_dir failed") or crash at start.
+ */
+export function privateTmpdir(processDir: string): string {
+  const tmp = path.join(processDir, 'tmp');
+  fs.mkdirSync(tmp, { mode: 0o700 });
+  return tmp;
+}
+
 /** Where a script of this folder is: beside this file in a build that copies it, else in src. */
 export function scriptPath(name: string): string {
   for (const rel of [`./${name}`, `../../src/openmpi/${name}`]) {

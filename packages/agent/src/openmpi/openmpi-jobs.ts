@@ -27,7 +27,7 @@ import { IdentityResolver } from '../ranks/identity.js';
 import { rankCwd } from '../ranks/preflight.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
 import { findMpirun, mpirunArgv, openMpiSettings } from './mpirun.js';
-import { jobOmpiDir, ompiFiles, scriptPath, writePrivate } from './ompi-files.js';
+import { jobOmpiDir, ompiFiles, privateTmpdir, scriptPath, writePrivate } from './ompi-files.js';
 import { OpenMpiRanks, type RankJob } from './openmpi-ranks.js';
 import { RshSocket } from './rsh-socket.js';
 import {
@@ -146,6 +146,7 @@ export class OpenMpiJobs {
         ...openMpiSettings(spec.env),
         ...this.ranks.daemonEnv(job.jobId),
         RANKD_OMPI_SOCKET: socket,
+        TMPDIR: privateTmpdir(dir),
       };
       const argv = mpirunArgv(mpirun, { hostfile, ranks: spec.hosts.length, rshHelper: this.rshHelper, asRoot: identity.uid === 0 });
       // the job's cwd, else the user's home, or '/'
@@ -192,7 +193,14 @@ export class OpenMpiJobs {
     try {
       const identity = await this.identities.resolve(job.user);
       fs.mkdirSync(dir, { mode: 0o700 });
-      const env: Record<string, string> = { ...this.baseEnv, HOME: identity.home, USER: identity.name, LOGNAME: identity.name, ...this.ranks.daemonEnv(job.jobId) };
+      const env: Record<string, string> = {
+        ...this.baseEnv,
+        HOME: identity.home,
+        USER: identity.name,
+        LOGNAME: identity.name,
+        ...this.ranks.daemonEnv(job.jobId),
+        TMPDIR: privateTmpdir(dir),
+      };
       const cgroup = processCgroup(this.runner.cgroupBase, job.jobId, `ompi-daemon${m.daemon}`);
       // the user's home, or '/'
       const proc = await startSupervisedProcess(this.tools, dir, cgroup, ['/bin/sh', '-c', m.command], env, rankCwd(undefined, identity));
