@@ -17,12 +17,22 @@ else {
   clusterTest(t, 'MPICH MPI_Allreduce over 3 hosts × 2 ranks: one world of 6, every rank pinned', { timeout: 240_000 }, async (t) => {
     const bin = buildMpich(t, ['allreduce', 'abort']);
     const c = await startCluster(t, { hosts: 3 });
-    const run = await c.rankd(['run', '-q', '-N', '3', '--ranks-per-node', '2', ...OVER_TCP, '--', bin.allreduce!], 120_000);
+    const allreduce = async () => {
+      const run = await c.rankd(['run', '-q', '-N', '3', '--ranks-per-node', '2', '--timeout', '45', ...OVER_TCP, '--', bin.allreduce!], 120_000);
+      const [summary] = await c.jobs();
+      return { run, out: splitLabelled(run.stdout), job: await c.job(summary!.id) };
+    };
+    let { run, out, job } = await allreduce();
+    if (job.state === 'timed-out' && job.ranks.every((r) => out.byRank.get(r.rank)?.some((l) => l.startsWith(`rank=${r.rank} size=6 sum=6 `)))) {
+      // MPICH 4.0.2 + UCX 1.13 over TCP can deadlock inside MPI_Finalize when ranks outnumber
+      // CPUs (6 ranks on this machine's 2): a rank closing its UCX endpoints waits on peers
+      // already blocked in the PMI barrier. mpiexec.hydra does the same (docs/mpi.md, Limits).
+      // Only that signature (every rank past its allreduce, then the timeout) earns a rerun.
+      t.comment(`MPICH's finalize deadlock over TCP (job ${job.id}: every rank printed its result, then timed out); running the job again`);
+      ({ run, out, job } = await allreduce());
+    }
     t.equal(run.code, 0, `rankd run exits 0 (stderr: ${run.stderr.slice(-2000)})`);
-    const out = splitLabelled(run.stdout);
     t.same(out.unlabelled, []);
-    const [summary] = await c.jobs();
-    const job = await c.job(summary!.id);
     for (const r of job.ranks) {
       const cpus = r.planned.cpus.join(',');
       t.match(out.byRank.get(r.rank)?.join('\n') ?? '', new RegExp(`^rank=${r.rank} size=6 sum=6 cpus=${cpus} `), `rank ${r.rank}: a world of 6, the allreduce summed 6, still on CPU ${cpus} after MPI_Init`);
