@@ -7,7 +7,7 @@ import { timeProcess } from '../lib/process-timing.js';
 import { compareArms, comparisonRow } from '../lib/rows.js';
 import { which } from '../lib/which.js';
 import { ansibleCommandArgv, prepareAnsible } from '../peers/ansible.js';
-import { rankdExecArm } from '../pending/rankd-exec.js';
+import { rankdExecArm } from '../rankd/exec.js';
 
 export const EXEC_HOSTS = 32;
 const ARM = { rankd: `rankd exec over ${EXEC_HOSTS} agents`, ansible: `ansible all -m command -a true (${EXEC_HOSTS} hosts)` } as const;

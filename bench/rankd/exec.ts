@@ -2,14 +2,11 @@
 // (bench-host-01 … bench-host-32, the names of Ansible's aliases), timed from spawn to the
 // end of its output, as ansible is. The agents hold their links open, as they would on a
 // cluster; each sample is a fresh CLI process, so its start-up is counted.
-// (Written against `rankd exec`; it no longer waits for a feature and may move to rankd/.)
 import type { BenchContext } from '../lib/figure.js';
 import { timeProcess } from '../lib/process-timing.js';
 import { missingCommand, rankdArgv } from '../lib/rankd.js';
 import type { Candidate } from '../lib/rows.js';
-import { startFleet } from '../rankd/fleet.js';
-
-export const RANKD_EXEC_PENDING = false;
+import { startFleet } from './fleet.js';
 
 const AGENTS = 32;
 const TIMEOUT_MS = 120_000;
