@@ -6,9 +6,8 @@
 // controller's memory and CPU meanwhile, and then the cost the lazy answer defers: every
 // node pulling every chunk of the merged cards, as a rank's first get makes it do.
 //
-// The controller holds two log files open per rank of a live job. Where its open-file
-// limit cannot hold 16,000 ranks' and cannot be raised, the largest job that fits runs
-// first, in rows of its own, and the asked one is then tried and reported as it fails.
+// The controller runs with the open-file limit it is given: its log store keeps a bounded
+// number of descriptors whatever the job's size, so 16,000 ranks need no raised limit.
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
@@ -16,21 +15,18 @@ import { MIN_ROUNDS } from '../lib/interleave.js';
 import { openFileLimit, readRss } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
 import { startFenceJob, type FenceRound, type PullRound } from '../rankd/fence-job.js';
-import { lastControllerError, startFleet, whyNoFleet, whyNoNofile, type Fleet } from '../rankd/fleet.js';
+import { lastControllerError, startFleet, whyNoFleet, type Fleet } from '../rankd/fleet.js';
+import { MAX_OPEN_LOG_FILES } from '@rankd/controller/jobs/log-store';
 import { card, CARD_BYTES } from '../rankd/sim-jobs.js';
 import { enrollmentNote, startSims, type SimFleet } from '../rankd/sim-fleet.js';
 
 const NODES = 2000;
 const RANKS_PER_NODE = 8;
-/** Tried, largest first, when the controller cannot open RANKS_PER_NODE's log files. */
-const SMALLER_RANKS_PER_NODE = [4, 2, 1];
 const SIM_PROCESSES = 4;
 /** After each fence every node pulls every chunk: the full allgather (about 19 s a round at 2,000 × 4 here). */
 const PULL_PER_PROCESS = NODES / SIM_PROCESSES;
 /** Nodes of each simulator whose warm-up pull is parsed and checked card by card. */
 const VERIFY_PER_PROCESS = 12;
-/** Asked of prlimit: two files per rank of a 16,000-rank job, sockets and the database, with room. */
-const CONTROLLER_NOFILE = 65_536;
 /** Descriptors the controller needs beside log files and agent sockets (database, REST, stdio). */
 const FD_MARGIN = 512;
 const FENCE_GOAL: Goal = { on: 'rankd', op: '<', value: 1000, text: '< 1 s' };
@@ -122,37 +118,32 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const why = await whyNoFleet(ctx);
   if (why) return notRun(why);
 
-  const noRaise = await whyNoNofile(CONTROLLER_NOFILE);
   let fleet: Fleet;
   try {
-    fleet = await startFleet(ctx, { agents: 0, prefix: 'fence', ...(noRaise === null ? { nofile: CONTROLLER_NOFILE } : {}) });
+    fleet = await startFleet(ctx, { agents: 0, prefix: 'fence' });
   } catch (err) {
     return notRun(`the controller did not start: ${(err as Error).message}`);
   }
   let sims: SimFleet | undefined;
   try {
     sims = await startSims(ctx, fleet, { agents: NODES, processes: SIM_PROCESSES, prefix: 'fsim' });
+    // the controller's own limit, as started: its log store keeps at most MAX_OPEN_LOG_FILES
+    // descriptors whatever the number of ranks, beside one socket per node
     const limit = openFileLimit(fleet.controller.pid) ?? 0;
-    const fits = (rpn: number) => 2 * NODES * rpn + NODES + FD_MARGIN <= limit;
-    const smaller = fits(RANKS_PER_NODE) ? undefined : SMALLER_RANKS_PER_NODE.find(fits);
-    const fdWhy = `the controller holds two log files open per rank of a live job (${n(2 * world)} for ${n(world)} ranks) beside ${n(NODES)} agent sockets, and its open-file limit here is ${n(limit)}${noRaise ? `, which the bench could not raise (prlimit: ${noRaise})` : ''}`;
-    if (!fits(RANKS_PER_NODE)) {
-      notes.push(`${fdWhy[0]!.toUpperCase()}${fdWhy.slice(1)}. So ${smaller ? `${n(NODES)} × ${smaller} ranks, the largest job that fits, ran first, in rows of its own; then` : ''} the asked ${n(NODES)} × ${RANKS_PER_NODE} job was submitted as well, and its rows say how that went.`);
-    }
+    const needed = NODES + MAX_OPEN_LOG_FILES + FD_MARGIN;
+    if (limit < needed) notes.push(`The controller's open-file limit here is ${n(limit)}, under the ${n(needed)} it may need (${n(NODES)} sockets, ${n(MAX_OPEN_LOG_FILES)} log files, ${FD_MARGIN} more).`);
     const rows: Row[] = [];
     const measuredRuns: Measured[] = [];
-    for (const rpn of smaller ? [smaller, RANKS_PER_NODE] : [RANKS_PER_NODE]) {
-      try {
-        const m = await measure(ctx, fleet, sims, rpn);
-        measuredRuns.push(m);
-        rows.push(...rowsOf(m));
-      } catch (err) {
-        await sleep(1000); // the controller's log line may trail its 500
-        const logged = lastControllerError(fleet);
-        const reason = `${(err as Error).message}${logged ? `; the controller logged: ${logged}` : ''}${fits(rpn) ? '' : ` (${fdWhy})`}`;
-        ctx.log(`pmi-fence: ${n(NODES)} × ${rpn}: ${reason}`);
-        rows.push({ figure: fenceLabel(rpn), rankd: notMeasured(reason), goals: [FENCE_GOAL] }, { figure: pullLabel(rpn), rankd: notMeasured(reason), goals: [] });
-      }
+    try {
+      const m = await measure(ctx, fleet, sims, RANKS_PER_NODE);
+      measuredRuns.push(m);
+      rows.push(...rowsOf(m));
+    } catch (err) {
+      await sleep(1000); // the controller's log line may trail its 500
+      const logged = lastControllerError(fleet);
+      const reason = `${(err as Error).message}${logged ? `; the controller logged: ${logged}` : ''}`;
+      ctx.log(`pmi-fence: ${n(NODES)} × ${RANKS_PER_NODE}: ${reason}`);
+      rows.push({ figure: fenceLabel(RANKS_PER_NODE), rankd: notMeasured(reason), goals: [FENCE_GOAL] }, { figure: pullLabel(RANKS_PER_NODE), rankd: notMeasured(reason), goals: [] });
     }
     notes.push(
       `One \`rankd controller\` and ${SIM_PROCESSES} simulator processes × ${NODES / SIM_PROCESSES} WebSocket connections on 127.0.0.1 (TLS, each with its own node certificate), each a node with this machine's facts. Each job was planned with POST /v1/plan and submitted with POST /v1/jobs, placement \`{"nodes":${NODES},"ranksPerNode":R,"oversubscribe":true}\` (the facts are this ${os.availableParallelism()}-core machine's, so R ranks per node need oversubscribe), mpi mode pmi1 (the default); the simulated agents answer job.start with a rank.started per rank and end the job with a rank.exit per rank.`,

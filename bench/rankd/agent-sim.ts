@@ -12,18 +12,24 @@
 // verified against that CA; the token is one multi-use join token shared by the fleet (off
 // the command line). Then it reports {"event":"enrolled",…} and waits for {"cmd":"connect"}
 // on stdin, so that no process connects while another still enrolls.
+// A connection the controller drops (a controller restart) is reconnected as `rankd agent`
+// does it: the agent's own Backoff (250 ms doubling to 30 s, equal jitter), so the handshake
+// storm after a restart is the one a real fleet makes.
 // Talks JSON lines: events on stdout ("enrolled", {"event":"ready","welcomed":N} once every
-// connection got its welcome, then "started", "fenced", "pulled", "exited", "error"),
+// connection got its welcome, {"event":"reconnected","at":T} once every one is welcomed
+// again after a loss, then "started", "fenced",
+// "pulled", "exited", "error"),
 // commands on stdin ("connect", then sim-jobs.ts's Command). Runs until SIGTERM or until
 // stdin closes.
 import https from 'node:https';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 import { fetchPinnedCa, keyAndCsr } from '@rankd/agent';
+import { Backoff } from '@rankd/agent/link/backoff';
 import { readFacts } from '@rankd/agent/facts/index';
 import { MAX_FRAME_BYTES, SUBPROTOCOL } from '@rankd/protocol/wire';
 import { httpsRequest } from './https.js';
-import { SimJobs, now, type Command } from './sim-jobs.js';
+import { SimJobs, now, type Command, type SimNode } from './sim-jobs.js';
 
 const [url, caHash, countText, prefix] = process.argv.slice(2);
 const joinToken = process.env['SIM_JOIN_TOKEN'];
@@ -35,9 +41,12 @@ const count = Number(countText);
 // one facts snapshot, sent by every simulated node: the controller stores it per node
 const facts = readFacts({ root: '/' });
 const wsUrl = url.replace(/^https:/, 'wss:') + '/v1/agent';
-const sockets: WebSocket[] = [];
-const timers: NodeJS.Timeout[] = [];
+const sockets = new Set<WebSocket>();
 let welcomed = 0;
+/** Connections welcomed and still open; `lost` is set once one drops and cleared when all are back. */
+let live = 0;
+let lost = false;
+let stopping = false;
 const emit = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const jobs = new SimJobs(emit);
 
@@ -91,52 +100,91 @@ async function enrollAll(ca: string): Promise<Identity[]> {
 const PEEK_ABOVE = 64 * 1024;
 const CHUNK_HEAD = /^\{"type":"pmi\.chunk","id":"([^"]+)"/;
 
+/**
+ * Opens one node's link and resolves at its first welcome. After that the link lives on its
+ * own: when it drops it is opened again after the agent's backoff, for as long as this runs.
+ */
 function connect(ca: string, id: Identity): Promise<void> {
   return new Promise((resolve, reject) => {
-    // mTLS: the node's own certificate, the controller verified against the pinned CA
-    const ws = new WebSocket(wsUrl, [SUBPROTOCOL], { ca, cert: id.cert, key: id.key, perMessageDeflate: false, maxPayload: MAX_FRAME_BYTES, handshakeTimeout: 60_000 });
-    sockets.push(ws);
-    const node = jobs.addNode(id.name, ws);
-    let seq = 0;
-    ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', name: node.name, version: 'sim', capabilities: ['facts'], labels: { sim: 'true' }, facts })));
-    ws.on('message', (data: Buffer) => {
-      if (data.length > PEEK_ABOVE) {
-        const id = CHUNK_HEAD.exec(data.toString('utf8', 0, 256))?.[1];
-        if (id) return jobs.chunk(id, data);
-      }
-      const msg = JSON.parse(data.toString()) as { type: string; id?: string; heartbeatMs?: number } & Record<string, unknown>;
-      switch (msg.type) {
-        case 'welcome': {
-          welcomed++;
-          // spread the beats over the interval, as independent agents would be
-          const start = setTimeout(() => {
-            timers.push(setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), msg.heartbeatMs!));
-          }, Math.random() * msg.heartbeatMs!);
-          timers.push(start);
-          resolve();
-          return;
+    const backoff = new Backoff({ baseMs: 250, capMs: 30_000 });
+    let first = true;
+    let heartbeat: NodeJS.Timeout | undefined;
+    let simNode: SimNode | undefined;
+    const open = (): void => {
+      // mTLS: the node's own certificate, the controller verified against the pinned CA
+      const ws = new WebSocket(wsUrl, [SUBPROTOCOL], { ca, cert: id.cert, key: id.key, perMessageDeflate: false, maxPayload: MAX_FRAME_BYTES, handshakeTimeout: 60_000 });
+      sockets.add(ws);
+      // one simulated node across its links: a reconnect re-points it at the new socket
+      if (simNode) simNode.ws = ws;
+      else simNode = jobs.addNode(id.name, ws);
+      const node = simNode;
+      let seq = 0;
+      let up = false;
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', name: node.name, version: 'sim', capabilities: ['facts'], labels: { sim: 'true' }, facts })));
+      ws.on('message', (data: Buffer) => {
+        if (data.length > PEEK_ABOVE) {
+          const id = CHUNK_HEAD.exec(data.toString('utf8', 0, 256))?.[1];
+          if (id) return jobs.chunk(id, data);
         }
-        case 'job.start':
-          return jobs.started(node, msg as unknown as Parameters<SimJobs['started']>[1]);
-        case 'pmi.fenced':
-          return jobs.fenced(node, msg as unknown as Parameters<SimJobs['fenced']>[1]);
-        case 'pmi.chunk':
-          if (msg.id) jobs.chunk(msg.id, data, typeof msg.error === 'string' ? msg.error : undefined);
-          return;
-        default:
-          return; // job.release, job.abort, errors: nothing runs here to act on
-      }
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      // a refused upgrade: the controller's status and stable code say why
-      let body = '';
-      res.on('data', (d: Buffer) => (body = (body + d.toString()).slice(0, 1000)));
-      res.once('end', () => reject(new Error(`${node.name}: the gateway refused the upgrade: HTTP ${res.statusCode} ${body}`)));
-    });
-    ws.on('error', reject);
-    ws.on('close', (code, reason) => {
-      if (code !== 1000) process.stderr.write(`sim ${node.name}: closed ${code} ${reason.toString()}\n`);
-    });
+        const msg = JSON.parse(data.toString()) as { type: string; id?: string; heartbeatMs?: number } & Record<string, unknown>;
+        switch (msg.type) {
+          case 'welcome': {
+            up = true;
+            backoff.reset();
+            live++;
+            if (first) welcomed++;
+            if (lost && live === count) {
+              lost = false;
+              emit({ event: 'reconnected', at: now() });
+            }
+            // spread the beats over the interval, as independent agents would be
+            heartbeat = setTimeout(() => {
+              heartbeat = setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), msg.heartbeatMs!);
+            }, Math.random() * msg.heartbeatMs!);
+            if (first) {
+              first = false;
+              resolve();
+            }
+            return;
+          }
+          case 'job.start':
+            return jobs.started(node, msg as unknown as Parameters<SimJobs['started']>[1]);
+          case 'pmi.fenced':
+            return jobs.fenced(node, msg as unknown as Parameters<SimJobs['fenced']>[1]);
+          case 'pmi.chunk':
+            if (msg.id) jobs.chunk(msg.id, data, typeof msg.error === 'string' ? msg.error : undefined);
+            return;
+          default:
+            return; // job.release, job.abort, errors: nothing runs here to act on
+        }
+      });
+      ws.on('unexpected-response', (_req, res) => {
+        // a refused upgrade: the controller's status and stable code say why
+        let body = '';
+        res.on('data', (d: Buffer) => (body = (body + d.toString()).slice(0, 1000)));
+        res.once('end', () => {
+          const err = new Error(`${node.name}: the gateway refused the upgrade: HTTP ${res.statusCode} ${body}`);
+          if (first) reject(err);
+          else void fail(err);
+        });
+      });
+      ws.on('error', (err) => {
+        // before the first welcome an error is the figure's failure; after it, a drop to reconnect from
+        if (first) reject(err);
+      });
+      ws.on('close', () => {
+        sockets.delete(ws);
+        clearTimeout(heartbeat);
+        clearInterval(heartbeat);
+        if (stopping || first) return;
+        if (up) {
+          live--;
+          if (!lost) lost = true;
+        }
+        setTimeout(open, backoff.next());
+      });
+    };
+    open();
   });
 }
 
@@ -161,7 +209,7 @@ async function fail(err: unknown): Promise<never> {
 }
 
 function shutdown(): void {
-  for (const t of timers) clearTimeout(t);
+  stopping = true;
   for (const ws of sockets) ws.close(1000);
   setTimeout(() => process.exit(0), 500).unref();
 }

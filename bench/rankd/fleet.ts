@@ -12,7 +12,6 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startDaemon, waitFor, type Daemon } from '../lib/child.js';
 import type { BenchContext } from '../lib/figure.js';
-import { runProcess } from '../lib/process-timing.js';
 import { missingCommand, rankdArgv } from '../lib/rankd.js';
 import { onTeardown } from '../lib/teardown.js';
 import { restJson } from './https.js';
@@ -28,7 +27,14 @@ export interface Fleet {
   apiToken: string;
   /** Environment for client commands (`rankd run`, `rankd logs`): the controller, its API token and its CA. */
   clientEnv: NodeJS.ProcessEnv;
-  controller: Daemon;
+  /** The controller now running: restartController() replaces it. */
+  readonly controller: Daemon;
+  /**
+   * SIGKILLs the controller (by pid) and starts a new one on the same address and data
+   * directory, as systemd would after a crash. Resolves once the new one has spawned, with
+   * the time it was spawned (performance.timeOrigin + performance.now()).
+   */
+  restartController(): Promise<number>;
   /** Mints a join token over the REST API (POST /v1/join-tokens) that `uses` nodes may enroll with. */
   mintJoinToken(uses: number, description: string): Promise<string>;
   agents: Daemon[];
@@ -51,13 +57,7 @@ export async function whyNoFleet(ctx: BenchContext): Promise<string | null> {
   return null;
 }
 
-/**
- * `nofile` raises the controller's open-file limit (soft and hard) through prlimit(1),
- * which execs it, so its pid stays the controller's: the controller holds two files open
- * per rank of a live job, and a 16,000-rank job needs more than a default limit of 20,000.
- * Raising a hard limit needs CAP_SYS_RESOURCE: ask whyNoNofile() first.
- */
-export async function startFleet(ctx: BenchContext, opts: { agents: number; prefix: string; nofile?: number }): Promise<Fleet> {
+export async function startFleet(ctx: BenchContext, opts: { agents: number; prefix: string }): Promise<Fleet> {
   const dir = path.join(ctx.tmpDir, `fleet-${opts.prefix}`);
   const dataDir = path.join(dir, 'controller');
   mkdirSync(dataDir, { recursive: true });
@@ -68,11 +68,14 @@ export async function startFleet(ctx: BenchContext, opts: { agents: number; pref
     await daemons[0]?.stop();
   });
   try {
-    const limit = opts.nofile ? ['prlimit', `--nofile=${opts.nofile}:${opts.nofile}`, '--'] : [];
-    const controller = startDaemon('rankd controller', [...limit, ...rankdArgv(ctx.repoRoot, ['controller', '--listen', '127.0.0.1:0', '--data-dir', dataDir])], {
-      logFile: path.join(dir, 'controller.log'),
-    });
-    daemons.push(controller);
+    const spawnController = (listen: string): Daemon => {
+      const controller = startDaemon('rankd controller', [...rankdArgv(ctx.repoRoot, ['controller', '--listen', listen, '--data-dir', dataDir])], {
+        logFile: path.join(dir, 'controller.log'),
+      });
+      daemons[0] = controller;
+      return controller;
+    };
+    const controller = spawnController('127.0.0.1:0');
     let state: { url?: string; ca?: string; caHash?: string } = {};
     const up = await waitFor(() => {
       if (controller.exited) return true;
@@ -122,20 +125,34 @@ export async function startFleet(ctx: BenchContext, opts: { agents: number; pref
       }
     }, 60_000 + 3_000 * opts.agents, 250);
     if (!allReady) throw new Error(`only ${ready} of ${opts.agents} agents became ready`);
-    return { url, ca, caFile, caHash, apiToken, clientEnv, controller, mintJoinToken, agents: daemons.slice(1), agentNames, stop };
+    const restartController = async (): Promise<number> => {
+      const old = daemons[0]!;
+      const gone = new Promise<void>((resolve) => (old.exited ? resolve() : old.child.once('exit', () => resolve())));
+      process.kill(old.pid, 'SIGKILL');
+      await gone;
+      const spawnedAt = performance.timeOrigin + performance.now();
+      spawnController(new URL(url).host);
+      return spawnedAt;
+    };
+    return {
+      url,
+      ca,
+      caFile,
+      caHash,
+      apiToken,
+      clientEnv,
+      get controller() {
+        return daemons[0]!;
+      },
+      restartController,
+      mintJoinToken,
+      agents: daemons.slice(1),
+      agentNames,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
-  }
-}
-
-/** null when prlimit can give a process `nofile` open files here; else why not (its own words). */
-export async function whyNoNofile(nofile: number): Promise<string | null> {
-  try {
-    const r = await runProcess(['prlimit', `--nofile=${nofile}:${nofile}`, '--', 'true'], { timeoutMs: 10_000 });
-    return r.code === 0 ? null : r.stderrTail.trim().split('\n').at(-1)?.replace(/^prlimit: /, '') || `prlimit exited with ${r.code}`;
-  } catch (err) {
-    return `prlimit could not run: ${(err as Error).message}`;
   }
 }
 

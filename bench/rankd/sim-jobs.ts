@@ -40,7 +40,7 @@ interface NodeJob {
   fence: { epoch: number; sentAt: number; fencedAt: number | null; chunks: number | null } | null;
 }
 
-interface SimNode {
+export interface SimNode {
   name: string;
   ws: WebSocket;
   jobs: Map<string, NodeJob>;

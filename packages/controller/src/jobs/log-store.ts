@@ -17,7 +17,7 @@ import type { StreamName } from '@rankd/protocol';
 export const STREAMS: readonly StreamName[] = ['stdout', 'stderr'];
 
 /** Descriptors kept open by default: far under any RLIMIT_NOFILE, plenty for the streams being written. */
-const MAX_OPEN = 1024;
+export const MAX_OPEN_LOG_FILES = 1024;
 
 export type AppendResult =
   | { kind: 'stored'; bytes: number }
@@ -36,7 +36,7 @@ export class LogStore {
 
   constructor(
     private readonly dir: string,
-    private readonly maxOpen = MAX_OPEN,
+    private readonly maxOpen = MAX_OPEN_LOG_FILES,
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
