@@ -95,19 +95,7 @@ export class JobExecutor {
         ...(launch.pty ? { pty: true } : {}),
       });
       if (started.passedSocket) this.pmi.attach(jobId, launch.rank, started.passedSocket);
-      const b = started.binding;
-      const detail = b.mismatch ? `mismatch: ${b.mismatch}` : b.unread ? `not read: the rank ${b.unread === 'exited' ? 'exited first' : 'did not get past its wrappers in time'}` : undefined;
-      this.link.send({
-        type: 'rank.started',
-        jobId,
-        rank: launch.rank,
-        pid: started.pid,
-        startedAt: started.startedAt,
-        binding: { cpus: b.cpus, memNodes: b.memNodes, verified: b.verified, ...(detail ? { detail } : {}) },
-        warnings: started.warnings,
-      });
-      if (!pump.hasEnded) this.watch(entry, jobId, launch.rank, pump);
-      pump.announce();
+      this.announce(entry, started, pump);
     } catch (err) {
       const e = err as { code?: string; message: string };
       this.log.warn({ jobId, rank: launch.rank, code: e.code, err: e.message }, 'rank failed to start');
@@ -206,19 +194,23 @@ export class JobExecutor {
   attached(jobId: string, leaseMs: number, started: StartedRank): void {
     const entry = this.entry(jobId, leaseMs);
     if (entry.pumps.has(started.rank)) return;
-    const pump = this.pumpFor(entry, jobId, started.rank, false);
+    this.announce(entry, started, this.pumpFor(entry, jobId, started.rank, false));
+  }
+
+  /** rank.started with the binding as read, then the exit watch and the output pump. */
+  private announce(entry: JobEntry, started: StartedRank, pump: OutputPump): void {
     const b = started.binding;
     const detail = b.mismatch ? `mismatch: ${b.mismatch}` : b.unread ? `not read: the rank ${b.unread === 'exited' ? 'exited first' : 'did not get past its wrappers in time'}` : undefined;
     this.link.send({
       type: 'rank.started',
-      jobId,
+      jobId: started.jobId,
       rank: started.rank,
       pid: started.pid,
       startedAt: started.startedAt,
       binding: { cpus: b.cpus, memNodes: b.memNodes, verified: b.verified, ...(detail ? { detail } : {}) },
       warnings: started.warnings,
     });
-    if (!pump.hasEnded) this.watch(entry, jobId, started.rank, pump);
+    if (!pump.hasEnded) this.watch(entry, started.jobId, started.rank, pump);
     pump.announce();
   }
 
