@@ -19,8 +19,8 @@ t.test('an agent registers and shows ready in rankd nodes', async (t) => {
   const table = await runCli(['nodes'], env);
   t.equal(table.code, 0, table.stderr);
   const lines = table.stdout.trim().split('\n');
-  t.match(lines[0], /^NAME\s+STATE\s+ADDRESS\s+CPUS\s+NUMA\s+LAST SEEN$/);
-  t.match(lines[1], /^node-a\s+ready\s+127\.0\.0\.1\s+\d+\s+\d+\s+\d+s ago$/);
+  t.match(lines[0], /^NAME\s+STATE\s+ADDRESS\s+CPUS\s+NUMA\s+LAST SEEN\s+DRAIN$/);
+  t.match(lines[1], /^node-a\s+ready\s+127\.0\.0\.1\s+\d+\s+\d+\s+\d+s ago\s+-$/);
 
   const json = await runCli(['nodes', '--json'], env);
   t.equal(json.code, 0);

@@ -1,7 +1,7 @@
 // Enrollment commands (admin, with the API token):
 //   rankd join-command [--ttl 24h] [--uses N] [--controller URL]   a join token, as the line an agent runs
 //   rankd join-token list|create|revoke ID                          join tokens (ids and state, never secrets)
-//   rankd node remove NAME                                          revoke a node's certificates; its link drops
+// (`rankd node remove`, which revokes a node's certificates, is with the node commands in nodes.ts.)
 import type { Command } from 'commander';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
@@ -77,15 +77,5 @@ export function register(program: Command): void {
     .action(async (id: string) => {
       const view = await request<{ id: string; state: string }>(loadClientConfig(), `/v1/join-tokens/${encodeURIComponent(id.split('.')[0]!)}`, { method: 'DELETE' });
       process.stderr.write(`rankd: join token ${view.id} revoked\n`);
-    });
-
-  const node = program.command('node').description('manage one node');
-  node
-    .command('remove')
-    .description("revoke a node's certificates: its link drops at once and it cannot reconnect; its name may enroll again")
-    .argument('<name>')
-    .action(async (name: string) => {
-      const r = await request<{ node: string; revokedSerials: string[]; droppedLinks: number }>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}`, { method: 'DELETE' });
-      process.stderr.write(`rankd: node ${r.node} removed: ${r.revokedSerials.length} certificate(s) revoked, ${r.droppedLinks} link(s) dropped\n`);
     });
 }

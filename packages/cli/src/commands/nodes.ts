@@ -1,6 +1,7 @@
-// `rankd nodes`: the node registry as a table, or JSON.
+// `rankd nodes`: the node registry as a table, or JSON. `rankd node drain|resume|remove NAME`:
+// one node's standing (operators drain and resume; removing revokes its certificates).
 import type { Command } from 'commander';
-import type { NodeList } from '@rankd/protocol';
+import type { NodeList, NodeView } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { renderTable } from '../table.js';
@@ -19,17 +20,45 @@ export function register(program: Command): void {
       const now = Date.now();
       process.stdout.write(
         renderTable(
-          ['NAME', 'STATE', 'ADDRESS', 'CPUS', 'NUMA', 'LAST SEEN'],
+          ['NAME', 'STATE', 'ADDRESS', 'CPUS', 'NUMA', 'LAST SEEN', 'DRAIN'],
           nodes.map((n) => [
             n.name,
-            n.connected || n.state !== 'ready' ? n.state : `${n.state} (reconnecting)`,
+            `${n.connected || n.state !== 'ready' ? n.state : `${n.state} (reconnecting)`}${n.drain ? ', drained' : ''}`,
             n.address ?? '-',
             n.cpus === null ? '-' : String(n.cpus),
             n.numaNodes === null ? '-' : String(n.numaNodes),
             ago(now - Date.parse(n.lastSeen)),
+            n.drain ? `${n.drain.reason}${n.drain.by ? ` (${n.drain.by}, ${ago(now - Date.parse(n.drain.at))})` : ''}` : '-',
           ]),
         ),
       );
+    });
+
+  const node = program.command('node').description('manage one node: drain, resume, remove');
+  node
+    .command('drain')
+    .description('take no new ranks on the node; running ranks finish (as scontrol state=drain)')
+    .argument('<name>')
+    .option('--reason <text>', 'why, shown by rankd nodes', 'drained')
+    .action(async (name: string, opts: { reason: string }) => {
+      const view = await request<NodeView>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}/drain`, { method: 'POST', body: { reason: opts.reason } });
+      process.stderr.write(`rankd: node ${view.name} drained: ${view.drain?.reason ?? opts.reason}\n`);
+    });
+  node
+    .command('resume')
+    .description('end a drain: the node takes new ranks again')
+    .argument('<name>')
+    .action(async (name: string) => {
+      const view = await request<NodeView>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}/resume`, { method: 'POST', body: {} });
+      process.stderr.write(`rankd: node ${view.name} resumed\n`);
+    });
+  node
+    .command('remove')
+    .description("revoke a node's certificates: its link drops at once and it cannot reconnect; its name may enroll again")
+    .argument('<name>')
+    .action(async (name: string) => {
+      const r = await request<{ node: string; revokedSerials: string[]; droppedLinks: number }>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}`, { method: 'DELETE' });
+      process.stderr.write(`rankd: node ${r.node} removed: ${r.revokedSerials.length} certificate(s) revoked, ${r.droppedLinks} link(s) dropped\n`);
     });
 }
 

@@ -23,6 +23,7 @@ export type Permission =
   | 'tokens.self' // one's own tokens (admin: anyone's)
   | 'users.manage'
   | 'nodes.manage' // join tokens, node removal (revokes its certificates)
+  | 'nodes.drain' // drain and resume
   | 'audit.read'
   | 'metrics.read'; // GET /metrics: the fleet and the controller in numbers
 
@@ -69,6 +70,8 @@ export const ROUTE_POLICY: Readonly<Record<string, RouteRule>> = {
   'GET /v1/join-tokens': { permission: 'nodes.manage', what: 'list join tokens' },
   'DELETE /v1/join-tokens/:id': { permission: 'nodes.manage', what: 'revoke a join token' },
   'DELETE /v1/nodes/:name': { permission: 'nodes.manage', what: 'remove a node' },
+  'POST /v1/nodes/:name/drain': { permission: 'nodes.drain', what: 'drain a node' },
+  'POST /v1/nodes/:name/resume': { permission: 'nodes.drain', what: 'resume a node' },
   'GET /metrics': { permission: 'metrics.read', what: 'read the metrics' },
 };
 
@@ -76,9 +79,9 @@ const READ: Permission[] = ['api.read', 'nodes.read', 'plan', 'jobs.read', 'logs
 
 export const GRANTS: Readonly<Record<Role, Partial<Record<Permission, Scope>>>> = {
   admin: Object.fromEntries(
-    (['api.read', 'nodes.read', 'plan', 'jobs.read', 'jobs.submit', 'jobs.control', 'logs.read', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'tokens.self', 'users.manage', 'nodes.manage', 'audit.read', 'metrics.read'] as Permission[]).map((p) => [p, 'all']),
+    (['api.read', 'nodes.read', 'plan', 'jobs.read', 'jobs.submit', 'jobs.control', 'logs.read', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'tokens.self', 'users.manage', 'nodes.manage', 'nodes.drain', 'audit.read', 'metrics.read'] as Permission[]).map((p) => [p, 'all']),
   ),
-  operator: Object.fromEntries([...READ, 'jobs.submit', 'jobs.control', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'audit.read'].map((p) => [p, 'all'])),
+  operator: Object.fromEntries([...READ, 'jobs.submit', 'jobs.control', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'audit.read', 'nodes.drain'].map((p) => [p, 'all'])),
   user: { 'api.read': 'all', 'nodes.read': 'all', plan: 'all', 'tokens.self': 'all', 'jobs.read': 'own', 'logs.read': 'own', 'jobs.submit': 'own', 'jobs.control': 'own' },
   reader: Object.fromEntries(READ.map((p) => [p, 'all'])),
 };

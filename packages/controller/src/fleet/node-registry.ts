@@ -86,6 +86,7 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
       stateReason: existing?.stateReason ?? '',
       facts: hello.facts ?? existing?.facts ?? null,
       factsHash: hello.facts ? factsHash : (existing?.factsHash ?? null),
+      drain: existing?.drain ?? null,
       link,
     };
     this.nodes.set(node.name, node);
@@ -132,13 +133,51 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     return this.nodes.get(name)?.link ?? null;
   }
 
-  /** Ready, connected nodes with facts: where the planner may place ranks. */
+  /** Ready, connected, undrained nodes with facts: where the planner may place ranks. */
   candidates(): Array<{ name: string; address: string | null; facts: Facts }> {
     const out: Array<{ name: string; address: string | null; facts: Facts }> = [];
     for (const n of this.nodes.values()) {
-      if (n.state === 'ready' && n.link && n.facts) out.push({ name: n.name, address: n.address, facts: n.facts });
+      if (this.whyNotCandidate(n) === null) out.push({ name: n.name, address: n.address, facts: n.facts! });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Why the planner may not place ranks on a node now (for errors that name it), or null when it may. */
+  unavailable(name: string): string | null {
+    const node = this.nodes.get(name);
+    return node ? this.whyNotCandidate(node) : 'no such node';
+  }
+
+  /** Drains a node: no new rank goes to it; running ranks go on. Draining again replaces the reason. */
+  drain(name: string, reason: string, by: string | null): NodeView | null {
+    const node = this.nodes.get(name);
+    if (!node) return null;
+    node.drain = { reason, by, at: this.now() };
+    this.repo.setDrain(name, node.drain);
+    this.events.append('node.drained', name, { reason, by });
+    this.log.info({ node: name, reason, by }, 'node drained');
+    return toView(node);
+  }
+
+  /** Ends a drain: the node takes new ranks again. */
+  resume(name: string, by: string | null): NodeView | null {
+    const node = this.nodes.get(name);
+    if (!node) return null;
+    if (node.drain) {
+      node.drain = null;
+      this.repo.setDrain(name, null);
+      this.events.append('node.resumed', name, { by });
+      this.log.info({ node: name, by }, 'node resumed');
+    }
+    return toView(node);
+  }
+
+  private whyNotCandidate(n: LiveNode): string | null {
+    if (n.drain) return `drained: ${n.drain.reason}`;
+    if (n.state !== 'ready') return n.state;
+    if (!n.link) return 'its agent is not connected';
+    if (!n.facts) return 'no facts reported yet';
+    return null;
   }
 
   list(): NodeView[] {
@@ -201,5 +240,6 @@ function toView(node: LiveNode): NodeView {
     firstSeen: new Date(node.firstSeen).toISOString(),
     lastSeen: new Date(node.lastSeen).toISOString(),
     stateReason: node.stateReason,
+    drain: node.drain ? { reason: node.drain.reason, by: node.drain.by, at: new Date(node.drain.at).toISOString() } : null,
   };
 }

@@ -109,7 +109,11 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       const existing = this.repo.getByKey(submit.idempotencyKey);
       if (existing) return { view: this.view(existing.id)!, created: false };
     }
-    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, { pickPort: (node) => this.pickPort(node), ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}) });
+    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, {
+      pickPort: (node) => this.pickPort(node),
+      unavailable: (node) => this.registry.unavailable(node),
+      ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}),
+    });
     const now = Date.now();
     const job: JobRecord = {
       id: newJobId(now),

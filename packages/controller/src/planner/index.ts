@@ -32,11 +32,13 @@ export interface PlanOptions {
   pickPort?: PortPicker;
   /** Resolves --group against the inventory (default: globs over node names). */
   resolveGroup?: GroupResolver;
+  /** Why a node that is not a candidate cannot take ranks (drained, unreachable), for --nodelist errors. */
+  unavailable?: (name: string) => string | null;
 }
 
 export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementSpec, options: PlanOptions = {}): RankMap {
   checkSpec(spec);
-  const { nodes: selected, explicit } = selectNodes(candidates, spec, options.resolveGroup);
+  const { nodes: selected, explicit } = selectNodes(candidates, spec, options.resolveGroup, options.unavailable);
   const topos = selected.map((n) => topologyOf(n.facts));
   const ppn = spec.ranksPerNode;
   const capacity = ppn === undefined ? null : (i: number) => capacityOf(topos[i]!, selected[i]!.facts, ppn);

@@ -23,6 +23,7 @@ export function selectNodes<T extends { name: string }>(
   candidates: readonly T[],
   spec: PlacementSpec,
   resolveGroup: GroupResolver = globGroupResolver,
+  unavailable: (name: string) => string | null = () => null,
 ): { nodes: T[]; explicit: boolean } {
   if (spec.nodelist && spec.group) {
     throw new PlanError(PlanErrorCode.BadSpec, '--nodelist and --group both select nodes; give one');
@@ -36,6 +37,8 @@ export function selectNodes<T extends { name: string }>(
       seen.add(name);
       const node = byNameMap.get(name);
       if (!node) {
+        const why = unavailable(name);
+        if (why !== null && why !== 'no such node') throw new PlanError(PlanErrorCode.UnknownNode, `cannot take ranks now: ${why}`, { node: name });
         const known = [...byNameMap.keys()].sort(byName);
         const shown = known.length > 8 ? `${known.slice(0, 8).join(',')},…` : known.join(',') || 'none';
         throw new PlanError(PlanErrorCode.UnknownNode, `not a ready node (ready: ${shown})`, { node: name });

@@ -139,4 +139,10 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX audit_at ON audit(at);
   `,
+  `
+  -- A drained node takes no new ranks until resumed (rankd node drain / resume).
+  ALTER TABLE nodes ADD COLUMN drain_reason TEXT;
+  ALTER TABLE nodes ADD COLUMN drain_by TEXT;
+  ALTER TABLE nodes ADD COLUMN drain_at INTEGER;
+  `,
 ];

@@ -15,6 +15,13 @@ export interface NodeRecord {
   stateReason: string;
   facts: Facts | null;
   factsHash: string | null;
+  drain: NodeDrainRecord | null;
+}
+
+export interface NodeDrainRecord {
+  reason: string;
+  by: string | null;
+  at: number;
 }
 
 interface Row {
@@ -29,6 +36,9 @@ interface Row {
   state_reason: string;
   facts: string | null;
   facts_hash: string | null;
+  drain_reason: string | null;
+  drain_by: string | null;
+  drain_at: number | null;
 }
 
 export class NodesRepo {
@@ -36,6 +46,7 @@ export class NodesRepo {
   private readonly touchStmt;
   private readonly stateStmt;
   private readonly factsStmt;
+  private readonly drainStmt;
   private readonly allStmt;
   readonly touchMany: (entries: ReadonlyArray<readonly [string, number]>) => void;
 
@@ -50,6 +61,7 @@ export class NodesRepo {
     this.touchStmt = db.prepare('UPDATE nodes SET last_seen = ? WHERE name = ?');
     this.stateStmt = db.prepare('UPDATE nodes SET state = ?, state_reason = ? WHERE name = ?');
     this.factsStmt = db.prepare('UPDATE nodes SET facts = ?, facts_hash = ? WHERE name = ?');
+    this.drainStmt = db.prepare('UPDATE nodes SET drain_reason = ?, drain_by = ?, drain_at = ? WHERE name = ?');
     this.allStmt = db.prepare('SELECT * FROM nodes ORDER BY name');
     // Heartbeats are batched: one transaction per flush, not one fsync per beat.
     this.touchMany = db.transaction((entries: ReadonlyArray<readonly [string, number]>) => {
@@ -58,8 +70,9 @@ export class NodesRepo {
   }
 
   upsert(node: NodeRecord): void {
+    const { drain: _drain, ...rest } = node; // drains are written by setDrain alone
     this.upsertStmt.run({
-      ...node,
+      ...rest,
       labels: JSON.stringify(node.labels),
       capabilities: JSON.stringify(node.capabilities),
       facts: node.facts ? JSON.stringify(node.facts) : null,
@@ -68,6 +81,10 @@ export class NodesRepo {
 
   setState(name: string, state: NodeState, reason: string): void {
     this.stateStmt.run(state, reason, name);
+  }
+
+  setDrain(name: string, drain: NodeDrainRecord | null): void {
+    this.drainStmt.run(drain?.reason ?? null, drain?.by ?? null, drain?.at ?? null, name);
   }
 
   setFacts(name: string, facts: Facts, hash: string): void {
@@ -87,6 +104,7 @@ export class NodesRepo {
       stateReason: r.state_reason,
       facts: r.facts ? (JSON.parse(r.facts) as Facts) : null,
       factsHash: r.facts_hash,
+      drain: r.drain_reason !== null ? { reason: r.drain_reason, by: r.drain_by, at: r.drain_at ?? 0 } : null,
     }));
   }
 }

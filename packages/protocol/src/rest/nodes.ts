@@ -1,6 +1,7 @@
 // REST views of the node registry.
 import Type from 'typebox';
 import { Labels, NodeName } from '../messages/session.js';
+import { Nullable } from '../nullable.js';
 
 export const NodeState = Type.Union([
   /** Connected and heartbeating. */
@@ -11,6 +12,18 @@ export const NodeState = Type.Union([
   Type.Literal('lost'),
 ]);
 export type NodeState = Type.Static<typeof NodeState>;
+
+/** A drained node takes no new ranks; those running finish (Slurm's `scontrol update state=drain`). */
+export const NodeDrain = Type.Object({
+  reason: Type.String(),
+  /** Who drained it: a user name (null when no user did). */
+  by: Nullable(Type.String()),
+  at: Type.String({ description: 'ISO 8601' }),
+});
+export type NodeDrain = Type.Static<typeof NodeDrain>;
+
+export const NodeDrainBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) }, { additionalProperties: false });
+export type NodeDrainBody = Type.Static<typeof NodeDrainBody>;
 
 export const NodeView = Type.Object({
   name: NodeName,
@@ -27,6 +40,8 @@ export const NodeView = Type.Object({
   firstSeen: Type.String({ description: 'ISO 8601' }),
   lastSeen: Type.String({ description: 'ISO 8601' }),
   stateReason: Type.String(),
+  /** Set while the node is drained: the planner places no new rank on it. */
+  drain: Nullable(NodeDrain),
 });
 export type NodeView = Type.Static<typeof NodeView>;
 

@@ -1,5 +1,5 @@
 // The node registry over REST.
-import { ErrorBody, ErrorCode, Facts, NodeList, NodeParams, NodeView, RankdError } from '@rankd/protocol';
+import { ErrorBody, ErrorCode, Facts, NodeDrainBody, NodeList, NodeParams, NodeView, RankdError } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { NodeRegistry } from '../../fleet/node-registry.js';
@@ -30,6 +30,31 @@ export async function nodesRoutes(app: FastifyInstance, opts: { registry: NodeRe
       if (!node) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${request.params.name}"`);
       if (!node.facts) throw new RankdError(ErrorCode.NotFound, `node "${request.params.name}" has not reported facts yet`);
       return node.facts;
+    },
+  );
+
+  // Draining is Slurm's `scontrol update nodename=N state=drain reason=R`: no new rank goes
+  // to the node, running ranks finish. Resume undoes it. Both name their caller in the event.
+  const found = (view: NodeView | null, name: string): NodeView => {
+    if (!view) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${name}"`);
+    return view;
+  };
+  api.post(
+    '/v1/nodes/:name/drain',
+    { schema: { tags: ['nodes'], summary: 'Drain a node: no new ranks, running ones finish', params: NodeParams, body: NodeDrainBody, response: { 200: NodeView, 404: ErrorBody } } },
+    async (request) => {
+      const { name } = request.params;
+      request.auditResource = { node: name };
+      return found(registry.drain(name, request.body?.reason ?? 'drained', request.principal?.user ?? null), name);
+    },
+  );
+  api.post(
+    '/v1/nodes/:name/resume',
+    { schema: { tags: ['nodes'], summary: 'End a drain: the node takes new ranks again', params: NodeParams, response: { 200: NodeView, 404: ErrorBody } } },
+    async (request) => {
+      const { name } = request.params;
+      request.auditResource = { node: name };
+      return found(registry.resume(name, request.principal?.user ?? null), name);
     },
   );
 }

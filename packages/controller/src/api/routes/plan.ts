@@ -19,6 +19,7 @@ export async function planRoutes(app: FastifyInstance, opts: PlanRouteOptions): 
     { schema: { tags: ['plan'], summary: 'Plan a rank map over the ready nodes', body: PlacementSpec, response: { 200: RankMap, 400: ErrorBody } } },
     async (request) =>
       planRankMap(opts.registry.candidates(), request.body, {
+        unavailable: (node) => opts.registry.unavailable(node),
         ...(opts.resolveGroup ? { resolveGroup: opts.resolveGroup } : {}),
         ...(opts.pickPort ? { pickPort: opts.pickPort } : {}),
       }),
