@@ -17,8 +17,7 @@
 // storm after a restart is the one a real fleet makes.
 // Talks JSON lines: events on stdout ("enrolled", {"event":"ready","welcomed":N} once every
 // connection got its welcome, {"event":"reconnected","at":T} once every one is welcomed
-// again after a loss, then "started", "fenced",
-// "pulled", "exited", "error"),
+// again after a loss, then "started", "fenced", "pulled", "exited", "error"),
 // commands on stdin ("connect", then sim-jobs.ts's Command). Runs until SIGTERM or until
 // stdin closes.
 import https from 'node:https';
@@ -179,7 +178,7 @@ function connect(ca: string, id: Identity): Promise<void> {
         if (stopping || first) return;
         if (up) {
           live--;
-          if (!lost) lost = true;
+          lost = true;
         }
         setTimeout(open, backoff.next());
       });

@@ -142,10 +142,10 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** Why the planner may not place ranks on a node now (for errors that name it), or null when it may. */
+  /** Why a known node is not a candidate now (drained, unreachable, …), for errors that name it; null for a candidate or an unknown name. */
   unavailable(name: string): string | null {
     const node = this.nodes.get(name);
-    return node ? this.whyNotCandidate(node) : 'no such node';
+    return node ? this.whyNotCandidate(node) : null;
   }
 
   /** Drains a node: no new rank goes to it; running ranks go on. Draining again replaces the reason. */

@@ -38,7 +38,7 @@ export function selectNodes<T extends { name: string }>(
       const node = byNameMap.get(name);
       if (!node) {
         const why = unavailable(name);
-        if (why !== null && why !== 'no such node') throw new PlanError(PlanErrorCode.UnknownNode, `cannot take ranks now: ${why}`, { node: name });
+        if (why !== null) throw new PlanError(PlanErrorCode.UnknownNode, `cannot take ranks now: ${why}`, { node: name });
         const known = [...byNameMap.keys()].sort(byName);
         const shown = known.length > 8 ? `${known.slice(0, 8).join(',')},…` : known.join(',') || 'none';
         throw new PlanError(PlanErrorCode.UnknownNode, `not a ready node (ready: ${shown})`, { node: name });
