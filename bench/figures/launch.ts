@@ -8,7 +8,7 @@ import { mpirunArgv, OPEN_MPI_LAUNCHER } from '../peers/mpi.js';
 import { slurmForFigure } from '../peers/slurm-arm.js';
 import { cliFloor, fleetForRun, rankdRunArgv } from '../rankd/run.js';
 
-const ARM = { rankd: 'rankd run -N 1 --ranks-per-node 2 true', srun: 'srun -n 2 true', mpirun: 'mpirun -np 2 true' } as const;
+const ARM = { rankd: 'rankd run -N 1 --ranks-per-node 2 true', srun: 'srun -n 2 true', mpirun: `${OPEN_MPI_LAUNCHER} -np 2 true` } as const;
 const TIMEOUT_MS = 60_000;
 
 export const launchFigure: FigureDescriptor = {
@@ -31,7 +31,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         : { name: ARM.srun, unavailable: slurm.why },
       which(OPEN_MPI_LAUNCHER)
         ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(2, ['true']), { timeoutMs: TIMEOUT_MS })).ms }
-        : { name: ARM.mpirun, unavailable: 'mpirun is not installed (Debian package openmpi-bin)' },
+        : { name: ARM.mpirun, unavailable: `${OPEN_MPI_LAUNCHER} is not installed (Debian package openmpi-bin)` },
     ];
     ctx.log('launch: interleaved');
     const c = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });

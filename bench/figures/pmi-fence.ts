@@ -111,10 +111,11 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   ];
   const notes: string[] = [];
   const report = (rows: Row[]): FigureReport => ({ rows, notes, limits: limits.join(' '), peersUsed: [] });
-  const notRun = (why: string) => report([
+  const notMeasuredRows = (why: string): Row[] => [
     { figure: fenceLabel(RANKS_PER_NODE), rankd: notMeasured(why), goals: [FENCE_GOAL] },
     { figure: pullLabel(RANKS_PER_NODE), rankd: notMeasured(why), goals: [] },
-  ]);
+  ];
+  const notRun = (why: string) => report(notMeasuredRows(why));
   const why = await whyNoFleet(ctx);
   if (why) return notRun(why);
 
@@ -132,23 +133,22 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const limit = openFileLimit(fleet.controller.pid) ?? 0;
     const needed = NODES + MAX_OPEN_LOG_FILES + FD_MARGIN;
     if (limit < needed) notes.push(`The controller's open-file limit here is ${n(limit)}, under the ${n(needed)} it may need (${n(NODES)} sockets, ${n(MAX_OPEN_LOG_FILES)} log files, ${FD_MARGIN} more).`);
-    const rows: Row[] = [];
-    const measuredRuns: Measured[] = [];
+    let m: Measured | null = null;
+    let rows: Row[];
     try {
-      const m = await measure(ctx, fleet, sims, RANKS_PER_NODE);
-      measuredRuns.push(m);
-      rows.push(...rowsOf(m));
+      m = await measure(ctx, fleet, sims, RANKS_PER_NODE);
+      rows = rowsOf(m);
     } catch (err) {
       await sleep(1000); // the controller's log line may trail its 500
       const logged = lastControllerError(fleet);
       const reason = `${(err as Error).message}${logged ? `; the controller logged: ${logged}` : ''}`;
       ctx.log(`pmi-fence: ${n(NODES)} × ${RANKS_PER_NODE}: ${reason}`);
-      rows.push({ figure: fenceLabel(RANKS_PER_NODE), rankd: notMeasured(reason), goals: [FENCE_GOAL] }, { figure: pullLabel(RANKS_PER_NODE), rankd: notMeasured(reason), goals: [] });
+      rows = notMeasuredRows(reason);
     }
     notes.push(
       `One \`rankd controller\` and ${SIM_PROCESSES} simulator processes × ${NODES / SIM_PROCESSES} WebSocket connections on 127.0.0.1 (TLS, each with its own node certificate), each a node with this machine's facts. Each job was planned with POST /v1/plan and submitted with POST /v1/jobs, placement \`{"nodes":${NODES},"ranksPerNode":R,"oversubscribe":true}\` (the facts are this ${os.availableParallelism()}-core machine's, so R ranks per node need oversubscribe), mpi mode pmi1 (the default); the simulated agents answer job.start with a rank.started per rank and end the job with a rank.exit per rank.`,
       `A round is one fence epoch of the job: the bench tells every simulator at once, each sends its ${NODES / SIM_PROCESSES} nodes' fences (one pmi.fence of R cards each, key \`card-<rank>\`, a ${CARD_BYTES}-byte value) and notes when each pmi.fenced arrives; times are performance.timeOrigin + performance.now() in each simulator. After each fence every node pulls every chunk, one after the other as an agent does on its ranks' first missed get, all nodes at once; the allgather row is the first pmi.fetch to the last chunk received. Epoch 0 is an unmeasured warm-up whose pull, on ${SIM_PROCESSES * VERIFY_PER_PROCESS} nodes, parsed every chunk and found every card intact; measured pulls count bytes and leave the JSON parsing, which each agent does on its own node, untimed.`,
-      ...measuredRuns.map(notesOf),
+      ...(m ? [notesOf(m)] : []),
       enrollmentNote(sims),
       `Everything shares this machine's ${os.availableParallelism()} cores: the controller, the simulators sending ${n(NODES)} fences and taking ${n(NODES)} answers, and the bench; the simulators' own time is inside every number.`,
     );
