@@ -141,7 +141,7 @@ t.test('output that is not UTF-8 arrives byte for byte: in rankd run, labelled o
   let end: { state: string } | null = null;
   for await (const frame of readLogFrames(res.body as unknown as AsyncIterable<Buffer>)) {
     if (frame.kind === 'end') end = frame;
-    else if (frame.stream === 'stdout') {
+    else if (frame.kind === 'output' && frame.stream === 'stdout') {
       t.equal(frame.offset, Buffer.concat(out).length, 'records are contiguous');
       out.push(frame.data);
     }

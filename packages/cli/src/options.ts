@@ -8,6 +8,19 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+export function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`"${value}" is not a whole number`);
+  return n;
+}
+
+/** A whole number, negative allowed (priorities). */
+export function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(`"${value}" is not an integer`);
+  return n;
+}
+
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }

@@ -24,6 +24,8 @@ export interface PlacementOptions {
   masterPort?: string;
   env?: string[];
   envProfile?: string;
+  exclusive?: boolean;
+  share?: boolean;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -48,7 +50,9 @@ export function addPlacementOptions(cmd: Command): Command {
     .addOption(new Option('--gpu-bind <policy>', 'visible sets CUDA_VISIBLE_DEVICES').choices(['none', 'visible']))
     .option('--master-port <port>', 'rendezvous port (default: chosen)')
     .option('--env <K=V>', 'set or override a variable in every rank (repeatable)', collect)
-    .addOption(new Option('--env-profile <profile>', 'mpi adds PMI_/OMPI_/MPI_ variables').choices(['default', 'mpi']));
+    .addOption(new Option('--env-profile <profile>', 'mpi adds PMI_/OMPI_/MPI_ variables').choices(['default', 'mpi']))
+    .addOption(new Option('--exclusive', 'whole nodes only: hold every CPU and GPU of the nodes, with no other job there').conflicts('share'))
+    .option('--share', 'overlap with other jobs: plan on whole nodes and hold nothing');
 }
 
 function usage(message: string): CliError {
@@ -118,6 +122,8 @@ export function placementSpecFromOptions(opts: PlacementOptions): PlacementSpec 
     masterPort: integer('--master-port', opts.masterPort, 1, 65535),
     env: envPairs(opts.env),
     envProfile: opts.envProfile as PlacementSpec['envProfile'],
+    exclusive: opts.exclusive || undefined,
+    share: opts.share || undefined,
   };
   if (spec.nodelist && spec.group) throw usage('--nodelist and --group both select nodes; give one');
   for (const key of Object.keys(spec) as (keyof PlacementSpec)[]) if (spec[key] === undefined) delete spec[key];

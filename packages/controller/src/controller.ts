@@ -28,6 +28,7 @@ import { UsersRepo } from './store/users-repo.js';
 import { AuditLog } from './store/audit-log.js';
 import { AccessControl } from './api/auth.js';
 import { ControllerMetrics } from './metrics/controller-metrics.js';
+import type { UserLimits } from './schedule/limits.js';
 
 export interface ControllerOptions {
   dataDir: string;
@@ -43,6 +44,8 @@ export interface ControllerOptions {
   nodeCertTtlMs?: number;
   /** The name of the admin created at first start (default "admin"); its token is the api-token file's. */
   bootstrapAdmin?: string;
+  /** Per-user limits on running jobs and cores; over one, a job waits in the queue. */
+  limits?: UserLimits;
 }
 
 export interface RunningController {
@@ -81,7 +84,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let jobs: JobManager | undefined;
   const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id) });
   const fleet = createFleetServices({ db, registry, events, access, log });
-  jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver());
+  jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver(), options.limits);
   jobs.restore();
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, log);
   const metrics = new ControllerMetrics(registry, jobs);

@@ -55,6 +55,10 @@ export const ErrorCode = {
   NodeIdentityMismatch: 'RANKD_NODE_IDENTITY_MISMATCH',
   /** An agent message about a rank that runs on another node. */
   ForeignRank: 'RANKD_FOREIGN_RANK',
+  /** --immediate: the job cannot start now (it would have to wait in the queue). */
+  WouldWait: 'RANKD_WOULD_WAIT',
+  /** A job that no per-user limit lets run, however long it waits. */
+  OverLimit: 'RANKD_OVER_LIMIT',
   /** Plain HTTP on the controller's TLS port. */
   PlaintextOnTlsPort: 'RANKD_PLAINTEXT_ON_TLS_PORT',
 } as const;

@@ -52,6 +52,10 @@ export const PlacementSpec = Type.Object(
     ),
     /** `mpi` adds the PMI_/OMPI_/MPI_ shims some programs read instead of torch's names. */
     envProfile: Type.Optional(Type.Union([Type.Literal('default'), Type.Literal('mpi')])),
+    /** Whole nodes only: the job holds every CPU and GPU of its nodes, and no other job runs there. */
+    exclusive: Type.Optional(Type.Boolean()),
+    /** Overlap with other jobs: plan on whole nodes and hold nothing (rankd's behaviour before allocations). */
+    share: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );

@@ -20,6 +20,10 @@ export interface FollowOptions {
   /** Keep trying this long when the controller goes away mid-stream. */
   reconnectForMs?: number;
   signal?: AbortSignal;
+  /** The job waits in the queue, for this reason (again when the reason changes). */
+  onQueued?: (reason: string) => void;
+  /** A queued job started: returns its view (with the rank map the labels need). */
+  onStarted?: () => Promise<JobView>;
 }
 
 export interface FollowEnd {
@@ -29,12 +33,13 @@ export interface FollowEnd {
 }
 
 export async function followLogs(config: ClientConfig, job: JobView, options: FollowOptions): Promise<FollowEnd | null> {
+  const ranksOf = { map: job.rankMap };
   const labelers = new Map<string, LineLabeler>();
   const labeler = (rank: number, stream: 'stdout' | 'stderr') => {
     const key = `${rank}/${stream}`;
     let l = labelers.get(key);
     if (!l) {
-      const entry = job.rankMap.ranks[rank];
+      const entry = ranksOf.map?.ranks[rank];
       const label = renderLabel(options.label, { rank, node: entry?.node ?? '?', localRank: entry?.localRank ?? 0, stream });
       const out = stream === 'stdout' ? process.stdout : process.stderr;
       labelers.set(key, (l = new LineLabeler(label, (bytes) => out.write(bytes))));
@@ -61,6 +66,15 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
         if (frame.kind === 'end') {
           for (const l of labelers.values()) l.flush();
           return { state: frame.state, reason: frame.reason, exitCode: frame.exitCode };
+        }
+        if (frame.kind === 'queued') {
+          options.onQueued?.(frame.reason);
+          continue;
+        }
+        if (frame.kind === 'started') {
+          // no output comes before this frame, so the labels see the rank map
+          if (options.onStarted) ranksOf.map = (await options.onStarted()).rankMap;
+          continue;
         }
         positions.set(cursorKey(frame.rank, frame.stream), { rank: frame.rank, stream: frame.stream, offset: frame.offset + frame.data.length });
         const out = frame.stream === 'stdout' ? process.stdout : process.stderr;

@@ -18,7 +18,10 @@ export interface EndFrame {
   exitCode: number | null;
 }
 
-export type LogFrame = OutputFrame | EndFrame;
+/** The job waits in the queue (sent again whenever its reason changes), or has left it and started. */
+export type QueueFrame = { kind: 'queued'; reason: string } | { kind: 'started' };
+
+export type LogFrame = OutputFrame | EndFrame | QueueFrame;
 
 const NL = 0x0a;
 /** Headers are tens of bytes; a longer "line" means the stream is not what we think. */
@@ -44,7 +47,7 @@ export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerato
         const header = parseHeader(Buffer.concat(headerParts).toString('utf8'));
         headerParts = [];
         headerBytes = 0;
-        if (header.kind === 'end') {
+        if (header.kind === 'end' || header.kind === 'queued' || header.kind === 'started') {
           yield header;
           continue;
         }
@@ -66,7 +69,7 @@ export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerato
   if (current || headerBytes > 0) throw new CliError('the log stream ended mid-record', ExitCode.Unreachable);
 }
 
-type Header = EndFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
+type Header = EndFrame | QueueFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
 
 function parseHeader(line: string): Header {
   let h: Record<string, unknown>;
@@ -79,6 +82,8 @@ function parseHeader(line: string): Header {
     const end = h.end as Record<string, unknown>;
     return { kind: 'end', state: String(end.state), reason: String(end.reason ?? ''), exitCode: typeof end.exitCode === 'number' ? end.exitCode : null };
   }
+  if (typeof h.queued === 'object' && h.queued !== null) return { kind: 'queued', reason: String((h.queued as Record<string, unknown>).reason ?? '') };
+  if (typeof h.started === 'object' && h.started !== null) return { kind: 'started' };
   const { rank, stream, offset, bytes } = h;
   if (!isCount(rank) || (stream !== 'stdout' && stream !== 'stderr') || !isCount(offset) || !isCount(bytes)) {
     throw malformed(`an unexpected header: ${line.slice(0, 80)}`);

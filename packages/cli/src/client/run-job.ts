@@ -13,11 +13,17 @@ export interface RunJobOptions {
 
 export async function runJob(config: ClientConfig, submit: JobSubmit, options: RunJobOptions): Promise<number> {
   const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
-  if (!options.quiet) {
+  const showHeader = async (view: JobView) => {
+    if (options.quiet || !view.rankMap) return;
     // the views are pure functions of the rank map; loaded only when shown
     const { renderRankMap } = await import('@rankd/controller/planner/views/index');
-    process.stderr.write(`rankd: job ${job.id}\n${renderRankMap(job.rankMap, 'table')}`);
-  }
+    process.stderr.write(`rankd: job ${view.id}\n${renderRankMap(view.rankMap, 'table')}`);
+  };
+  await showHeader(job);
+  // like srun's "job N queued and waiting for resources": always said, -q or not
+  const onQueued = (reason: string) => process.stderr.write(`rankd: job ${job.id} queued: ${reason}\n`);
+  if (job.state === 'queued') onQueued(job.reason);
+  let lastReason = job.reason;
 
   let interrupts = 0;
   const detach = new AbortController();
@@ -33,7 +39,19 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   process.on('SIGINT', onInterrupt);
   process.on('SIGTERM', onInterrupt);
   try {
-    const end = await followLogs(config, job, { label: options.label, signal: detach.signal });
+    const end = await followLogs(config, job, {
+      label: options.label,
+      signal: detach.signal,
+      onQueued: (reason) => {
+        if (reason !== lastReason) onQueued((lastReason = reason));
+      },
+      onStarted: async () => {
+        const view = await request<JobView>(config, `/v1/jobs/${job.id}`);
+        process.stderr.write(`rankd: job ${job.id} started\n`);
+        await showHeader(view);
+        return view;
+      },
+    });
     if (!end) {
       process.stderr.write(`rankd: detached from job ${job.id}; it may still be ending ("rankd job ${job.id}")\n`);
       return 130;

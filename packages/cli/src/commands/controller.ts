@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DEFAULT_CONTROLLER_PORT as DEFAULT_PORT } from '@rankd/protocol/wire';
 import { rankdHome } from '../client/config.js';
 import { parseListen } from '../listen-address.js';
-import { duration, positiveInt } from '../options.js';
+import { duration, nonNegativeInt, positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 
@@ -21,7 +21,9 @@ export function register(program: Command): void {
     .option('--tls-ca <file>', 'the CA that issued --tls-cert, as clients and agents pin it (default: the last certificate of the chain)')
     .option('--node-cert-ttl <duration>', 'lifetime of node certificates; agents renew at about 2/3 of it (default 365d)', duration)
     .option('--admin <name>', 'name of the admin user created at first start, whose token is <data dir>/api-token', 'admin')
-    .action(async (opts: { listen: string; dataDir?: string; heartbeatMs?: number; restartGraceMs?: number; tlsCert?: string; tlsKey?: string; tlsCa?: string; nodeCertTtl?: number; admin: string }) => {
+    .option('--max-jobs-per-user <n>', 'running jobs one user may have at once; more wait in the queue', nonNegativeInt)
+    .option('--max-cores-per-user <n>', "cores one user's running jobs may use at once; more wait in the queue", nonNegativeInt)
+    .action(async (opts: { listen: string; dataDir?: string; heartbeatMs?: number; restartGraceMs?: number; tlsCert?: string; tlsKey?: string; tlsCa?: string; nodeCertTtl?: number; admin: string; maxJobsPerUser?: number; maxCoresPerUser?: number }) => {
       if (!/^[a-z_][a-z0-9_.-]{0,31}$/.test(opts.admin)) throw new CliError(`--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`, ExitCode.Usage);
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
       // loaded here, not at the top: other commands must not pay for fastify and SQLite
@@ -37,6 +39,10 @@ export function register(program: Command): void {
         },
         tls: { ...(opts.tlsCert ? { certFile: opts.tlsCert } : {}), ...(opts.tlsKey ? { keyFile: opts.tlsKey } : {}), ...(opts.tlsCa ? { caFile: opts.tlsCa } : {}) },
         ...(opts.nodeCertTtl ? { nodeCertTtlMs: opts.nodeCertTtl } : {}),
+        limits: {
+          ...(opts.maxJobsPerUser !== undefined ? { maxJobs: opts.maxJobsPerUser } : {}),
+          ...(opts.maxCoresPerUser !== undefined ? { maxCores: opts.maxCoresPerUser } : {}),
+        },
       });
       const signal = await untilSignal();
       controller.log.info({ signal }, 'controller stopping');

@@ -14,6 +14,7 @@ export const commandModules: readonly CommandModule[] = [
   { names: ['run'], load: () => import('./run.js') },
   { names: ['plan'], load: () => import('./plan.js') },
   { names: ['jobs', 'job', 'cancel'], load: () => import('./jobs.js') },
+  { names: ['queue'], load: () => import('./queue.js') },
   { names: ['logs'], load: () => import('./logs.js') },
   { names: ['nodes', 'node'], load: () => import('./nodes.js') },
   { names: ['facts'], load: () => import('./facts.js') },

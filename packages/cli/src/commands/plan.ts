@@ -5,18 +5,21 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { Compile } from 'typebox/compile';
-import { Facts, type PlacementSpec, type RankMap } from '@rankd/protocol';
+import { Facts, type PlacementSpec, type PlanAnswer, type RankMap } from '@rankd/protocol';
 import { PlanError, planRankMap, type PlannerNode } from '@rankd/controller/planner/index';
 import { RANK_MAP_FORMATS, RANK_MAP_FORMAT_GLOSS, isRankMapFormat, renderRankMap } from '@rankd/controller/planner/views/index';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { integer } from '../options.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 
 interface PlanOptions extends PlacementOptions {
   format: string;
   factsDir?: string;
   address?: string[];
+  priority?: number;
+  immediate?: boolean;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -31,6 +34,8 @@ export function register(program: Command): void {
     .option('--format <format>', `output: ${formatList}`, 'table')
     .option('--facts-dir <dir>', 'plan offline on NODE.json facts files instead of the controller')
     .option('--address <NODE=IP>', 'the address of a node (offline; repeatable)', collect)
+    .option('--priority <N>', 'the priority the job would be submitted with', integer)
+    .option('--immediate', 'exit 65 if the job would wait in the queue')
     .action(async (opts: PlanOptions) => {
       if (!isRankMapFormat(opts.format)) {
         throw new CliError(`--format must be one of ${RANK_MAP_FORMATS.join(', ')}, not "${opts.format}"`, ExitCode.Usage);
@@ -38,10 +43,18 @@ export function register(program: Command): void {
       const spec = placementSpecFromOptions(opts);
       if (opts.factsDir === undefined) {
         if (opts.address?.length) throw new CliError('--address only applies with --facts-dir', ExitCode.Usage);
-        const map = await request<RankMap>(loadClientConfig(), '/v1/plan', { method: 'POST', body: spec });
+        const { schedule, ...map } = await request<PlanAnswer>(loadClientConfig(), '/v1/plan', {
+          method: 'POST',
+          body: { ...spec, ...(opts.priority === undefined ? {} : { priority: opts.priority }) },
+        });
         process.stdout.write(renderRankMap(map, opts.format));
+        // on stderr: machine formats on stdout stay what they are
+        if (schedule.startsNow) process.stderr.write('rankd: a job of this spec would start now, on the CPUs and GPUs above\n');
+        else process.stderr.write(`rankd: a job of this spec would wait: ${schedule.reason}\nrankd: the map above is its plan on the idle cluster; the nodes and CPUs it gets may differ\n`);
+        if (opts.immediate && !schedule.startsNow) process.exitCode = ExitCode.RemoteFailure;
         return;
       }
+      if (opts.priority !== undefined || opts.immediate) throw new CliError('--priority and --immediate ask the controller; they do not apply with --facts-dir', ExitCode.Usage);
       const nodes = readFactsDir(opts.factsDir, parseAddresses(opts.address ?? []));
       const map = planOffline(nodes, spec);
       process.stdout.write(renderRankMap(map, opts.format, Object.fromEntries(nodes.map((n) => [n.name, n.facts]))));

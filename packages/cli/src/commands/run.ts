@@ -7,6 +7,7 @@ import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { loadClientConfig } from '../client/config.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { integer } from '../options.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 
 interface RunFlags extends PlacementOptions {
@@ -21,6 +22,8 @@ interface RunFlags extends PlacementOptions {
   failPolicy?: 'fail-fast' | 'wait';
   name?: string;
   mpi?: string;
+  priority?: number;
+  immediate?: boolean;
 }
 
 export function register(program: Command): void {
@@ -39,6 +42,8 @@ export function register(program: Command): void {
     .option('--user <name>', 'run the ranks as this user')
     .option('--cwd <dir>', 'working directory of the ranks (default: this one)')
     .option('--name <name>', 'a name for the job')
+    .option('--priority <N>', 'queue order, higher first (default 0; above 0 for operators and admins)', integer)
+    .option('--immediate', 'start now or fail at once with the reason (exit 65); never wait in the queue')
     .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none');
   addPlacementOptions(cmd);
   cmd.action(async (command: string[], flags: RunFlags) => {
@@ -54,6 +59,8 @@ export function register(program: Command): void {
       ...(flags.timeout !== undefined ? { timeout: seconds('--timeout', flags.timeout, false) } : {}),
       ...(flags.failPolicy ? { failPolicy: failPolicy(flags.failPolicy) } : {}),
       ...(flags.mpi !== undefined ? { mpi: mpiMode(flags.mpi) } : {}),
+      ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
+      ...(flags.immediate ? { immediate: true } : {}),
     };
     process.exitCode = await runJob(config, submit, { quiet: flags.quiet ?? false, label: flags.label ? flags.labelFormat : '' });
   });

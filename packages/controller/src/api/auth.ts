@@ -7,7 +7,7 @@
 // own Unix user only. The shell WebSocket goes through the same checks (ShellRelay calls
 // `authorizeUpgrade`). The only open route is /healthz, which says "ok" and nothing else.
 import type { IncomingMessage } from 'node:http';
-import { ErrorCode, RankdError, type JobSubmit } from '@rankd/protocol';
+import { DEFAULT_PRIORITY, ErrorCode, RankdError, type JobSubmit } from '@rankd/protocol';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal, UsersRepo } from '../store/users-repo.js';
 import type { AuditLog } from '../store/audit-log.js';
@@ -96,6 +96,9 @@ export class AccessControl {
 
   /** A submission by a role that runs jobs as its own Unix user only: `user` defaults to it, anything else is 403. */
   checkSubmit(principal: Principal, submit: JobSubmit): void {
+    if (submit.priority !== undefined && submit.priority > DEFAULT_PRIORITY && !scopeOf(principal.role, 'jobs.priority')) {
+      throw forbidden(`user "${principal.user}" (role ${principal.role}) may not submit above the default priority ${DEFAULT_PRIORITY} (--priority ${submit.priority}); operators and admins may`);
+    }
     if (scopeOf(principal.role, 'jobs.submit') !== 'own') return;
     const mine = principal.unixUser;
     if (!mine) throw forbidden(`user "${principal.user}" (role ${principal.role}) may not submit jobs: it has no Unix user (an admin sets one with "rankd user add ${principal.user} --role user --unix-user U")`);

@@ -15,6 +15,8 @@ const statusOf: Record<string, number> = {
   [ErrorCode.NodeNotFound]: 404,
   [ErrorCode.TooLarge]: 413,
   [ErrorCode.JobEnded]: 409,
+  [ErrorCode.WouldWait]: 409,
+  [ErrorCode.OverLimit]: 400,
   [ErrorCode.JoinTokenUnknown]: 401,
   [ErrorCode.JoinTokenExpired]: 401,
   [ErrorCode.JoinTokenRevoked]: 401,

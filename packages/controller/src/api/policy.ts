@@ -13,6 +13,8 @@ export type Permission =
   | 'jobs.read'
   | 'jobs.submit'
   | 'jobs.control' // cancel, signal
+  | 'jobs.priority' // submit above the default priority
+  | 'queue.read' // the whole queue, without command lines
   | 'logs.read'
   | 'inventory.read'
   | 'inventory.write'
@@ -45,6 +47,7 @@ export const ROUTE_POLICY: Readonly<Record<string, RouteRule>> = {
   'GET /v1/nodes/:name': { permission: 'nodes.read', what: 'read a node' },
   'GET /v1/nodes/:name/facts': { permission: 'nodes.read', what: "read a node's facts" },
   'POST /v1/plan': { permission: 'plan', what: 'plan a rank map' },
+  'GET /v1/queue': { permission: 'queue.read', what: 'read the queue' },
   'POST /v1/jobs': { permission: 'jobs.submit', what: 'submit a job' },
   'GET /v1/jobs': { permission: 'jobs.read', what: 'list jobs' },
   'GET /v1/jobs/:id': { permission: 'jobs.read', job: true, what: 'read job' },
@@ -75,14 +78,14 @@ export const ROUTE_POLICY: Readonly<Record<string, RouteRule>> = {
   'GET /metrics': { permission: 'metrics.read', what: 'read the metrics' },
 };
 
-const READ: Permission[] = ['api.read', 'nodes.read', 'plan', 'jobs.read', 'logs.read', 'tokens.self', 'metrics.read'];
+const READ: Permission[] = ['api.read', 'nodes.read', 'plan', 'jobs.read', 'logs.read', 'tokens.self', 'metrics.read', 'queue.read'];
 
 export const GRANTS: Readonly<Record<Role, Partial<Record<Permission, Scope>>>> = {
   admin: Object.fromEntries(
-    (['api.read', 'nodes.read', 'plan', 'jobs.read', 'jobs.submit', 'jobs.control', 'logs.read', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'tokens.self', 'users.manage', 'nodes.manage', 'nodes.drain', 'audit.read', 'metrics.read'] as Permission[]).map((p) => [p, 'all']),
+    (['api.read', 'nodes.read', 'plan', 'jobs.read', 'jobs.submit', 'jobs.control', 'logs.read', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'tokens.self', 'users.manage', 'nodes.manage', 'nodes.drain', 'audit.read', 'metrics.read', 'queue.read', 'jobs.priority'] as Permission[]).map((p) => [p, 'all']),
   ),
-  operator: Object.fromEntries([...READ, 'jobs.submit', 'jobs.control', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'audit.read', 'nodes.drain'].map((p) => [p, 'all'])),
-  user: { 'api.read': 'all', 'nodes.read': 'all', plan: 'all', 'tokens.self': 'all', 'jobs.read': 'own', 'logs.read': 'own', 'jobs.submit': 'own', 'jobs.control': 'own' },
+  operator: Object.fromEntries([...READ, 'jobs.submit', 'jobs.control', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'audit.read', 'nodes.drain', 'jobs.priority'].map((p) => [p, 'all'])),
+  user: { 'api.read': 'all', 'nodes.read': 'all', plan: 'all', 'tokens.self': 'all', 'jobs.read': 'own', 'logs.read': 'own', 'jobs.submit': 'own', 'jobs.control': 'own', 'queue.read': 'all' },
   reader: Object.fromEntries(READ.map((p) => [p, 'all'])),
 };
 

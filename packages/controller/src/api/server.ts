@@ -20,6 +20,7 @@ import { jobsRoutes } from './routes/jobs.js';
 import { logsRoutes } from './routes/logs.js';
 import { nodesRoutes } from './routes/nodes.js';
 import { planRoutes } from './routes/plan.js';
+import { queueRoutes } from './routes/queue.js';
 import { inventoryRoutes } from './routes/inventory.js';
 import { execRoutes } from './routes/exec.js';
 import { pingRoutes } from './routes/ping.js';
@@ -91,12 +92,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes);
   await app.register(nodesRoutes, { registry: deps.registry });
   if (deps.enroll) await app.register(enrollRoutes, deps.enroll);
-  await app.register(planRoutes, {
-    registry: deps.registry,
-    pickPort: (node) => deps.jobs.pickPort(node),
-    ...(deps.fleet ? { resolveGroup: deps.fleet.inventory.groupResolver() } : {}),
-  });
+  await app.register(planRoutes, { jobs: deps.jobs });
   await app.register(jobsRoutes, { jobs: deps.jobs, access: deps.access });
+  await app.register(queueRoutes, { jobs: deps.jobs });
   await app.register(logsRoutes, { jobs: deps.jobs });
   if (deps.fleet) {
     await app.register(inventoryRoutes, { inventory: deps.fleet.inventory });

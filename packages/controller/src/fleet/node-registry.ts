@@ -30,7 +30,8 @@ export interface NodeStateChange {
   reason: string;
 }
 
-export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts: [string] }> {
+/** `changed`: the node may now take ranks it could not before (registered, reconnected, resumed, new facts). */
+export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts: [string]; changed: [string] }> {
   private readonly nodes = new Map<string, LiveNode>();
   private readonly dirtyLastSeen = new Set<string>();
   private graceUntil = 0;
@@ -93,6 +94,7 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     this.repo.upsert(node);
     if (!existing) this.events.append('node.registered', node.name, { address: node.address });
     this.transition(node, 'ready', existing ? 'agent reconnected' : 'agent registered');
+    this.emit('changed', node.name);
     return { superseded };
   }
 
@@ -122,6 +124,7 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     this.repo.setFacts(name, facts, hash);
     this.events.append('node.facts', name, { hash });
     this.emit('facts', name);
+    this.emit('changed', name);
   }
 
   get(name: string): Readonly<NodeRecord> & { connected: boolean } | undefined {
@@ -168,6 +171,7 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
       this.repo.setDrain(name, null);
       this.events.append('node.resumed', name, { by });
       this.log.info({ node: name, by }, 'node resumed');
+      this.emit('changed', name);
     }
     return toView(node);
   }
@@ -223,6 +227,7 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     this.events.append('node.state', node.name, { from, to, reason });
     this.log.info({ node: node.name, from, to, reason }, 'node state');
     this.emit('state', { name: node.name, from, to, reason });
+    if (to === 'ready') this.emit('changed', node.name);
   }
 }
 

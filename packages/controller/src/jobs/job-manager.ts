@@ -1,6 +1,8 @@
 // Jobs from submission to their last rank's exit.
 //
-// The manager keeps live jobs in memory and writes every transition through to the
+// A submitted job is admitted (it can run on the ready cluster), queued, and started
+// by the scheduler once what it asks for is free (schedule/). The manager keeps queued
+// and live jobs in memory and writes every transition through to the
 // store. A job ends only when every one of its ranks has a terminal state, so "no
 // rank runs after its job ended" holds by construction. Fail-fast, cancel, timeout
 // and node loss all take the same path: `stop()` records why, asks every agent of
@@ -14,16 +16,24 @@ import {
   type JobState,
   type JobSubmit,
   type JobView,
+  type PlacementSpec,
+  type PlanAnswer,
   type PmiFailed,
   type PmiJobSpec,
   type RankLaunch,
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry, NodeStateChange } from '../fleet/node-registry.js';
-import { planRankMap, type GroupResolver } from '../planner/index.js';
+import type { GroupResolver, PlanOptions } from '../planner/index.js';
+import { allocationOf } from '../schedule/allocation.js';
+import type { UserLimits } from '../schedule/limits.js';
+import type { QueuedJob } from '../schedule/placement.js';
+import { Scheduler } from '../schedule/scheduler.js';
+import type { Start } from '../schedule/scheduling-pass.js';
 import { processMapping } from '../pmi/process-mapping.js';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
+import { admit } from './job-admission.js';
 import { newJobId } from './job-ids.js';
 import { graceSeconds, jobSummary, jobView, plannedCpus } from './job-view.js';
 import type { LogStore } from './log-store.js';
@@ -56,6 +66,9 @@ export interface PendingExit {
 
 export class JobManager extends EventEmitter<{ ended: [id: string, state: JobState]; changed: [string] }> {
   readonly live = new Map<string, LiveJob>();
+  /** Queued jobs' records; the scheduler keeps their order. */
+  private readonly queued = new Map<string, JobRecord>();
+  readonly scheduler: Scheduler;
   private readonly ports = new MasterPorts();
   /**
    * Hooks of an MPI mode that starts its ranks its own way (Open MPI: openmpi/). startRanks
@@ -77,15 +90,45 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     private readonly log: Logger,
     /** --group against the inventory; globs over node names without one. */
     private readonly resolveGroup?: GroupResolver,
+    limits: UserLimits = {},
   ) {
     super();
     this.setMaxListeners(0);
+    this.scheduler = new Scheduler(
+      {
+        nodes: () => this.registry.candidates(),
+        planOptions: () => this.planOptions(),
+        usageOf: (id) => {
+          const job = this.live.get(id)?.job;
+          return job && { owner: job.owner, cores: job.demand?.cores ?? 0 };
+        },
+        start: (start) => this.startQueued(start),
+        waiting: (id, reason) => this.stillQueued(id, reason),
+      },
+      limits,
+    );
     registry.on('state', (change) => this.onNodeState(change));
+    // a node that is ready again, resumed, or reports new facts may let queued jobs start
+    registry.on('changed', () => this.scheduler.schedule());
+  }
+
+  planOptions(): PlanOptions {
+    return {
+      pickPort: (node) => this.pickPort(node),
+      unavailable: (node) => this.registry.unavailable(node),
+      ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}),
+    };
   }
 
   /** Reloads the jobs that were live when the controller stopped. */
   restore(): void {
     for (const job of this.repo.listActive()) {
+      if (job.state === 'queued' || job.rankMap === null) {
+        this.queued.set(job.id, job);
+        this.scheduler.enqueue(queuedJob(job));
+        continue;
+      }
+      this.scheduler.hold(job.id, job.allocation ?? this.allocationFromMap(job), endsAt(job));
       const ranks = this.repo.ranks(job.id);
       for (const r of ranks) {
         // the files are the truth for what is stored; the index may lag a crash
@@ -101,34 +144,56 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       this.armTimeout(live);
       this.log.info({ job: job.id, state: job.state }, 'restored live job');
     }
+    this.scheduler.schedule();
   }
 
-  /** Plans and starts a job for `owner`; a resubmitted idempotency key returns the existing job. */
+  /**
+   * Admits a job for `owner` and queues it; the pass that follows starts it at once if it
+   * fits. A resubmitted idempotency key returns the existing job. --immediate refuses a job
+   * that would wait, before anything of it is stored.
+   */
   submit(submit: JobSubmit, owner: string | null = null): { view: JobView; created: boolean } {
     if (submit.idempotencyKey) {
       const existing = this.repo.getByKey(submit.idempotencyKey);
       if (existing) return { view: this.view(existing.id)!, created: false };
     }
-    const rankMap = planRankMap(this.registry.candidates(), submit.placement ?? {}, {
-      pickPort: (node) => this.pickPort(node),
-      unavailable: (node) => this.registry.unavailable(node),
-      ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}),
-    });
     const now = Date.now();
+    const { job: queued } = admit(newJobId(now), submit, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits);
+    if (submit.immediate) {
+      const now = this.scheduler.tryNow(queued);
+      if (!now.starts) throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${now.reason}`);
+    }
     const job: JobRecord = {
-      id: newJobId(now),
+      id: queued.id,
       name: submit.name ?? null,
       idempotencyKey: submit.idempotencyKey ?? null,
       owner,
-      state: 'pending',
-      reason: 'planned',
+      state: 'queued',
+      reason: 'submitted',
       submit,
-      rankMap,
+      rankMap: null,
+      priority: queued.priority,
+      demand: queued.demand,
+      allocation: null,
       exitCode: null,
       createdAt: now,
       startedAt: null,
       endedAt: null,
     };
+    this.repo.create(job, []);
+    this.events.append('job.submitted', job.id, { ranks: queued.demand.ranks, nodes: queued.demand.nodes, cores: queued.demand.cores, gpus: queued.demand.gpus, priority: queued.priority });
+    this.queued.set(job.id, job);
+    this.scheduler.enqueue(queued);
+    this.scheduler.run();
+    return { view: this.view(job.id)!, created: true };
+  }
+
+  /** The scheduler found room: plan's ranks are created and started. */
+  private startQueued({ job: q, rankMap, alloc }: Start): void {
+    const job = this.queued.get(q.id);
+    if (!job) return;
+    this.queued.delete(q.id);
+    Object.assign(job, { state: 'pending', reason: 'planned', rankMap, allocation: alloc });
     const ranks: RankRecord[] = rankMap.ranks.map((r) => ({
       jobId: job.id,
       rank: r.rank,
@@ -145,13 +210,41 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       stdoutBytes: 0,
       stderrBytes: 0,
     }));
-    this.repo.create(job, ranks);
-    this.events.append('job.submitted', job.id, { worldSize: rankMap.worldSize, nodes: rankMap.nodes.map((n) => n.name) });
+    this.repo.start(job, ranks);
+    // the history holds every allocation, so that "no two jobs held one core" can be checked from it alone
+    this.events.append('job.allocated', job.id, { mode: alloc.mode, nodes: alloc.nodes });
+    this.events.append('job.state', job.id, { from: 'queued', to: 'pending', reason: job.reason });
     for (const r of ranks) this.logs.open(job.id, r.rank);
     this.ports.hold(rankMap.ranks[0]!.node, rankMap.masterPort);
     const live = this.track(job, ranks);
     this.dispatch(live);
-    return { view: jobView(job, ranks), created: true };
+    this.emit('changed', job.id);
+  }
+
+  private stillQueued(id: string, reason: string): void {
+    const job = this.queued.get(id);
+    if (!job || job.reason === reason) return;
+    const first = job.reason === 'submitted';
+    job.reason = reason;
+    this.repo.updateJob(job);
+    if (first) this.events.append('job.queued', id, { reason });
+    this.emit('changed', id);
+  }
+
+  /**
+   * `rankd plan`: the rank map a job of this spec would get if submitted now, or, when it
+   * would wait, its plan on the idle cluster and the reason. Nothing is stored.
+   */
+  preview(spec: PlacementSpec, priority: number | undefined, owner: string | null): PlanAnswer {
+    const now = Date.now();
+    const { job, idle } = admit('preview', { command: ['true'], placement: spec, ...(priority === undefined ? {} : { priority }) }, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits);
+    const tried = this.scheduler.tryNow(job);
+    return tried.start ? { ...tried.start.rankMap, schedule: { startsNow: true, reason: null } } : { ...idle, schedule: { startsNow: false, reason: tried.reason } };
+  }
+
+  /** Queued jobs in the order the scheduler will consider them. */
+  queue(): Array<{ job: JobRecord; position: number }> {
+    return this.scheduler.order().map((q, i) => ({ job: this.queued.get(q.id)!, position: i + 1 }));
   }
 
   /** The MASTER_PORT a job whose rank 0 lands on `node` gets now: the first not held by a live job. */
@@ -160,6 +253,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   }
 
   view(id: string): JobView | null {
+    const queued = this.queued.get(id);
+    if (queued) return jobView(queued, []);
     const live = this.live.get(id);
     if (live) return jobView(live.job, live.ranks);
     const job = this.repo.get(id);
@@ -168,29 +263,45 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
 
   /** The newest jobs, everyone's or one owner's. */
   list(limit = 100, owner?: string) {
-    return this.repo.list(limit, owner).map((j) => jobSummary(this.live.get(j.id)?.job ?? j));
+    return this.repo.list(limit, owner).map((j) => jobSummary(this.live.get(j.id)?.job ?? this.queued.get(j.id) ?? j));
   }
 
   /** Who submitted a job: its owner's name, null when it has none, undefined when there is no such job. */
   owner(id: string): string | null | undefined {
-    const live = this.live.get(id);
-    if (live) return live.job.owner;
+    const current = this.live.get(id)?.job ?? this.queued.get(id);
+    if (current) return current.owner;
     return this.repo.get(id)?.owner;
   }
 
   /** True when the job exists and has ended (its ranks are all gone). */
   isEnded(id: string): boolean {
-    if (this.live.has(id)) return false;
+    if (this.live.has(id) || this.queued.has(id)) return false;
     return this.repo.get(id) !== null;
   }
 
   cancel(id: string, why = 'cancelled by request'): JobView {
+    const queued = this.queued.get(id);
+    if (queued) return this.cancelQueued(queued, why);
     const live = this.requireLive(id, 'cancel');
     this.stop(live, 'cancelled', why);
     return jobView(live.job, live.ranks);
   }
 
+  /** A queued job leaves the queue: it never ran, so it ends at once. */
+  private cancelQueued(job: JobRecord, why: string): JobView {
+    this.queued.delete(job.id);
+    this.scheduler.dequeue(job.id);
+    const now = Date.now();
+    Object.assign(job, { state: 'cancelled', reason: `${why} while queued`, exitCode: 130, endedAt: now });
+    this.repo.updateJob(job);
+    this.events.append('job.state', job.id, { from: 'queued', to: 'cancelled', reason: job.reason });
+    this.emit('ended', job.id, 'cancelled');
+    this.emit('changed', job.id);
+    return jobView(job, []);
+  }
+
   signal(id: string, signal: string, rank?: number): JobView {
+    if (this.queued.has(id)) throw new RankdError(ErrorCode.Conflict, `job ${id} is queued: it has no ranks to signal yet`);
     const live = this.requireLive(id, 'signal');
     if (rank !== undefined && !live.ranks[rank]) throw new RankdError(ErrorCode.InvalidRequest, `job ${id} has no rank ${rank}`);
     const nodes = rank === undefined ? this.nodesOf(live) : [live.ranks[rank]!.node];
@@ -223,7 +334,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     const byNode = new Map<string, RankLaunch[]>();
     for (const r of live.ranks) {
       if (r.state !== 'pending' || (onlyNode && r.node !== onlyNode)) continue;
-      const entry = job.rankMap.ranks[r.rank]!;
+      const entry = job.rankMap!.ranks[r.rank]!;
       const launch: RankLaunch = {
         rank: r.rank,
         argv: job.submit.command,
@@ -242,7 +353,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     const diverted = this.startRanks?.(live, byNode, leaseMs);
     if (typeof diverted === 'string') return this.stop(live, 'failed', diverted);
     if (diverted === null) byNode.clear();
-    const pmi: PmiJobSpec | null = mpiMode(job) === 'pmi1' ? { size: job.rankMap.worldSize, processMapping: processMapping(job.rankMap) } : null;
+    const pmi: PmiJobSpec | null = mpiMode(job) === 'pmi1' ? { size: job.rankMap!.worldSize, processMapping: processMapping(job.rankMap!) } : null;
     for (const [node, ranks] of byNode) {
       if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks, ...(pmi ? { pmi } : {}) })) {
         this.stop(live, 'failed', `node ${node} is not connected`);
@@ -295,7 +406,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   /** The nodes of a live PMI job in node order (the fence waits for each), or null. */
   pmiNodes(jobId: string): string[] | null {
     const live = this.live.get(jobId);
-    return live && mpiMode(live.job) === 'pmi1' ? live.job.rankMap.nodes.map((n) => n.name) : null;
+    return live && mpiMode(live.job) === 'pmi1' ? live.job.rankMap!.nodes.map((n) => n.name) : null;
   }
 
   /** Fails a live job (the PMI exchange found a node breaking it). */
@@ -336,7 +447,10 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     this.setJob(live, { state, reason, exitCode, endedAt: Date.now(), startedAt: live.job.startedAt ?? Date.now() });
     for (const r of live.ranks) this.repo.updateBytes(r);
     this.live.delete(live.job.id);
-    this.ports.release(live.job.rankMap.ranks[0]!.node, live.job.rankMap.masterPort);
+    this.ports.release(live.job.rankMap!.ranks[0]!.node, live.job.rankMap!.masterPort);
+    // its last rank's exit is recorded: what it held is free, and queued jobs may start
+    this.events.append('job.released', live.job.id, {});
+    this.scheduler.release(live.job.id);
     this.log.info({ job: live.job.id, state, reason, exitCode }, 'job ended');
     this.emit('ended', live.job.id, state);
     this.emit('changed', live.job.id);
@@ -379,6 +493,13 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     }
   }
 
+  /** What a job from before allocations holds: what its rank map uses (nothing where a node's facts are unknown). */
+  private allocationFromMap(job: JobRecord) {
+    const facts = (node: string) => this.registry.get(node)?.facts ?? null;
+    const known = job.rankMap!.nodes.every((n) => facts(n.name) !== null);
+    return known ? allocationOf(job.rankMap!, job.submit.placement ?? {}, (node) => facts(node)!) : { mode: 'share' as const, nodes: {} };
+  }
+
   private requireLive(id: string, what: string): LiveJob {
     const live = this.live.get(id);
     if (live) return live;
@@ -386,6 +507,23 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     if (!job) throw new RankdError(ErrorCode.NotFound, `unknown job "${id}"`);
     throw new RankdError(ErrorCode.JobEnded, `cannot ${what} job ${id}: it already ended (${job.state})`);
   }
+}
+
+/** A queued job's record as the scheduler sees it. */
+function queuedJob(job: JobRecord): QueuedJob {
+  return {
+    id: job.id,
+    owner: job.owner,
+    priority: job.priority,
+    createdAt: job.createdAt,
+    spec: job.submit.placement ?? {},
+    demand: job.demand!,
+    timeLimitMs: job.submit.timeout === undefined ? null : job.submit.timeout * 1000,
+  };
+}
+
+function endsAt(job: JobRecord): number {
+  return job.submit.timeout === undefined || job.startedAt === null ? Infinity : job.startedAt + job.submit.timeout * 1000;
 }
 
 function mpiMode(job: JobRecord) {

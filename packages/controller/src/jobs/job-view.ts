@@ -23,6 +23,7 @@ export function jobView(job: JobRecord, ranks: readonly RankRecord[]): JobView {
     createdAt: new Date(job.createdAt).toISOString(),
     startedAt: iso(job.startedAt),
     endedAt: iso(job.endedAt),
+    priority: job.priority,
     rankMap: job.rankMap,
     ranks: ranks.map((r) => rankView(job, r)),
   };
@@ -34,8 +35,8 @@ export function jobSummary(job: JobRecord): JobSummary {
     name: job.name,
     state: job.state,
     reason: job.reason,
-    worldSize: job.rankMap.worldSize,
-    nodes: job.rankMap.nodes.map((n) => n.name),
+    worldSize: job.rankMap?.worldSize ?? job.demand?.ranks ?? 0,
+    nodes: job.rankMap?.nodes.map((n) => n.name) ?? [],
     command: job.submit.command,
     owner: job.owner,
     exitCode: job.exitCode,
@@ -45,7 +46,7 @@ export function jobSummary(job: JobRecord): JobSummary {
 }
 
 function rankView(job: JobRecord, r: RankRecord): RankView {
-  const planned = job.rankMap.ranks[r.rank];
+  const planned = job.rankMap?.ranks[r.rank];
   return {
     rank: r.rank,
     node: r.node,

@@ -39,7 +39,7 @@ export class RankEvents {
     r.warnings = m.warnings;
     this.repo.updateRank(r);
     this.jobs.events.append('rank.started', `${m.jobId}/${m.rank}`, { node, pid: m.pid });
-    const planned = plannedCpus(live.job.rankMap.ranks[r.rank]);
+    const planned = plannedCpus(live.job.rankMap!.ranks[r.rank]);
     const mismatch = bindingMismatch(planned, m);
     if (mismatch) {
       this.jobs.stop(live, 'failed', `rank ${r.rank} on ${node}: binding mismatch: ${mismatch}`);

@@ -46,12 +46,12 @@ export class OpenMpiLaunch {
   private dispatch(live: LiveJob, byNode: Map<string, RankLaunch[]>, leaseMs: number): string | null | undefined {
     const { job } = live;
     if (job.submit.mpi !== 'openmpi') return undefined;
-    const launcherNode = job.rankMap.ranks[0]!.node;
+    const launcherNode = job.rankMap!.ranks[0]!.node;
     let state = this.jobs.get(job.id);
     const first = !state;
     if (!state) this.jobs.set(job.id, (state = { launcherNode, launcher: 'pending', daemons: new Map() }));
     for (const [node, ranks] of byNode) {
-      const launcher = first && node === launcherNode ? { hosts: job.rankMap.ranks.map((r) => r.node), env: job.submit.env ?? {} } : undefined;
+      const launcher = first && node === launcherNode ? { hosts: job.rankMap!.ranks.map((r) => r.node), env: job.submit.env ?? {} } : undefined;
       if (!this.agents.send(node, { type: 'ompi.start', jobId: job.id, leaseMs, ranks, ...(launcher ? { launcher } : {}) })) {
         if (launcher) state.launcher = 'ended';
         return `node ${node} is not connected`;
@@ -89,7 +89,7 @@ export class OpenMpiLaunch {
     const daemon = state?.daemons.get(m.daemon);
     if (live && !state && live.job.submit.mpi === 'openmpi' && m.host === node && this.manager.nodesOf(live).includes(node)) {
       // this controller restarted since the request: still let mpirun's helper hear of its daemon
-      this.agents.send(live.job.rankMap.ranks[0]!.node, { ...m });
+      this.agents.send(live.job.rankMap!.ranks[0]!.node, { ...m });
       return;
     }
     if (!live || !state || !daemon || daemon.host !== node || m.host !== node) {

@@ -1,6 +1,8 @@
 // Persistence of jobs and their ranks. Every state change is written through, so a
 // controller killed at any moment restarts knowing what ran where.
 import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
+import type { Allocation } from '../schedule/allocation.js';
+import type { Demand } from '../schedule/demand.js';
 import type { Db } from './database.js';
 
 export interface JobRecord {
@@ -12,7 +14,13 @@ export interface JobRecord {
   state: JobState;
   reason: string;
   submit: JobSubmit;
-  rankMap: RankMap;
+  /** Null while queued: planned when it starts, on what is free then. */
+  rankMap: RankMap | null;
+  priority: number;
+  /** What its plan on the idle cluster asks for; null for jobs from before the queue. */
+  demand: Demand | null;
+  /** The cores and GPUs it holds once started; null while queued (and for jobs from before allocations). */
+  allocation: Allocation | null;
   exitCode: number | null;
   createdAt: number;
   startedAt: number | null;
@@ -42,6 +50,7 @@ export class JobsRepo {
   private readonly insertJob;
   private readonly insertRank;
   private readonly updateJobStmt;
+  private readonly startJobStmt;
   private readonly updateRankStmt;
   private readonly updateBytesStmt;
   private readonly byId;
@@ -51,24 +60,31 @@ export class JobsRepo {
   private readonly recentOf;
   private readonly active;
   readonly create: (job: JobRecord, ranks: RankRecord[]) => void;
+  /** A queued job starts: its rank map, allocation and ranks in one transaction. */
+  readonly start: (job: JobRecord, ranks: RankRecord[]) => void;
 
   constructor(db: Db) {
-    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at)
-      VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @rankMap, @exitCode, @createdAt, @startedAt, @endedAt)`);
+    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at, priority, demand, allocation)
+      VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @rankMap, @exitCode, @createdAt, @startedAt, @endedAt, @priority, @demand, @allocation)`);
     this.insertRank = db.prepare(`INSERT INTO ranks (job_id, rank, node, state, warnings) VALUES (?, ?, ?, ?, '[]')`);
     this.updateJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`);
     this.updateRankStmt = db.prepare(`UPDATE ranks SET state = @state, pid = @pid, started_at = @startedAt, ended_at = @endedAt, exit_code = @exitCode,
       signal = @signal, binding = @binding, error = @error, warnings = @warnings, stdout_bytes = @stdoutBytes, stderr_bytes = @stderrBytes
       WHERE job_id = @jobId AND rank = @rank`);
+    this.startJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, rank_map = @rankMap, allocation = @allocation WHERE id = @id`);
     this.updateBytesStmt = db.prepare('UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND rank = ?');
     this.byId = db.prepare('SELECT * FROM jobs WHERE id = ?');
     this.byKey = db.prepare('SELECT * FROM jobs WHERE idempotency_key = ?');
     this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? ORDER BY rank');
     this.recent = db.prepare('SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?');
     this.recentOf = db.prepare('SELECT * FROM jobs WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?');
-    this.active = db.prepare(`SELECT * FROM jobs WHERE state IN ('pending', 'starting', 'running') ORDER BY created_at`);
+    this.active = db.prepare(`SELECT * FROM jobs WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`);
     this.create = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
       this.insertJob.run(jobParams(job));
+      for (const r of ranks) this.insertRank.run(r.jobId, r.rank, r.node, r.state);
+    });
+    this.start = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
+      this.startJobStmt.run({ id: job.id, state: job.state, reason: job.reason, rankMap: JSON.stringify(job.rankMap), allocation: JSON.stringify(job.allocation) });
       for (const r of ranks) this.insertRank.run(r.jobId, r.rank, r.node, r.state);
     });
   }
@@ -111,7 +127,13 @@ export class JobsRepo {
 }
 
 function jobParams(job: JobRecord) {
-  return { ...job, submit: JSON.stringify(job.submit), rankMap: JSON.stringify(job.rankMap) };
+  return {
+    ...job,
+    submit: JSON.stringify(job.submit),
+    rankMap: JSON.stringify(job.rankMap),
+    demand: job.demand ? JSON.stringify(job.demand) : null,
+    allocation: job.allocation ? JSON.stringify(job.allocation) : null,
+  };
 }
 
 function toJob(r: Row): JobRecord {
@@ -123,7 +145,10 @@ function toJob(r: Row): JobRecord {
     state: r['state'] as JobState,
     reason: r['reason'] as string,
     submit: JSON.parse(r['submit'] as string) as JobSubmit,
-    rankMap: JSON.parse(r['rank_map'] as string) as RankMap,
+    rankMap: JSON.parse(r['rank_map'] as string) as RankMap | null,
+    priority: (r['priority'] as number | null) ?? 0,
+    demand: r['demand'] ? (JSON.parse(r['demand'] as string) as Demand) : null,
+    allocation: r['allocation'] ? (JSON.parse(r['allocation'] as string) as Allocation) : null,
     exitCode: (r['exit_code'] as number | null) ?? null,
     createdAt: r['created_at'] as number,
     startedAt: (r['started_at'] as number | null) ?? null,

@@ -145,4 +145,13 @@ export const migrations: readonly string[] = [
   ALTER TABLE nodes ADD COLUMN drain_by TEXT;
   ALTER TABLE nodes ADD COLUMN drain_at INTEGER;
   `,
+  `
+  -- The queue and allocations (issue 14). A queued job has no rank map yet ('null'); its
+  -- demand is what its plan on the idle cluster asks for. A started job's allocation is
+  -- the cores and GPUs it holds until its last rank's exit is recorded.
+  ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE jobs ADD COLUMN demand TEXT;
+  ALTER TABLE jobs ADD COLUMN allocation TEXT;
+  CREATE INDEX jobs_state ON jobs(state);
+  `,
 ];

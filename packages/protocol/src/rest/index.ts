@@ -3,3 +3,4 @@ export * from './nodes.js';
 export * from './jobs.js';
 export * from './fleet.js';
 export * from './users.js';
+export * from './queue.js';

@@ -13,6 +13,10 @@ export const MpiModeSchema = Type.Union([Type.Literal('pmi1'), Type.Literal('ope
 const sameModes: [Type.Static<typeof MpiModeSchema>, MpiMode] extends [MpiMode, Type.Static<typeof MpiModeSchema>] ? true : never = true;
 void sameModes;
 
+export const DEFAULT_PRIORITY = 0;
+export const MIN_PRIORITY = -1000;
+export const MAX_PRIORITY = 1000;
+
 export const JobSubmit = Type.Object(
   {
     /** argv: the program and its arguments. Never a shell string. */
@@ -36,12 +40,18 @@ export const JobSubmit = Type.Object(
     pty: Type.Optional(Type.Boolean()),
     /** MPI wire-up; default `pmi1`. */
     mpi: Type.Optional(MpiModeSchema),
+    /** Queue order: higher first, then submission order. Above DEFAULT_PRIORITY only for operators and admins. */
+    priority: Type.Optional(Type.Integer({ minimum: MIN_PRIORITY, maximum: MAX_PRIORITY })),
+    /** Start now or fail at once with RANKD_WOULD_WAIT (srun --immediate); never queued. */
+    immediate: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
 export type JobSubmit = Type.Static<typeof JobSubmit>;
 
 export const JobState = Type.Union([
+  /** Waiting for resources (or a per-user limit); its reason says what for. No rank map yet. */
+  Type.Literal('queued'),
   Type.Literal('pending'),
   Type.Literal('starting'),
   Type.Literal('running'),
@@ -104,7 +114,9 @@ export const JobView = Type.Object({
   createdAt: Type.String(),
   startedAt: Nullable(Type.String()),
   endedAt: Nullable(Type.String()),
-  rankMap: RankMap,
+  priority: Type.Integer(),
+  /** Null while queued: the plan is made when the job starts, on what is free then. */
+  rankMap: Nullable(RankMap),
   ranks: Type.Array(RankView),
 });
 export type JobView = Type.Static<typeof JobView>;

@@ -24,16 +24,12 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
       },
     },
     async (request, reply) => {
-      const view = jobs.view(request.params.id);
+      let view = jobs.view(request.params.id);
       if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
       const q = request.query;
-      const ranks = q.rank ? q.rank.split(',').map(Number) : view.ranks.map((r) => r.rank);
-      for (const r of ranks) if (!view.ranks[r]) throw new RankdError(ErrorCode.InvalidRequest, `job ${view.id} has no rank ${r} (world size ${view.ranks.length})`);
-      const streams: StreamName[] = !q.stream || q.stream === 'all' ? ['stdout', 'stderr'] : [q.stream];
-      const resumeFrom = decodeCursors(String(request.headers['last-event-id'] ?? ''));
-      const cursors: Cursor[] = ranks.flatMap((rank) =>
-        streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
-      );
+      const wanted = q.rank ? q.rank.split(',').map(Number) : null;
+      // a queued job's ranks do not exist yet: they are checked once it starts
+      if (view.state !== 'queued') for (const r of wanted ?? []) if (!view.ranks[r]) throw new RankdError(ErrorCode.InvalidRequest, `job ${view.id} has no rank ${r} (world size ${view.ranks.length})`);
       const format = q.format ?? (q.follow ? 'sse' : 'text');
       reply.hijack();
       const raw = reply.raw;
@@ -44,6 +40,19 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
       });
       raw.flushHeaders();
       const sink = sinkFor(format, raw);
+      if (view.state === 'queued' && q.follow) {
+        // followers of a queued job hear why it waits, then its output from the start
+        const outcome = await whileQueued(jobs, view.id, raw, (reason) => sink.status({ queued: { reason } }));
+        if (outcome === 'closed') return;
+        view = jobs.view(view.id)!;
+        if (outcome === 'started') sink.status({ started: { state: view.state } });
+      }
+      const streams: StreamName[] = !q.stream || q.stream === 'all' ? ['stdout', 'stderr'] : [q.stream];
+      const resumeFrom = decodeCursors(String(request.headers['last-event-id'] ?? ''));
+      const ranks = (wanted ?? view.ranks.map((r) => r.rank)).filter((r) => view!.ranks[r] !== undefined);
+      const cursors: Cursor[] = ranks.flatMap((rank) =>
+        streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
+      );
       const follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false);
       const keepalive = format === 'sse' ? setInterval(() => raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
       raw.on('close', () => {
@@ -62,7 +71,33 @@ const CONTENT_TYPES = {
   frames: LOG_FRAMES_CONTENT_TYPE,
 } as const;
 
-function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): LogSink {
+/** Resolves when the job leaves the queue (started or ended) or the reader goes away; reports each new reason. */
+function whileQueued(jobs: JobManager, id: string, raw: FastifyReply['raw'], report: (reason: string) => void): Promise<'started' | 'ended' | 'closed'> {
+  return new Promise((resolve) => {
+    let last = '';
+    const check = () => {
+      const view = jobs.view(id);
+      if (view?.state === 'queued') {
+        if (view.reason !== last) report((last = view.reason));
+        return;
+      }
+      // ended without ranks: cancelled while queued
+      done(!view || view.ranks.length === 0 ? 'ended' : 'started');
+    };
+    const onChanged = (changed: string) => changed === id && check();
+    const onClose = () => done('closed');
+    const done = (outcome: 'started' | 'ended' | 'closed') => {
+      jobs.off('changed', onChanged);
+      raw.off('close', onClose);
+      resolve(outcome);
+    };
+    jobs.on('changed', onChanged);
+    raw.on('close', onClose);
+    check();
+  });
+}
+
+function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): LogSink & { status(record: Record<string, unknown>): void } {
   const write = (s: string | Buffer) => raw.write(s);
   return {
     write(chunk: LogChunk, cursor: () => string) {
@@ -77,6 +112,10 @@ function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): 
     },
     onDrain(resume) {
       raw.once('drain', resume);
+    },
+    status(record: Record<string, unknown>) {
+      if (format === 'sse') raw.write(`event: ${Object.keys(record)[0]}\ndata: ${JSON.stringify(Object.values(record)[0])}\n\n`);
+      else if (format === 'ndjson' || format === 'frames') raw.write(JSON.stringify(record) + '\n');
     },
     end(summary: LogEnd | null) {
       if (summary && format === 'sse') raw.write(`event: end\ndata: ${JSON.stringify(summary)}\n\n`);

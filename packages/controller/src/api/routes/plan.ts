@@ -1,27 +1,25 @@
-// Planning without running: the rank map the controller would use for a spec.
-import { ErrorBody, PlacementSpec, RankMap } from '@rankd/protocol';
+// Planning without running: the rank map a job of this spec would get now, and
+// whether it would start or wait in the queue.
+import { ErrorBody, PlanAnswer, PlanRequest } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { NodeRegistry } from '../../fleet/node-registry.js';
-import { planRankMap, type GroupResolver } from '../../planner/index.js';
+import type { JobManager } from '../../jobs/job-manager.js';
 
-export interface PlanRouteOptions {
-  registry: NodeRegistry;
-  resolveGroup?: GroupResolver;
-  /** The MASTER_PORT a job submitted now would get on a node (free of other live jobs). */
-  pickPort?: (node: string) => number;
-}
-
-export async function planRoutes(app: FastifyInstance, opts: PlanRouteOptions): Promise<void> {
+export async function planRoutes(app: FastifyInstance, opts: { jobs: JobManager }): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   api.post(
     '/v1/plan',
-    { schema: { tags: ['plan'], summary: 'Plan a rank map over the ready nodes', body: PlacementSpec, response: { 200: RankMap, 400: ErrorBody } } },
-    async (request) =>
-      planRankMap(opts.registry.candidates(), request.body, {
-        unavailable: (node) => opts.registry.unavailable(node),
-        ...(opts.resolveGroup ? { resolveGroup: opts.resolveGroup } : {}),
-        ...(opts.pickPort ? { pickPort: opts.pickPort } : {}),
-      }),
+    {
+      schema: {
+        tags: ['plan'],
+        summary: 'The rank map a job would get now on the free cores and GPUs; when it would wait, its plan on the idle cluster and why',
+        body: PlanRequest,
+        response: { 200: PlanAnswer, 400: ErrorBody },
+      },
+    },
+    async (request) => {
+      const { priority, ...spec } = request.body;
+      return opts.jobs.preview(spec, priority, request.principal?.user ?? null);
+    },
   );
 }

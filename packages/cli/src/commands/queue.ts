@@ -1,0 +1,38 @@
+// `rankd queue`: like squeue, the running jobs and then the queued ones in the order
+// they will start, with owner, state, reason, what each asked for and what it holds.
+import type { Command } from 'commander';
+import type { QueueEntry, QueueList } from '@rankd/protocol';
+import { loadClientConfig } from '../client/config.js';
+import { request } from '../client/http.js';
+import { renderTable } from '../table.js';
+
+export function register(program: Command): void {
+  program
+    .command('queue')
+    .description("running and queued jobs (like squeue): owner, state, position, reason, what each asked for and holds")
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const queue = await request<QueueList>(loadClientConfig(), '/v1/queue');
+      if (opts.json) return void process.stdout.write(JSON.stringify(queue, null, 2) + '\n');
+      process.stdout.write(
+        renderTable(
+          ['ID', 'OWNER', 'STATE', 'POS', 'PRIO', 'ASKED', 'HELD', 'REASON'],
+          queue.jobs.map((j) => [j.id, j.owner ?? '-', j.state, j.position === null ? '-' : String(j.position), String(j.priority), asked(j), held(j), j.reason]),
+        ),
+      );
+    });
+}
+
+function asked(j: QueueEntry): string {
+  const a = j.asked;
+  if (!a) return '-';
+  const gpus = a.gpus > 0 ? ` ${a.gpus} gpus` : '';
+  const mode = a.mode === 'normal' ? '' : ` ${a.mode}`;
+  return `${a.ranks} ranks ${a.nodes} nodes ${a.cores} cores${gpus}${mode}`;
+}
+
+function held(j: QueueEntry): string {
+  const h = j.held;
+  if (!h) return '-';
+  return `${h.nodes.join(',')}: ${h.cpus} cpus${h.gpus > 0 ? ` ${h.gpus} gpus` : ''}`;
+}
