@@ -77,8 +77,9 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
       if (chosen.length === d.nodes) break;
     }
     if (chosen.length < d.nodes) {
-      const what = mode === 'exclusive' ? 'idle' : mode === 'share' ? 'without an --exclusive job' : `with ${describePerNode(d)}`;
-      return { ok: false, reason: `needs ${plural(d.nodes, 'node')} ${what}; ${chosen.length} ${chosen.length === 1 ? 'has' : 'have'} room now` };
+      const what =
+        mode === 'exclusive' ? `${plural(d.nodes, 'idle node')} (--exclusive)` : mode === 'share' ? `${plural(d.nodes, 'node')} without an --exclusive job` : `${plural(d.nodes, 'node')} with ${describePerNode(d)}`;
+      return { ok: false, reason: `needs ${what}; ${chosen.length} ${chosen.length === 1 ? 'has' : 'have'} room now` };
     }
   }
 
