@@ -20,6 +20,9 @@
 // again after a loss, then "started", "fenced", "pulled", "exited", "error"),
 // commands on stdin ("connect", then sim-jobs.ts's Command). Runs until SIGTERM or until
 // stdin closes.
+// SIM_ROOT=DIR reports the facts read under DIR (a generated topology) instead of this
+// machine's; SIM_SLEEP_RANKS=1 makes ranks whose argv is `sleep S` exit 0 after S seconds
+// and ranks of an aborted job end by SIGTERM, as real ones would (the queue tests use both).
 import https from 'node:https';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
@@ -38,7 +41,7 @@ if (!url || !caHash || !countText || !prefix || !joinToken) {
 }
 const count = Number(countText);
 // one facts snapshot, sent by every simulated node: the controller stores it per node
-const facts = readFacts({ root: '/' });
+const facts = readFacts({ root: process.env['SIM_ROOT'] ?? '/' });
 const wsUrl = url.replace(/^https:/, 'wss:') + '/v1/agent';
 const sockets = new Set<WebSocket>();
 let welcomed = 0;
@@ -47,7 +50,7 @@ let live = 0;
 let lost = false;
 let stopping = false;
 const emit = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
-const jobs = new SimJobs(emit);
+const jobs = new SimJobs(emit, process.env['SIM_SLEEP_RANKS'] === '1');
 
 interface Identity {
   name: string;
@@ -148,13 +151,15 @@ function connect(ca: string, id: Identity): Promise<void> {
           }
           case 'job.start':
             return jobs.started(node, msg as unknown as Parameters<SimJobs['started']>[1]);
+          case 'job.abort':
+            return jobs.aborted(node, msg as unknown as Parameters<SimJobs['aborted']>[1]);
           case 'pmi.fenced':
             return jobs.fenced(node, msg as unknown as Parameters<SimJobs['fenced']>[1]);
           case 'pmi.chunk':
             if (msg.id) jobs.chunk(msg.id, data, typeof msg.error === 'string' ? msg.error : undefined);
             return;
           default:
-            return; // job.release, job.abort, errors: nothing runs here to act on
+            return; // job.release, errors: nothing runs here to act on
         }
       });
       ws.on('unexpected-response', (_req, res) => {

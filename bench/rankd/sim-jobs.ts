@@ -28,6 +28,7 @@ export type Command =
 
 interface RankLaunchLite {
   rank: number;
+  argv: string[];
   cpus: number[];
   memNodes: number[];
 }
@@ -52,7 +53,11 @@ export class SimJobs {
   private fetchSeq = 0;
   private fenceWait: { epoch: number; done: () => void } | null = null;
 
-  constructor(private readonly emit: (event: Record<string, unknown>) => void) {}
+  constructor(
+    private readonly emit: (event: Record<string, unknown>) => void,
+    /** Ranks whose argv is `sleep S` exit after S seconds; aborted ones end by SIGTERM. */
+    private readonly sleepRanks = false,
+  ) {}
 
   addNode(name: string, ws: WebSocket): SimNode {
     const node: SimNode = { name, ws, jobs: new Map() };
@@ -70,10 +75,27 @@ export class SimJobs {
       // binding as planned and verified: what an agent reports once /proc matched the plan
       send(node.ws, { type: 'rank.started', jobId: m.jobId, rank: r.rank, pid: 100_000 + r.rank, startedAt, binding: { cpus: r.cpus, memNodes: r.memNodes, verified: true }, warnings: [] });
     }
+    if (this.sleepRanks) {
+      const [program, seconds] = m.ranks[0]?.argv ?? [];
+      if (program === 'sleep' && Number.isFinite(Number(seconds))) setTimeout(() => this.endRanks(node, m.jobId, 0, null), Number(seconds) * 1000).unref();
+    }
     const holding = this.nodes.filter((n) => n.jobs.has(m.jobId));
     if (holding.length === this.nodes.length) {
       this.emit({ event: 'started', jobId: m.jobId, nodes: holding.length, ranks: holding.reduce((sum, n) => sum + n.jobs.get(m.jobId)!.ranks.length, 0) });
     }
+  }
+
+  /** job.abort: with sleepRanks, the node's ranks of the job end as SIGTERM ends `sleep`. */
+  aborted(node: SimNode, m: { jobId: string }): void {
+    if (this.sleepRanks) this.endRanks(node, m.jobId, null, 'SIGTERM');
+  }
+
+  private endRanks(node: SimNode, jobId: string, code: number | null, signal: string | null): void {
+    const job = node.jobs.get(jobId);
+    if (!job) return;
+    node.jobs.delete(jobId);
+    const endedAt = new Date().toISOString();
+    for (const rank of job.ranks) send(node.ws, { type: 'rank.exit', jobId, rank, code, signal, endedAt, outputBytes: { stdout: 0, stderr: 0 } });
   }
 
   fenced(node: SimNode, m: { jobId: string; epoch: number; chunks: number }): void {
