@@ -88,29 +88,4 @@ export function allocationOrder(controller: { dataDir: string }): string[] {
   return history(controller).filter((e) => e.kind === 'job.allocated').map((e) => e.subject);
 }
 
-/**
- * Replays job.allocated and job.released from the history and returns every moment two
- * jobs held one CPU or GPU of one node (--share jobs hold nothing), or an --exclusive job
- * shared a node. Empty when the scheduler kept its word.
- */
-export function overlaps(events: readonly EventRow[]): string[] {
-  const held = new Map<string, { mode: string; nodes: Record<string, { cpus: number[]; gpus: number[] }> }>();
-  const found: string[] = [];
-  for (const e of events) {
-    if (e.kind === 'job.released') held.delete(e.subject);
-    if (e.kind !== 'job.allocated') continue;
-    const mine = e.data as { mode: string; nodes: Record<string, { cpus: number[]; gpus: number[] }> };
-    for (const [other, theirs] of held) {
-      for (const [node, part] of Object.entries(mine.nodes)) {
-        const o = theirs.nodes[node];
-        if (!o) continue;
-        if ((mine.mode === 'exclusive' || theirs.mode === 'exclusive') && mine.mode !== 'share' && theirs.mode !== 'share') found.push(`event ${e.id}: ${e.subject} and ${other} both on ${node}, one --exclusive`);
-        const cpus = part.cpus.filter((c) => o.cpus.includes(c));
-        const gpus = part.gpus.filter((g) => o.gpus.includes(g));
-        if (cpus.length > 0 || gpus.length > 0) found.push(`event ${e.id}: ${e.subject} and ${other} both hold ${node} cpus [${cpus.join(',')}] gpus [${gpus.join(',')}]`);
-      }
-    }
-    held.set(e.subject, mine);
-  }
-  return found;
-}
+export { allocationOverlaps as overlaps } from '../helpers/allocations.js';

@@ -63,6 +63,8 @@ export interface RankView {
   error: string | null;
   outputBytes: { stdout: number; stderr: number };
   planned: { cpus: number[]; memNodes: number[] };
+  /** The binding the agent read back from /proc once the rank ran. */
+  actual: { cpus: number[]; memNodes: number[]; verified: boolean } | null;
 }
 
 export interface JobView {
@@ -71,7 +73,7 @@ export interface JobView {
   reason: string;
   exitCode: number | null;
   endedAt: string | null;
-  rankMap: { masterAddr: string; masterPort: number; ranks: Array<{ rank: number; node: string; localRank: number; env: Record<string, string> }> };
+  rankMap: { masterAddr: string; masterPort: number; ranks: Array<{ rank: number; node: string; localRank: number; cpus: number[]; env: Record<string, string> }> };
   ranks: RankView[];
 }
 

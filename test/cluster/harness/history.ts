@@ -16,6 +16,7 @@
 import Database from 'better-sqlite3';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { allocationOverlaps } from '../../helpers/allocations.js';
 
 export interface HistoryEvent {
   id: number;
@@ -49,7 +50,8 @@ interface JobTrack {
 
 /** Every violated invariant, one line each; empty when the history is sound. */
 export function checkHistory(history: History): string[] {
-  const problems: string[] = [];
+  // no two jobs ever held one core or GPU (job.allocated / job.released)
+  const problems: string[] = allocationOverlaps(history.events);
   const jobs = new Map<string, JobTrack>();
   const rankOf = (e: HistoryEvent): { jobId: string; job: JobTrack; rank: number; track: RankTrack } | null => {
     const slash = e.subject.lastIndexOf('/');

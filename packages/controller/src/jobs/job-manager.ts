@@ -181,7 +181,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       endedAt: null,
     };
     this.repo.create(job, []);
-    this.events.append('job.submitted', job.id, { ranks: queued.demand.ranks, nodes: queued.demand.nodes, cores: queued.demand.cores, gpus: queued.demand.gpus, priority: queued.priority });
+    this.events.append('job.submitted', job.id, { worldSize: queued.demand.ranks, nodes: queued.demand.nodes, cores: queued.demand.cores, gpus: queued.demand.gpus, priority: queued.priority });
     this.queued.set(job.id, job);
     this.scheduler.enqueue(queued);
     this.scheduler.run();
