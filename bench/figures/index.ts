@@ -11,10 +11,12 @@ import { mpiLaunchFigure } from './mpi-launch.js';
 import { planFigure } from './plan.js';
 import { pmiFenceFigure } from './pmi-fence.js';
 import { scaleFigure } from './scale.js';
+import { scheduleFigure } from './schedule.js';
 
 export const figures: readonly FigureDescriptor[] = [
   factsFigure,
   planFigure,
+  scheduleFigure,
   launchFigure,
   mpiLaunchFigure,
   fanoutFigure,

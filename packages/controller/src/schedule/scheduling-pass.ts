@@ -74,8 +74,9 @@ export function schedulingPass(input: PassInput): PassResult {
   const starts: Start[] = [];
   const waits = new Map<string, string>();
   let reservation: Reservation | null = null;
-  // placements fail the same way for jobs of one demand until something starts: remember it
-  let failed = new Map<string, string>();
+  // Within a pass resources only shrink (starts hold more, nothing is released), so a
+  // placement that failed for one spec fails again for every later job of that spec.
+  const failed = new Map<string, string>();
   for (const job of input.queue) {
     const limit = overLimit(job.owner, job.demand.cores, usage.get(ownerKey(job.owner)), input.limits);
     if (limit) {
@@ -99,7 +100,6 @@ export function schedulingPass(input: PassInput): PassResult {
     ledger.hold({ id: job.id, alloc: placed.alloc, endsAt });
     use(job.owner, job.demand.cores);
     starts.push({ job, rankMap: placed.rankMap, alloc: placed.alloc });
-    failed = new Map();
   }
   return { starts, waits };
 }
