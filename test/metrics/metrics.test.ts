@@ -42,6 +42,8 @@ t.test('GET /metrics: the fleet, the jobs and the API in numbers, for the roles 
   t.equal(after.series.get('rankd_jobs_ended_total{state="succeeded"}'), 1, 'the job that succeeded');
   t.equal(after.series.get('rankd_jobs_ended_total{state="failed"}'), 1, 'the job that failed');
   t.equal(after.series.get('rankd_jobs_live{state="running"}'), 0, 'no job live');
+  t.equal(after.series.get('rankd_jobs_live{state="queued"}'), 0, 'none queued');
+  t.ok(after.series.has('rankd_scheduler_last_pass_seconds'), 'the last scheduling pass is timed');
   t.equal(after.series.get('rankd_ranks_live'), 0);
   t.equal(after.series.get('rankd_http_requests_total{method="POST",route="/v1/jobs",status="201"}'), 2, 'two submissions, counted by route pattern');
   const byJob = [...after.series.keys()].filter((k) => k.startsWith('rankd_http_requests_total') && /route="\/v1\/jobs\/[a-z0-9]/.test(k));

@@ -8,7 +8,7 @@ import { isTerminal, type JobManager } from '../jobs/job-manager.js';
 
 /** Node states always present in the output, at 0 when no node is in them, so a dashboard's series never vanish. */
 const NODE_STATES = ['ready', 'unreachable', 'lost'] as const;
-const LIVE_JOB_STATES = ['pending', 'starting', 'running'] as const;
+const LIVE_JOB_STATES = ['queued', 'pending', 'starting', 'running'] as const;
 
 export class ControllerMetrics {
   readonly registry = new Registry();
@@ -48,7 +48,16 @@ export class ControllerMetrics {
       collect() {
         const count = new Map<string, number>(LIVE_JOB_STATES.map((s) => [s, 0]));
         for (const live of jobs.live.values()) count.set(live.job.state, (count.get(live.job.state) ?? 0) + 1);
+        count.set('queued', jobs.queue().length);
         for (const [state, n] of count) this.set({ state }, n);
+      },
+    });
+    new Gauge({
+      name: 'rankd_scheduler_last_pass_seconds',
+      help: 'How long the last scheduling pass over the queue took.',
+      registers,
+      collect() {
+        this.set(jobs.scheduler.lastPassMs / 1000);
       },
     });
     new Gauge({
