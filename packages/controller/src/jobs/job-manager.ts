@@ -160,8 +160,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     const now = Date.now();
     const { job: queued } = admit(newJobId(now), submit, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits);
     if (submit.immediate) {
-      const now = this.scheduler.tryNow(queued);
-      if (!now.starts) throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${now.reason}`);
+      const tried = this.scheduler.tryNow(queued);
+      if (!tried.starts) throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${tried.reason}`);
     }
     const job: JobRecord = {
       id: queued.id,
