@@ -9,7 +9,6 @@
 // the job to end its ranks (SIGTERM, grace, SIGKILL), and the job closes when the
 // last exit arrives.
 import { EventEmitter } from 'node:events';
-import { constants } from 'node:os';
 import {
   ErrorCode,
   RankdError,
@@ -27,17 +26,20 @@ import type { NodeRegistry, NodeStateChange } from '../fleet/node-registry.js';
 import type { GroupResolver, PlanOptions } from '../planner/index.js';
 import { allocationOf } from '../schedule/allocation.js';
 import type { UserLimits } from '../schedule/limits.js';
-import type { QueuedJob } from '../schedule/placement.js';
 import { Scheduler } from '../schedule/scheduler.js';
 import type { Start } from '../schedule/scheduling-pass.js';
 import { processMapping } from '../pmi/process-mapping.js';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
 import { admit } from './job-admission.js';
+import { endsAt, pendingRanks, queuedJob, queuedRecord } from './job-records.js';
 import { newJobId } from './job-ids.js';
 import { graceSeconds, jobSummary, jobView, plannedCpus } from './job-view.js';
 import type { LogStore } from './log-store.js';
 import { MasterPorts } from './master-ports.js';
+import { describeEnd, exitStatus, isTerminal } from './rank-status.js';
+
+export { exitStatus, isTerminal } from './rank-status.js';
 
 /** How the manager reaches agents: the gateway's live links. */
 export interface AgentSender {
@@ -163,23 +165,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       const tried = this.scheduler.tryNow(queued);
       if (!tried.starts) throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${tried.reason}`);
     }
-    const job: JobRecord = {
-      id: queued.id,
-      name: submit.name ?? null,
-      idempotencyKey: submit.idempotencyKey ?? null,
-      owner,
-      state: 'queued',
-      reason: 'submitted',
-      submit,
-      rankMap: null,
-      priority: queued.priority,
-      demand: queued.demand,
-      allocation: null,
-      exitCode: null,
-      createdAt: now,
-      startedAt: null,
-      endedAt: null,
-    };
+    const job = queuedRecord(queued, submit, owner);
     this.repo.create(job, []);
     this.events.append('job.submitted', job.id, { worldSize: queued.demand.ranks, nodes: queued.demand.nodes, cores: queued.demand.cores, gpus: queued.demand.gpus, priority: queued.priority });
     this.queued.set(job.id, job);
@@ -188,28 +174,13 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     return { view: this.view(job.id)!, created: true };
   }
 
-  /** The scheduler found room: plan's ranks are created and started. */
+  /** The scheduler found room: the job's ranks are created on its rank map and started. */
   private startQueued({ job: q, rankMap, alloc }: Start): void {
     const job = this.queued.get(q.id);
     if (!job) return;
     this.queued.delete(q.id);
     Object.assign(job, { state: 'pending', reason: 'planned', rankMap, allocation: alloc });
-    const ranks: RankRecord[] = rankMap.ranks.map((r) => ({
-      jobId: job.id,
-      rank: r.rank,
-      node: r.node,
-      state: 'pending',
-      pid: null,
-      startedAt: null,
-      endedAt: null,
-      exitCode: null,
-      signal: null,
-      binding: null,
-      error: null,
-      warnings: [],
-      stdoutBytes: 0,
-      stderrBytes: 0,
-    }));
+    const ranks = pendingRanks(job.id, rankMap);
     this.repo.start(job, ranks);
     // the history holds every allocation, so that "no two jobs held one core" can be checked from it alone
     this.events.append('job.allocated', job.id, { mode: alloc.mode, nodes: alloc.nodes });
@@ -509,45 +480,6 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   }
 }
 
-/** A queued job's record as the scheduler sees it. */
-function queuedJob(job: JobRecord): QueuedJob {
-  return {
-    id: job.id,
-    owner: job.owner,
-    priority: job.priority,
-    createdAt: job.createdAt,
-    spec: job.submit.placement ?? {},
-    demand: job.demand!,
-    timeLimitMs: job.submit.timeout === undefined ? null : job.submit.timeout * 1000,
-  };
-}
-
-function endsAt(job: JobRecord): number {
-  return job.submit.timeout === undefined || job.startedAt === null ? Infinity : job.startedAt + job.submit.timeout * 1000;
-}
-
 function mpiMode(job: JobRecord) {
   return job.submit.mpi ?? 'pmi1';
-}
-
-export function isTerminal(r: RankRecord): boolean {
-  return r.state === 'exited' || r.state === 'failed-to-start' || r.state === 'unknown';
-}
-
-/** A rank's status as a shell reports it: its code, or 128 + the signal number. */
-export function exitStatus(r: RankRecord): number {
-  if (r.state === 'exited' && r.exitCode !== null) return r.exitCode;
-  if (r.signal) return 128 + (signalNumber(r.signal) ?? 0);
-  return r.state === 'exited' ? 0 : 1;
-}
-
-function describeEnd(r: RankRecord): string {
-  if (r.state === 'failed-to-start') return `rank ${r.rank} on ${r.node} failed to start: ${r.error}`;
-  if (r.state === 'unknown') return r.error ?? `rank ${r.rank} on ${r.node}: status unknown`;
-  if (r.signal) return `rank ${r.rank} on ${r.node} was killed by ${r.signal}`;
-  return `rank ${r.rank} on ${r.node} exited with code ${r.exitCode}`;
-}
-
-function signalNumber(name: string): number | undefined {
-  return (constants.signals as Record<string, number>)[name];
 }
