@@ -92,7 +92,7 @@ t.test('PMI-2 clients are told this server speaks PMI-1', { skip }, async (t) =>
 t.test('garbage, over-long lines and endless input end that job only, with the reason', { skip }, async (t) => {
   const cluster = await localCluster(t, ['solo']);
   // a job that must be untouched by the others: it waits in a PMI barrier of its own
-  const bystander = runCli(['run', '-q', '--no-label', '-n', '1', '--', PYTHON, PMI_CLIENT, 'cmd=init pmi_version=1 pmi_subversion=1', 'cmd=barrier_in', 'cmd=finalize'], cluster.env);
+  const bystander = runCli(['run', '-q', '--no-label', '--share', '-n', '1', '--', PYTHON, PMI_CLIENT, 'cmd=init pmi_version=1 pmi_subversion=1', 'cmd=barrier_in', 'cmd=finalize'], cluster.env);
 
   const cases: Array<[string, string[], RegExp, RegExp]> = [
     ['not key=value', ['this is not PMI', '@EOF'], /^cmd=error rc=-1 msg=/, /broke the PMI protocol: "this" is not key=value/],
