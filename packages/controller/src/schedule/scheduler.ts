@@ -82,7 +82,7 @@ export class Scheduler {
     for (const s of result.starts) {
       this.queue.delete(s.job.id);
       this.ordered = null;
-      this.ledger.hold({ id: s.job.id, alloc: s.alloc, endsAt: s.job.timeLimitMs === null ? Infinity : Date.now() + s.job.timeLimitMs });
+      this.ledger.hold({ id: s.job.id, alloc: s.alloc, endsAt: s.endsAt });
     }
     for (const s of result.starts) this.host.start(s);
     for (const [id, reason] of result.waits) if (this.queue.has(id)) this.host.waiting(id, reason);

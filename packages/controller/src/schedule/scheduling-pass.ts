@@ -39,6 +39,8 @@ export interface Start {
   job: QueuedJob;
   rankMap: RankMap;
   alloc: Allocation;
+  /** When its time limit ends it: Infinity without one. */
+  endsAt: number;
 }
 
 export interface PassResult {
@@ -99,7 +101,7 @@ export function schedulingPass(input: PassInput): PassResult {
     const endsAt = job.timeLimitMs === null ? Infinity : input.now + job.timeLimitMs;
     ledger.hold({ id: job.id, alloc: placed.alloc, endsAt });
     use(job.owner, job.demand.cores);
-    starts.push({ job, rankMap: placed.rankMap, alloc: placed.alloc });
+    starts.push({ job, rankMap: placed.rankMap, alloc: placed.alloc, endsAt });
   }
   return { starts, waits };
 }
