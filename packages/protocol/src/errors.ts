@@ -59,6 +59,8 @@ export const ErrorCode = {
   WouldWait: 'RANKD_WOULD_WAIT',
   /** A job that no per-user limit lets run, however long it waits. */
   OverLimit: 'RANKD_OVER_LIMIT',
+  /** A dashboard session's state-changing request without its CSRF token (X-Rankd-CSRF). */
+  CsrfRejected: 'RANKD_CSRF_REJECTED',
   /** Plain HTTP on the controller's TLS port. */
   PlaintextOnTlsPort: 'RANKD_PLAINTEXT_ON_TLS_PORT',
 } as const;

@@ -14,6 +14,8 @@ import type { AuditLog } from '../store/audit-log.js';
 import { errorBody } from './errors.js';
 import { rolesWith, ruleFor, scopeOf, type Permission, type RouteRule } from './policy.js';
 import { ENROLL_OPEN_ROUTES } from './routes/enroll.js';
+import { SESSION_OPEN_ROUTES } from './dashboard/session-routes.js';
+import { CSRF_HEADER, SESSION_COOKIE, csrfMatches, type DashboardSessions } from './dashboard/sessions.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,11 +25,19 @@ declare module 'fastify' {
     rule: RouteRule | null;
     /** What a handler acted on (a created job, a user, a token accessor), for the audit log. */
     auditResource: Record<string, string> | null;
+    /** Set when the request came with a dashboard session cookie instead of a bearer token. */
+    dashboardSession: { csrf: string; expiresAt: number } | null;
   }
 }
 
 // enrollment authenticates with its own credentials: a join token, or the node's certificate
 const OPEN_ROUTES = new Set(['/healthz', ...ENROLL_OPEN_ROUTES]);
+// opening a dashboard session authenticates with the login code or token in its body
+const OPEN_METHOD_ROUTES = new Set(SESSION_OPEN_ROUTES);
+// the dashboard's files hold no data (every datum comes through the API); the browser must load
+// them before it can sign in
+const isDashboardFile = (route: string): boolean => route === '/' || route === '/ui' || route.startsWith('/ui/');
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const UNAUTHORIZED = 'missing, wrong or revoked API token (Authorization: Bearer <token>)';
 
 /** Counts a failed authentication from the request's source; says whether that source is over its limit. */
@@ -55,6 +65,8 @@ export function forbidden(message: string): RankdError {
 export class AccessControl {
   /** Set once the REST API is built (its rate-limit plugin holds the counters). */
   limiter: FailureLimiter | null = null;
+  /** Dashboard sessions; without them only bearer tokens authenticate. */
+  sessions: DashboardSessions | null = null;
 
   constructor(readonly deps: AccessDeps) {}
 
@@ -131,10 +143,22 @@ export function installAuth(app: FastifyInstance, access: AccessControl): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('rule', null);
   app.decorateRequest('auditResource', null);
+  app.decorateRequest('dashboardSession', null);
   app.addHook('onRequest', async (request, reply) => {
     const route = request.routeOptions.url;
-    if (route !== undefined && OPEN_ROUTES.has(route)) return;
-    const principal = access.authenticate(request.headers.authorization);
+    if (route !== undefined && (OPEN_ROUTES.has(route) || OPEN_METHOD_ROUTES.has(`${request.method} ${route}`) || isDashboardFile(route))) return;
+    let principal = access.authenticate(request.headers.authorization);
+    // a session cookie counts only on a request without an Authorization header: a wrong
+    // token is a 401, never silently replaced by whoever else is signed in in that browser
+    const sessionId = request.headers.authorization === undefined ? request.cookies?.[SESSION_COOKIE] : undefined;
+    const session = sessionId && access.sessions ? access.sessions.lookup(sessionId) : null;
+    if (session) {
+      if (!SAFE_METHODS.has(request.method) && !csrfMatches(request.headers[CSRF_HEADER], session.csrf)) {
+        return reply.code(403).send(errorBody(403, ErrorCode.CsrfRejected, `a dashboard session's ${request.method} request needs its CSRF token in the ${CSRF_HEADER} header`));
+      }
+      principal = session.principal;
+      request.dashboardSession = { csrf: session.csrf, expiresAt: session.expiresAt };
+    }
     if (!principal) {
       const refusal = await access.failed(request.ip);
       if (refusal.retryAfter !== undefined) reply.header('retry-after', String(refusal.retryAfter));

@@ -8,6 +8,7 @@ const statusOf: Record<string, number> = {
   [ErrorCode.InvalidRequest]: 400,
   [ErrorCode.Unauthorized]: 401,
   [ErrorCode.Forbidden]: 403,
+  [ErrorCode.CsrfRejected]: 403,
   [ErrorCode.Conflict]: 409,
   [ErrorCode.RateLimited]: 429,
   [ErrorCode.AuditUnavailable]: 503,

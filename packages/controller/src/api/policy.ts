@@ -76,6 +76,11 @@ export const ROUTE_POLICY: Readonly<Record<string, RouteRule>> = {
   'POST /v1/nodes/:name/drain': { permission: 'nodes.drain', what: 'drain a node' },
   'POST /v1/nodes/:name/resume': { permission: 'nodes.drain', what: 'resume a node' },
   'GET /metrics': { permission: 'metrics.read', what: 'read the metrics' },
+  // the dashboard: its session (POST /v1/session is open: it authenticates by its body) and change events
+  'POST /v1/dashboard/login-codes': { permission: 'api.read', what: 'mint a dashboard login code' },
+  'GET /v1/session': { permission: 'api.read', what: 'read its own session' },
+  'DELETE /v1/session': { permission: 'api.read', what: 'sign out of the dashboard' },
+  'GET /v1/events': { permission: 'nodes.read', what: 'follow change events' },
 };
 
 const READ: Permission[] = ['api.read', 'nodes.read', 'plan', 'jobs.read', 'logs.read', 'tokens.self', 'metrics.read', 'queue.read'];

@@ -3,6 +3,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
+import cookie from '@fastify/cookie';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import { MAX_FRAME_BYTES, RANKD_VERSION } from '@rankd/protocol';
 import type { Logger } from 'pino';
@@ -28,6 +29,10 @@ import { doctorRoutes } from './routes/doctor.js';
 import { enrollRoutes, type EnrollDeps } from './routes/enroll.js';
 import { metricsRoutes } from './routes/metrics.js';
 import type { ControllerMetrics } from '../metrics/controller-metrics.js';
+import { eventsRoutes } from './routes/events.js';
+import { DashboardSessions } from './dashboard/sessions.js';
+import { sessionRoutes } from './dashboard/session-routes.js';
+import { dashboardFiles } from './dashboard/static-routes.js';
 
 export interface ApiDeps {
   log: Logger;
@@ -46,6 +51,8 @@ export interface ApiDeps {
   enroll?: EnrollDeps;
   /** GET /metrics and the request counters; without it neither is served. */
   metrics?: ControllerMetrics;
+  /** Where the built dashboard is (default: packages/dashboard/dist beside this package). */
+  dashboardRoot?: string;
 }
 
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
@@ -61,6 +68,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   await app.register(swagger, {
     openapi: {
+      openapi: '3.1.0',
       info: { title: 'rankd controller', version: RANKD_VERSION, description: 'Nodes, facts, rank plans, jobs, fleet operations, users and the audit log.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
@@ -79,6 +87,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     const r = await countFailure(req as unknown as FastifyRequest);
     return r.isAllowed ? { isExceeded: false, ttlInSeconds: 0 } : { isExceeded: r.isExceeded, ttlInSeconds: r.ttlInSeconds };
   };
+  // parses the session cookie in an onRequest hook, which must run before the auth hook's
+  await app.register(cookie);
+  const sessions = new DashboardSessions(deps.users);
+  deps.access.sessions = sessions;
   installAuth(app, deps.access);
   installAudit(app, deps.audit);
   const metrics = deps.metrics;
@@ -90,7 +102,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     });
   }
   await app.register(healthRoutes);
-  await app.register(nodesRoutes, { registry: deps.registry });
+  await app.register(sessionRoutes, { sessions, access: deps.access });
+  await app.register(eventsRoutes, { registry: deps.registry, jobs: deps.jobs, access: deps.access });
+  await app.register(dashboardFiles, { ...(deps.dashboardRoot ? { root: deps.dashboardRoot } : {}) });
+  await app.register(nodesRoutes, { registry: deps.registry, jobs: deps.jobs });
   if (deps.enroll) await app.register(enrollRoutes, deps.enroll);
   await app.register(planRoutes, { jobs: deps.jobs });
   await app.register(jobsRoutes, { jobs: deps.jobs, access: deps.access });

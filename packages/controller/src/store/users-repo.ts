@@ -55,7 +55,9 @@ const toToken = (r: Row): TokenRecord => ({
 export class UsersRepo {
   private readonly byHash;
   private readonly touch;
+  private readonly byAccessor;
   constructor(private readonly db: Db) {
+    this.byAccessor = db.prepare('SELECT t.accessor, u.name, u.role, u.unix_user FROM api_tokens t JOIN users u ON u.name = t.user_name WHERE t.accessor = ?');
     this.byHash = db.prepare(
       `SELECT t.accessor, t.secret_sha256, t.last_used_at, u.name, u.role, u.unix_user FROM api_tokens t JOIN users u ON u.name = t.user_name WHERE t.secret_sha256 = ?`,
     );
@@ -114,6 +116,12 @@ export class UsersRepo {
 
   revoke(accessor: string): boolean {
     return this.db.prepare('DELETE FROM api_tokens WHERE accessor = ?').run(accessor).changes > 0;
+  }
+
+  /** The principal a token stands for now, by its accessor: null once revoked (dashboard sessions hold an accessor, never the secret). */
+  principalOf(accessor: string): Principal | null {
+    const row = this.byAccessor.get(accessor) as Row | undefined;
+    return row ? { user: row['name'] as string, role: row['role'] as Role, unixUser: (row['unix_user'] as string | null) ?? null, accessor: row['accessor'] as string } : null;
   }
 
   /** The principal of an "Authorization: Bearer <token>" header, or null. */

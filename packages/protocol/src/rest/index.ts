@@ -4,3 +4,4 @@ export * from './jobs.js';
 export * from './fleet.js';
 export * from './users.js';
 export * from './queue.js';
+export * from './session.js';

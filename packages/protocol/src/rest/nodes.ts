@@ -25,6 +25,23 @@ export type NodeDrain = Type.Static<typeof NodeDrain>;
 export const NodeDrainBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) }, { additionalProperties: false });
 export type NodeDrainBody = Type.Static<typeof NodeDrainBody>;
 
+/** A node's hardware at a glance, from its last facts: what a fleet table shows. */
+export const HardwareSummary = Type.Object({
+  packages: Type.Integer(),
+  numaNodes: Type.Integer(),
+  cores: Type.Integer(),
+  pus: Type.Integer(),
+  memoryBytes: Nullable(Type.Integer()),
+  gpus: Type.Integer(),
+  /** Physical network interfaces (virtual ones left out). */
+  nics: Type.Integer(),
+  rdmaPorts: Type.Integer(),
+  rdmaPortsActive: Type.Integer(),
+  /** Warnings the facts carry (unreadable files and the like). */
+  warnings: Type.Integer(),
+});
+export type HardwareSummary = Type.Static<typeof HardwareSummary>;
+
 export const NodeView = Type.Object({
   name: NodeName,
   state: NodeState,
@@ -42,6 +59,10 @@ export const NodeView = Type.Object({
   stateReason: Type.String(),
   /** Set while the node is drained: the planner places no new rank on it. */
   drain: Nullable(NodeDrain),
+  /** From its last facts; null before any. Given by GET /v1/nodes and /v1/nodes/:name. */
+  hardware: Type.Optional(Nullable(HardwareSummary)),
+  /** Ranks of live jobs running on it now. Given by GET /v1/nodes and /v1/nodes/:name. */
+  ranksRunning: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 export type NodeView = Type.Static<typeof NodeView>;
 

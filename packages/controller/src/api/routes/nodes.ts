@@ -3,22 +3,36 @@ import { ErrorBody, ErrorCode, Facts, NodeDrainBody, NodeList, NodeParams, NodeV
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { NodeRegistry } from '../../fleet/node-registry.js';
+import { hardwareSummary } from '../../fleet/hardware-summary.js';
+import { isTerminal, type JobManager } from '../../jobs/job-manager.js';
 
-export async function nodesRoutes(app: FastifyInstance, opts: { registry: NodeRegistry }): Promise<void> {
-  const { registry } = opts;
+export async function nodesRoutes(app: FastifyInstance, opts: { registry: NodeRegistry; jobs: JobManager }): Promise<void> {
+  const { registry, jobs } = opts;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  api.get('/v1/nodes', { schema: { tags: ['nodes'], summary: 'List the nodes', response: { 200: NodeList } } }, async () => ({
-    nodes: registry.list(),
-  }));
+  /** Running ranks per node, counted once per listing. */
+  const ranksByNode = (): Map<string, number> => {
+    const count = new Map<string, number>();
+    for (const live of jobs.live.values()) for (const r of live.ranks) if (r.state === 'running' && !isTerminal(r)) count.set(r.node, (count.get(r.node) ?? 0) + 1);
+    return count;
+  };
+  const withUse = (view: NodeView, ranks: Map<string, number>): NodeView => {
+    const facts = registry.get(view.name)?.facts;
+    return { ...view, hardware: facts ? hardwareSummary(facts) : null, ranksRunning: ranks.get(view.name) ?? 0 };
+  };
+
+  api.get('/v1/nodes', { schema: { tags: ['nodes'], summary: 'List the nodes, each with its hardware summary and running ranks', response: { 200: NodeList } } }, async () => {
+    const ranks = ranksByNode();
+    return { nodes: registry.list().map((v) => withUse(v, ranks)) };
+  });
 
   api.get(
     '/v1/nodes/:name',
-    { schema: { tags: ['nodes'], summary: 'One node', params: NodeParams, response: { 200: NodeView, 404: ErrorBody } } },
+    { schema: { tags: ['nodes'], summary: 'One node, with its hardware summary and running ranks', params: NodeParams, response: { 200: NodeView, 404: ErrorBody } } },
     async (request) => {
       const view = registry.list().find((n) => n.name === request.params.name);
       if (!view) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${request.params.name}"`);
-      return view;
+      return withUse(view, ranksByNode());
     },
   );
 

@@ -1,0 +1,120 @@
+// Dashboard sessions: one-time login codes and the browser sessions they open.
+//
+// A browser never holds an API token. `rankd dashboard` asks for a login code with the
+// caller's token; the code opens one session and is gone (Jupyter's login URL). A session
+// stands for the token it was opened with, by accessor: each request looks that token up
+// again, so revoking the token, removing its user or changing the role takes effect on the
+// very next request. Codes and session ids are 256 random bits and only their SHA-256 is
+// kept; they live in memory, so a controller restart signs every browser out.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Principal, UsersRepo } from '../../store/users-repo.js';
+import { sha256 } from '../../store/users-repo.js';
+
+export const SESSION_COOKIE = 'rankd_session';
+export const CSRF_HEADER = 'x-rankd-csrf';
+/** A login code is good for one use within this time. */
+export const LOGIN_CODE_TTL_MS = 5 * 60_000;
+export const SESSION_TTL_MS = 12 * 3600_000;
+// Bounds on what a caller can make the controller hold: past them the oldest entry goes.
+const MAX_CODES = 1_000;
+const MAX_SESSIONS = 10_000;
+
+interface Pending {
+  accessor: string;
+  expiresAt: number;
+}
+
+interface Session {
+  accessor: string;
+  csrf: string;
+  expiresAt: number;
+}
+
+export interface OpenedSession {
+  id: string;
+  csrf: string;
+  principal: Principal;
+  expiresAt: number;
+}
+
+const key = (secret: string): string => sha256(secret).toString('base64url');
+const secret = (): string => randomBytes(32).toString('base64url');
+
+export class DashboardSessions {
+  // Map keeps insertion order: the first entry is the oldest, evicted first
+  private readonly codes = new Map<string, Pending>();
+  private readonly sessions = new Map<string, Session>();
+
+  constructor(
+    private readonly users: UsersRepo,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A one-time login code for the token `principal` authenticated with. */
+  mintCode(principal: Principal): { code: string; expiresAt: number } {
+    this.prune(this.codes);
+    const code = secret();
+    const expiresAt = this.now() + LOGIN_CODE_TTL_MS;
+    bounded(this.codes, MAX_CODES).set(key(code), { accessor: principal.accessor, expiresAt });
+    return { code, expiresAt };
+  }
+
+  /** Redeems a login code: a new session, or null for a code that is unknown, used or expired. */
+  redeem(code: string): OpenedSession | null {
+    const k = key(code);
+    const pending = this.codes.get(k);
+    this.codes.delete(k);
+    if (!pending || pending.expiresAt < this.now()) return null;
+    const principal = this.users.principalOf(pending.accessor);
+    return principal ? this.open(principal) : null;
+  }
+
+  /** A new session for an authenticated principal (a code redeemed, or an API token pasted). */
+  open(principal: Principal): OpenedSession {
+    this.prune(this.sessions);
+    const id = secret();
+    const csrf = secret();
+    const expiresAt = this.now() + SESSION_TTL_MS;
+    bounded(this.sessions, MAX_SESSIONS).set(key(id), { accessor: principal.accessor, csrf, expiresAt });
+    return { id, csrf, principal, expiresAt };
+  }
+
+  /** The session of a cookie value and who it stands for now; null when it is unknown, expired or its token revoked. */
+  lookup(id: string): { principal: Principal; csrf: string; expiresAt: number } | null {
+    const k = key(id);
+    const session = this.sessions.get(k);
+    if (!session) return null;
+    const principal = session.expiresAt >= this.now() ? this.users.principalOf(session.accessor) : null;
+    if (!principal) {
+      this.sessions.delete(k);
+      return null;
+    }
+    return { principal, csrf: session.csrf, expiresAt: session.expiresAt };
+  }
+
+  close(id: string): void {
+    this.sessions.delete(key(id));
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  private prune(map: Map<string, { expiresAt: number }>): void {
+    const now = this.now();
+    for (const [k, v] of map) if (v.expiresAt < now) map.delete(k);
+  }
+}
+
+/** Whether a presented CSRF token is the session's, in constant time. */
+export function csrfMatches(presented: string | string[] | undefined, expected: string): boolean {
+  if (typeof presented !== 'string') return false;
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function bounded<V>(map: Map<string, V>, max: number): Map<string, V> {
+  while (map.size >= max) map.delete(map.keys().next().value!);
+  return map;
+}

@@ -1,0 +1,86 @@
+// GET /v1/events: a Server-Sent Events stream of what changed, so that a dashboard updates
+// when something happens instead of polling.
+//
+// Each event names what changed (a node by name, a job by id), never its new state: the
+// client reads that through the API, where every read is authorized as usual. Changes are
+// gathered and sent at most every FLUSH_MS; a client that reads slowly gets the distinct
+// names once it drains, so what a connection holds is bounded by the fleet, not by the
+// rate of change. Callers who may read only their own jobs hear only of those.
+import type { FastifyInstance } from 'fastify';
+import type { NodeRegistry } from '../../fleet/node-registry.js';
+import type { JobManager } from '../../jobs/job-manager.js';
+import type { AccessControl } from '../auth.js';
+
+const FLUSH_MS = 100;
+const KEEPALIVE_MS = 15_000;
+
+export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeRegistry; jobs: JobManager; access: AccessControl }): Promise<void> {
+  const { registry, jobs, access } = opts;
+  // one listener per open dashboard: not a leak, so no warning past ten
+  registry.setMaxListeners(0);
+  app.get(
+    '/v1/events',
+    {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'Server-Sent Events naming what changed: `node` events ({"name"}) and `job` events ({"id"}) for the jobs the caller may read; read the thing itself through the API',
+        produces: ['text/event-stream'],
+        response: { 200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+      },
+    },
+    async (request, reply) => {
+      const principal = request.principal!;
+      const ownJobsOnly = access.ownerFilter(principal, 'jobs.read');
+      const readsJobs = access.checkRoute(principal, 'GET', '/v1/jobs').refusal === null;
+      const nodes = new Set<string>();
+      const jobIds = new Set<string>();
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+      raw.write(': rankd events\n\n');
+      let timer: NodeJS.Timeout | null = null;
+      let blocked = false;
+      const flush = (): void => {
+        timer = null;
+        if (blocked) return;
+        let text = '';
+        for (const name of nodes) text += `event: node\ndata: ${JSON.stringify({ name })}\n\n`;
+        for (const id of jobIds) text += `event: job\ndata: ${JSON.stringify({ id })}\n\n`;
+        nodes.clear();
+        jobIds.clear();
+        if (text && !raw.write(text)) {
+          blocked = true;
+          raw.once('drain', () => {
+            blocked = false;
+            schedule();
+          });
+        }
+      };
+      const schedule = (): void => {
+        if (!timer && !blocked && (nodes.size || jobIds.size)) timer = setTimeout(flush, FLUSH_MS);
+      };
+      const onNode = (name: string): void => {
+        nodes.add(name);
+        schedule();
+      };
+      const onJob = (id: string): void => {
+        if (!readsJobs) return;
+        if (ownJobsOnly !== undefined && access.deps.jobOwner(id) !== ownJobsOnly) return;
+        jobIds.add(id);
+        schedule();
+      };
+      const onState = ({ name }: { name: string }): void => onNode(name);
+      registry.on('changed', onNode);
+      registry.on('state', onState);
+      jobs.on('changed', onJob);
+      const keepalive = setInterval(() => blocked || raw.write(': keepalive\n\n'), KEEPALIVE_MS);
+      raw.on('close', () => {
+        clearInterval(keepalive);
+        if (timer) clearTimeout(timer);
+        registry.off('changed', onNode);
+        registry.off('state', onState);
+        jobs.off('changed', onJob);
+      });
+    },
+  );
+}
