@@ -12,7 +12,7 @@ import staticFiles from '@fastify/static';
 /** Where the dashboard is built, beside this package in the checkout and in what deploy/install.sh copies. */
 export const DASHBOARD_DIST = fileURLToPath(new URL('../../../../dashboard/dist/', import.meta.url));
 
-const HASHED = /-[A-Z0-9]{8}\.(js|css)$/;
+const HASHED = /-[A-Z0-9]{8}\.(js|css)(\.gz|\.br)?$/;
 const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',

@@ -1,0 +1,54 @@
+// The REST client: openapi-fetch over the types openapi-typescript generated from the
+// controller's /v1/openapi.json (schema.d.ts). A route, parameter or field the API does not
+// have is a type error here, so the API document is a contract the dashboard is built on.
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { paths } from './schema';
+
+type Json<R> = R extends { content: { 'application/json': infer J } } ? J : never;
+type Ok<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends { responses: infer R } ? (200 extends keyof R ? Json<R[200]> : 201 extends keyof R ? Json<R[201]> : never) : never;
+
+export type NodeView = Ok<'/v1/nodes', 'get'>['nodes'][number];
+export type Facts = Ok<'/v1/nodes/{name}/facts', 'get'>;
+export type JobView = Ok<'/v1/jobs/{id}', 'get'>;
+export type JobSummary = Ok<'/v1/jobs', 'get'>['jobs'][number];
+export type QueueEntry = Ok<'/v1/queue', 'get'>['jobs'][number];
+export type RankEntry = NonNullable<JobView['rankMap']>['ranks'][number];
+export type RankView = JobView['ranks'][number];
+export type SessionView = Ok<'/v1/session', 'get'>;
+export type DoctorResult = Ok<'/v1/doctor', 'post'>;
+
+let csrf: string | null = null;
+
+/** The session's CSRF token, sent on every state-changing request (the cookie alone is not enough). */
+export function useSessionCsrf(token: string | null): void {
+  csrf = token;
+}
+
+const withCsrf: Middleware = {
+  onRequest({ request }) {
+    if (csrf && request.method !== 'GET' && request.method !== 'HEAD') request.headers.set('x-rankd-csrf', csrf);
+    return request;
+  },
+};
+
+export const api = createClient<paths>({ baseUrl: location.origin, credentials: 'same-origin' });
+api.use(withCsrf);
+
+/** An error answer of the API: its status, stable code and message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The data of a call, or an ApiError carrying the controller's own message. */
+export async function must<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok) return data as T;
+  const body = (error ?? {}) as { code?: string; message?: string };
+  throw new ApiError(response.status, body.code ?? `HTTP_${response.status}`, body.message ?? response.statusText);
+}
