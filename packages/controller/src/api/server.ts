@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import cookie from '@fastify/cookie';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
-import { MAX_FRAME_BYTES, RANKD_VERSION } from '@rankd/protocol';
+import { MAX_FRAME_BYTES } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import type { JobManager } from '../jobs/job-manager.js';
@@ -16,6 +16,7 @@ import { usersRoutes } from './routes/users.js';
 import { auditRoutes, installAudit } from './audit.js';
 import type { AuditLog } from '../store/audit-log.js';
 import { installErrorHandlers } from './errors.js';
+import { openapiRoutes, swaggerOptions } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { jobsRoutes } from './routes/jobs.js';
 import { logsRoutes } from './routes/logs.js';
@@ -66,14 +67,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     ...(deps.https ? { https: deps.https } : {}),
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'rankd controller', version: RANKD_VERSION, description: 'Nodes, facts, rank plans, jobs, fleet operations, users and the audit log.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearer: [] }],
-    },
-  });
+  await app.register(swagger, swaggerOptions);
   installErrorHandlers(app);
   // Failed authentications are counted per source address and answered 429 with Retry-After
   // past the limit. global: false: the plugin limits no route by itself; the auth hook asks it
@@ -120,6 +114,6 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(usersRoutes, { users: deps.users });
   await app.register(auditRoutes, { audit: deps.audit });
   if (metrics) await app.register(metricsRoutes, { metrics });
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(openapiRoutes);
   return app;
 }

@@ -1,4 +1,5 @@
-// Enrollment over REST.
+// Enrollment over REST. The open routes say so in their schemas (`security`), so that the
+// OpenAPI document does not claim they need an API token.
 //   GET  /v1/enroll/ca      open: the CA that clients and agents trust (PEM); agents pin it by hash
 //   POST /v1/enroll         open, authenticated by the join token: {token, csr} → node certificate
 //   POST /v1/enroll/renew   open, authenticated by the node's client certificate: {csr} → a new one
@@ -47,18 +48,18 @@ export async function enrollRoutes(app: FastifyInstance, deps: EnrollDeps): Prom
     clusterCa: deps.clusterCaPem,
   });
 
-  api.get('/v1/enroll/ca', { schema: { tags: ['enroll'], summary: 'The CA certificate clients trust (PEM); pin it by the SHA-256 of its public key' } }, async (_request, reply) => {
+  api.get('/v1/enroll/ca', { schema: { tags: ['enroll'], summary: 'The CA certificate clients trust (PEM); pin it by the SHA-256 of its public key', security: [] } }, async (_request, reply) => {
     reply.header('x-rankd-ca-hash', deps.caHash);
     return reply.type('application/x-pem-file').send(deps.trustPem);
   });
 
-  api.post('/v1/enroll', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: 'Enroll a node: join token + CSR → node certificate', body: EnrollBody } }, async (request) => {
+  api.post('/v1/enroll', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: 'Enroll a node: join token + CSR → node certificate', security: [], body: EnrollBody } }, async (request) => {
     const issued = await enrollment.enroll(request.body.token, request.body.csr);
     request.log.info({ node: issued.node, serial: issued.serial }, 'node enrolled');
     return answer(issued);
   });
 
-  api.post('/v1/enroll/renew', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: "Renew the calling node's certificate (mTLS)", body: RenewBody } }, async (request) => {
+  api.post('/v1/enroll/renew', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: "Renew the calling node's certificate (mTLS)", security: [{ nodeCertificate: [] }], body: RenewBody } }, async (request) => {
     const peer = peerNode(request.raw.socket);
     if (!peer.ok) throw new RankdError(peer.code, peer.message);
     const issued = await enrollment.renew(peer, request.body.csr);
