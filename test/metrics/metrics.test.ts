@@ -64,3 +64,101 @@ t.test('GET /metrics: the fleet, the jobs and the API in numbers, for the roles 
   const refusals = await scrape();
   t.equal(refusals.series.get('rankd_http_requests_total{method="GET",route="/metrics",status="403"}'), 1, 'refusals are counted too');
 });
+
+interface FactsLike {
+  cpu: { pus: number; cores: number };
+  numa: { nodes: unknown[] };
+  memory: { totalKb: number | null };
+  gpus: unknown[];
+  nics: Array<{ virtual: boolean }>;
+  rdma: { devices: Array<{ ports: unknown[] }> };
+}
+
+t.test('GET /metrics: rank output stored, each node as its facts say, the queue, and the agent link round trip', async (t) => {
+  // --heartbeat-ms 200 makes the gateway's liveness ping (one a TTL, 3 heartbeats) go every 0.6 s instead of 15 s
+  const { controller, env } = await localCluster(t, ['m1'], { heartbeatMs: 200 });
+  const scrape = async () => {
+    const r = await controller.api<string>('/metrics');
+    t.equal(r.status, 200);
+    return samples(r.body);
+  };
+  const before = await scrape();
+  for (const stream of ['stdout', 'stderr']) {
+    t.equal(before.get(`rankd_log_bytes_total{stream="${stream}"}`), 0, `no ${stream} bytes yet, but the series is there`);
+    t.equal(before.get(`rankd_log_lines_total{stream="${stream}"}`), 0, `no ${stream} lines yet`);
+  }
+
+  // each rank: 5 lines of 13 bytes on stdout, one of 6 on stderr, and a last line without its newline
+  const script = 'for i in 1 2 3 4 5; do echo "out $RANK line $i"; done; echo "err $RANK" >&2; printf "end"';
+  const run = await runCli(['run', '-q', '--no-label', '-n', '2', '--', 'sh', '-c', script], env);
+  t.equal(run.code, 0, run.stderr);
+  const after = await scrape();
+  const grew = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+  t.equal(grew('rankd_log_bytes_total{stream="stdout"}'), 2 * (5 * 13 + 3), 'every stdout byte of both ranks, once');
+  t.equal(grew('rankd_log_lines_total{stream="stdout"}'), 2 * 5, 'stdout lines: the last one, with no newline, is not a line');
+  t.equal(grew('rankd_log_bytes_total{stream="stderr"}'), 2 * 6, 'every stderr byte');
+  t.equal(grew('rankd_log_lines_total{stream="stderr"}'), 2, 'stderr lines');
+  const { body: jobs } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
+  const { body: job } = await controller.api<{ ranks: Array<{ outputBytes: { stdout: number; stderr: number } }> }>(`/v1/jobs/${jobs.jobs[0]!.id}`);
+  const stored = job.ranks.reduce((n, r) => n + r.outputBytes.stdout + r.outputBytes.stderr, 0);
+  t.equal(grew('rankd_log_bytes_total{stream="stdout"}') + grew('rankd_log_bytes_total{stream="stderr"}'), stored, "the counters agree with the job's stored output");
+
+  const facts = await controller.api<FactsLike>('/v1/nodes/m1/facts');
+  t.equal(facts.status, 200);
+  const f = facts.body;
+  const expected: Record<string, number> = {
+    rankd_node_cpus: f.cpu.pus,
+    rankd_node_cores: f.cpu.cores,
+    rankd_node_numa_nodes: f.numa.nodes.length,
+    rankd_node_memory_bytes: f.memory.totalKb! * 1024,
+    rankd_node_gpus: f.gpus.length,
+    rankd_node_nics: f.nics.filter((n) => !n.virtual).length,
+    rankd_node_rdma_ports: f.rdma.devices.reduce((n, d) => n + d.ports.length, 0),
+  };
+  for (const [name, value] of Object.entries(expected)) t.equal(after.get(`${name}{node="m1"}`), value, `${name}{node="m1"} is the facts' ${value}`);
+  t.ok(f.cpu.pus > 0 && f.memory.totalKb! > 0, 'the facts are real ones');
+  t.equal(after.get('rankd_node_ranks_live{node="m1"}'), 0, 'no rank runs on the node now');
+
+  // a job holding every core, and one that must wait behind it
+  const submit = (ntasks: number) => controller.api<{ id: string; state: string }>('/v1/jobs', { method: 'POST', body: { command: ['sleep', '30'], cwd: '/tmp', placement: { ntasks, cpusPerRank: 1 } } });
+  const hog = await submit(f.cpu.cores);
+  t.equal(hog.status, 201);
+  const waiting = await submit(1);
+  t.equal(waiting.body.state, 'queued', 'the second job waits');
+  const cancel = () => Promise.all([waiting, hog].map((j) => controller.api(`/v1/jobs/${j.body.id}/cancel`, { method: 'POST' })));
+  t.teardown(cancel);
+  const busy = await waitUntil('the hog to run every rank', 15_000, async () => {
+    const s = await scrape();
+    return s.get('rankd_node_ranks_live{node="m1"}') === f.cpu.cores ? s : undefined;
+  });
+  t.equal(busy.get('rankd_queue_jobs'), 1, 'one job in the queue');
+  t.equal(busy.get('rankd_jobs_live{state="queued"}'), 1, 'as rankd_jobs_live says');
+  t.equal(busy.get('rankd_ranks_live'), f.cpu.cores, 'as rankd_ranks_live counts them');
+  await cancel();
+  const idle = await waitUntil('both jobs to end', 15_000, async () => {
+    const s = await scrape();
+    return s.get('rankd_ranks_live') === 0 && s.get('rankd_queue_jobs') === 0 ? s : undefined;
+  });
+  t.equal(idle.get('rankd_node_ranks_live{node="m1"}'), 0, 'the node is idle again');
+
+  const timed = await waitUntil('a ping round trip', 10_000, async () => {
+    const s = await scrape();
+    return (s.get('rankd_agent_link_rtt_seconds_count') ?? 0) > 0 ? s : undefined;
+  });
+  const rtt = timed.get('rankd_agent_link_last_rtt_seconds{node="m1"}')!;
+  t.ok(rtt > 0 && rtt < 5, `the last round trip of m1's link: ${(rtt * 1000).toFixed(2)} ms`);
+  t.ok(timed.get('rankd_agent_link_rtt_seconds_sum')! > 0, 'the histogram sums its round trips');
+  t.equal(timed.get('rankd_agent_link_rtt_seconds_bucket{le="+Inf"}'), timed.get('rankd_agent_link_rtt_seconds_count'));
+
+  t.ok(timed.has('rankd_controller_nodejs_eventloop_lag_seconds'), "the controller's event-loop lag");
+  t.ok(timed.has('rankd_controller_nodejs_eventloop_lag_p99_seconds'), 'and its 99th percentile');
+
+  // a removed node's link is dropped, and its round trip leaves the output with it
+  const removed = await controller.api('/v1/nodes/m1', { method: 'DELETE' });
+  t.equal(removed.status, 200);
+  const gone = await waitUntil('m1 to be disconnected', 10_000, async () => {
+    const s = await scrape();
+    return s.get('rankd_agents_connected') === 0 ? s : undefined;
+  });
+  t.notOk(gone.has('rankd_agent_link_last_rtt_seconds{node="m1"}'), 'no last round trip for a node without a link');
+});

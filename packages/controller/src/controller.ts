@@ -110,7 +110,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
   });
   answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log);
-  const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log));
+  const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
   for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs)]) gw.handle(type, handler);
   fleet.attach(gw);
   for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, log).handlers()) gw.handle(type, handler);

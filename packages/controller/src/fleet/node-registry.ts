@@ -184,6 +184,11 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     return null;
   }
 
+  /** Every known node's name, link state and last facts (null before its first report), unsorted: read by the scrape-time gauges of /metrics. */
+  *factsByNode(): IterableIterator<{ name: string; connected: boolean; facts: Facts | null }> {
+    for (const n of this.nodes.values()) yield { name: n.name, connected: n.link !== null, facts: n.facts };
+  }
+
   list(): NodeView[] {
     return [...this.nodes.values()].sort((a, b) => a.name.localeCompare(b.name)).map(toView);
   }

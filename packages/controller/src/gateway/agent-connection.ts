@@ -12,6 +12,8 @@ import type { AgentLink, NodeRegistry } from '../fleet/node-registry.js';
 export type AgentMessage = { type: string; id?: string } & Record<string, unknown>;
 /** `payload` holds the raw bytes of a binary frame (rank output); null for text frames. */
 export type AgentHandler = (conn: AgentConnection, message: AgentMessage, payload: Buffer | null) => void;
+/** Told the round trip of every answered ping: a registered node's link, in seconds. */
+export type LinkRttObserver = (node: string, seconds: number) => void;
 
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -19,6 +21,8 @@ export class AgentConnection implements AgentLink {
   /** Set once the hello is accepted. */
   name: string | null = null;
   private alive = true;
+  /** When the unanswered ping went out (hrtime, ns); null when none is out. */
+  private pingSentAt: bigint | null = null;
   private readonly helloTimer: NodeJS.Timeout;
 
   constructor(
@@ -29,10 +33,11 @@ export class AgentConnection implements AgentLink {
     private readonly registry: NodeRegistry,
     private readonly handlers: ReadonlyMap<string, AgentHandler>,
     private readonly log: Logger,
+    private readonly observeRtt: LinkRttObserver = () => {},
   ) {
     this.helloTimer = setTimeout(() => this.close(CloseCode.BadHello, 'no hello within 10 s'), HELLO_TIMEOUT_MS);
     ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
-    ws.on('pong', () => (this.alive = true));
+    ws.on('pong', () => this.onPong());
     ws.on('close', (code, reason) => this.onClose(code, reason.toString()));
     ws.on('error', (err) => this.log.warn({ err: err.message, node: this.name }, 'agent socket error'));
   }
@@ -68,7 +73,19 @@ export class AgentConnection implements AgentLink {
       return;
     }
     this.alive = false;
+    this.pingSentAt = process.hrtime.bigint();
     this.ws.ping();
+  }
+
+  private onPong(): void {
+    this.alive = true;
+    // ws answers pings inside the agent's event loop, so this is the delay a message to the
+    // agent and back really sees: network, TLS and both event loops. Only pongs to our own
+    // ping are timed; ws allows unsolicited ones.
+    if (this.pingSentAt === null) return;
+    const seconds = Number(process.hrtime.bigint() - this.pingSentAt) / 1e9;
+    this.pingSentAt = null;
+    if (this.name !== null) this.observeRtt(this.name, seconds);
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import type { Enrollment } from '../tls/enrollment.js';
 import { peerNode } from '../tls/tls-setup.js';
-import { AgentConnection, type AgentHandler } from './agent-connection.js';
+import { AgentConnection, type AgentHandler, type LinkRttObserver } from './agent-connection.js';
 import { sessionHandlers } from './session-handlers.js';
 
 export const AGENT_PATH = '/v1/agent';
@@ -35,6 +35,8 @@ export class AgentGateway {
     private readonly enrollment: Enrollment,
     private readonly registry: NodeRegistry,
     private readonly log: Logger,
+    /** Told each link's ping round trip (the controller's metrics). */
+    private readonly observeRtt?: LinkRttObserver,
   ) {
     this.handlers = new Map(sessionHandlers(registry, log));
     this.wss = new WebSocketServer({
@@ -44,7 +46,8 @@ export class AgentGateway {
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
     });
     server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
-    // A dead TCP peer sends no close; pings find it. Twice the TTL keeps this off the hot path.
+    // A dead TCP peer sends no close; pings find it, once a TTL (15 s by default, scaled by
+    // --heartbeat-ms), which keeps this off the hot path. Each pong also times the link.
     this.pingTimer = setInterval(() => {
       for (const conn of this.connections) conn.checkAlive();
     }, registry.timing.ttlMs);
@@ -106,7 +109,7 @@ export class AgentGateway {
       return refuse(socket, 400, 'Bad Request', ErrorCode.BadFrame, `subprotocol ${SUBPROTOCOL} required (offered: ${offered.join(',') || 'none'})`);
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = new AgentConnection(ws, req.socket.remoteAddress ?? null, peer.node, this.registry, this.handlers, this.log);
+      const conn = new AgentConnection(ws, req.socket.remoteAddress ?? null, peer.node, this.registry, this.handlers, this.log, this.observeRtt);
       this.connections.add(conn);
       ws.on('close', () => this.connections.delete(conn));
     });

@@ -13,6 +13,7 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamName } from '@rankd/protocol';
+import { countNewlines } from './count-newlines.js';
 
 export const STREAMS: readonly StreamName[] = ['stdout', 'stderr'];
 
@@ -27,12 +28,19 @@ export type AppendResult =
 
 export type LogListener = (rank: number, stream: StreamName, size: number) => void;
 
+/** What a stream has stored since the store was made: its bytes and its newline characters. */
+export interface IngestedTotals {
+  bytes: number;
+  lines: number;
+}
+
 export class LogStore {
   /** Stored size of every stream file this store has looked at, by `${jobId}/${rank}.${stream}`. */
   private readonly sizes = new Map<string, number>();
   /** Open descriptors, least recently used first (a Map keeps insertion order). */
   private readonly fds = new Map<string, number>();
   private readonly listeners = new Map<string, Set<LogListener>>();
+  private readonly stored: Record<StreamName, IngestedTotals> = { stdout: { bytes: 0, lines: 0 }, stderr: { bytes: 0, lines: 0 } };
 
   constructor(
     private readonly dir: string,
@@ -76,9 +84,16 @@ export class LogStore {
     let written = 0;
     while (written < fresh.length) written += writeSync(fd, fresh, written, fresh.length - written, size + written);
     this.sizes.set(keyOf(jobId, rank, stream), end);
+    this.stored[stream].bytes += fresh.length;
+    this.stored[stream].lines += countNewlines(fresh);
     const subscribers = this.listeners.get(jobId);
     if (subscribers) for (const listener of subscribers) listener(rank, stream, end);
     return { kind: 'stored', bytes: fresh.length };
+  }
+
+  /** Bytes and newlines stored since the store was made (a resent chunk counts once): /metrics reads them at scrape time. */
+  ingested(stream: StreamName): Readonly<IngestedTotals> {
+    return this.stored[stream];
   }
 
   /** Reads up to maxBytes from offset; an empty buffer at the end of what is stored. */
@@ -155,3 +170,4 @@ export class LogStore {
 function keyOf(jobId: string, rank: number, stream: StreamName): string {
   return `${jobId}/${rank}.${stream}`;
 }
+

@@ -1,14 +1,21 @@
-// The controller's Prometheus metrics. What the controller already holds (nodes, live jobs
-// and ranks) is read at scrape time, so nothing is counted twice and a scrape never sees a
-// gauge drift from the registry; what happens (requests, ended jobs, fences) is counted
-// as it happens. Served at GET /metrics to the roles that read the fleet (api/policy.ts).
+// The controller's Prometheus metrics. What the controller already holds (nodes and their
+// facts, live jobs and ranks, the queue, the log store's totals) is read at scrape time, so
+// nothing is counted twice and a scrape never sees a gauge drift from the registry; what
+// happens (requests, ended jobs, fences, link round trips) is counted as it happens. Served
+// at GET /metrics to the roles that read the fleet (api/policy.ts); every metric, with its
+// unit, is listed in docs/metrics.md.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import { isTerminal, type JobManager } from '../jobs/job-manager.js';
+import { STREAMS } from '../jobs/log-store.js';
+import { AgentLinkRtt } from './agent-link-rtt.js';
+import { registerNodeGauges } from './node-gauges.js';
 
 /** Node states always present in the output, at 0 when no node is in them, so a dashboard's series never vanish. */
 const NODE_STATES = ['ready', 'unreachable', 'lost'] as const;
 const LIVE_JOB_STATES = ['queued', 'pending', 'starting', 'running'] as const;
+/** Of prom-client's default metrics: the controller process's own. */
+const CONTROLLER_PREFIX = 'rankd_controller_';
 
 export class ControllerMetrics {
   readonly registry = new Registry();
@@ -16,11 +23,17 @@ export class ControllerMetrics {
   private readonly requestSeconds: Histogram<'method' | 'route'>;
   private readonly jobsEnded: Counter<'state'>;
   private readonly fenceSeconds: Histogram;
+  private readonly linkRtt: AgentLinkRtt;
 
   constructor(nodes: NodeRegistry, jobs: JobManager) {
     const registers = [this.registry];
-    // process CPU, memory, open descriptors, event-loop lag, GC: a controller's own health
-    collectDefaultMetrics({ register: this.registry, prefix: 'rankd_controller_' });
+    // process CPU, memory, open descriptors, event-loop lag (rankd_controller_nodejs_eventloop_lag_*),
+    // GC: a controller's own health
+    collectDefaultMetrics({ register: this.registry, prefix: CONTROLLER_PREFIX });
+    // prom-client doubles its by-type gauges of active handles, requests and resources with a
+    // gauge of their sum named *_total, a counter's suffix, which `promtool check metrics`
+    // rightly refuses. The by-type series already sum to it.
+    for (const name of ['handles', 'requests', 'resources']) this.registry.removeSingleMetric(`${CONTROLLER_PREFIX}nodejs_active_${name}_total`);
     new Gauge({
       name: 'rankd_nodes',
       help: 'Nodes known to the controller, by state.',
@@ -53,6 +66,14 @@ export class ControllerMetrics {
       },
     });
     new Gauge({
+      name: 'rankd_queue_jobs',
+      help: 'Jobs waiting in the queue for their resources or their turn (rankd_jobs_live{state="queued"} under its own name).',
+      registers,
+      collect() {
+        this.set(jobs.queue().length);
+      },
+    });
+    new Gauge({
       name: 'rankd_scheduler_last_pass_seconds',
       help: 'How long the last scheduling pass over the queue took.',
       registers,
@@ -70,6 +91,30 @@ export class ControllerMetrics {
         this.set(n);
       },
     });
+    // Rank output is counted where it is stored (jobs/log-store.ts), each byte once however
+    // often an agent resends it; these read those totals, which start at 0 with the process.
+    new Counter({
+      name: 'rankd_log_bytes_total',
+      help: 'Bytes of rank output received from agents and stored, by stream.',
+      labelNames: ['stream'],
+      registers,
+      collect() {
+        this.reset();
+        for (const stream of STREAMS) this.inc({ stream }, jobs.logs.ingested(stream).bytes);
+      },
+    });
+    new Counter({
+      name: 'rankd_log_lines_total',
+      help: 'Newline characters in the rank output stored, by stream (a last line without one is not counted).',
+      labelNames: ['stream'],
+      registers,
+      collect() {
+        this.reset();
+        for (const stream of STREAMS) this.inc({ stream }, jobs.logs.ingested(stream).lines);
+      },
+    });
+    registerNodeGauges(this.registry, nodes, jobs);
+    this.linkRtt = new AgentLinkRtt(this.registry, nodes);
     this.jobsEnded = new Counter({ name: 'rankd_jobs_ended_total', help: 'Jobs ended since the controller started, by final state.', labelNames: ['state'], registers });
     jobs.on('ended', (_id, state) => this.jobsEnded.inc({ state }));
     this.requests = new Counter({
@@ -101,6 +146,11 @@ export class ControllerMetrics {
 
   fence(seconds: number): void {
     this.fenceSeconds.observe(seconds);
+  }
+
+  /** The round trip of a ping on a node's agent link (gateway/agent-connection.ts). */
+  agentLinkRtt(node: string, seconds: number): void {
+    this.linkRtt.observe(node, seconds);
   }
 
   /** The exposition text and its content type. */
