@@ -3,7 +3,7 @@
 // certificate is trusted by its public key pin, as a user who imported the rankd CA would
 // trust it, not by ignoring certificate errors altogether.
 import { existsSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { X509Certificate, createHash } from 'node:crypto';
 import { connect } from 'node:tls';
 import type { Browser } from 'playwright-core';
 
@@ -21,9 +21,9 @@ export function spkiPin(url: string, ca: string): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect({ host: hostname, port: Number(port), ca, servername: hostname === '127.0.0.1' ? undefined : hostname }, () => {
-      const cert = socket.getPeerCertificate();
+      const cert = new X509Certificate(socket.getPeerCertificate().raw);
       socket.end();
-      resolve(createHash('sha256').update(cert.pubkey!).digest('base64'));
+      resolve(createHash('sha256').update(cert.publicKey.export({ type: 'spki', format: 'der' })).digest('base64'));
     });
     socket.once('error', reject);
     socket.setTimeout(5000, () => socket.destroy(new Error('TLS handshake timed out')));

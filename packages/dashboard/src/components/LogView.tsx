@@ -95,7 +95,7 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
       <div class={`log-line${line.err ? ' err' : ''}`} style={{ top: `${i * ROW_PX}px` }} key={i}>
         <span class="log-label" style={{ color: rankColour(line.rank) }}>
           {label(line)}
-        </span>
+        </span>{' '}
         {line.text}
       </div>,
     );
