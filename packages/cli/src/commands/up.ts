@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { NodeList } from '@rankd/protocol';
+import type { LoginCode, NodeList } from '@rankd/protocol';
 import { clientConfigPath, rankdHome, type ClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { runJob } from '../client/run-job.js';
@@ -121,9 +121,12 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
     throw err;
   }
 
+  // the dashboard's one-time sign-in, as Jupyter prints its URL at start
+  const login = await request<LoginCode>(client, '/v1/dashboard/login-codes', { method: 'POST' });
   process.stderr.write(
     [
       `rankd: controller  ${url}  (pid ${controller.child.pid}, data ${controllerDir}, log ${controller.logFile})`,
+      `rankd: dashboard   ${new URL(login.path, url).toString()}  (one sign-in within 5 minutes; "rankd dashboard" prints another)`,
       `rankd: agent       ${flags.name}  (pid ${agent.child.pid}, spool ${join(agentDir, 'spool')}, log ${agent.logFile})`,
       `rankd: client config written to ${configPath}; try "rankd nodes". Ctrl-C stops both.`,
       '',
