@@ -4,6 +4,7 @@ import type { JobSubmit, JobView } from '@rankd/protocol';
 import type { ClientConfig } from './config.js';
 import { followLogs } from './follow-logs.js';
 import { request } from './http.js';
+import { renderRankMapTable } from './rank-map-table.js';
 
 export interface RunJobOptions {
   quiet: boolean;
@@ -13,13 +14,11 @@ export interface RunJobOptions {
 
 export async function runJob(config: ClientConfig, submit: JobSubmit, options: RunJobOptions): Promise<number> {
   const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
-  const showHeader = async (view: JobView) => {
+  const showHeader = (view: JobView) => {
     if (options.quiet || !view.rankMap) return;
-    // the views are pure functions of the rank map; loaded only when shown
-    const { renderRankMap } = await import('@rankd/controller/planner/views/index');
-    process.stderr.write(`rankd: job ${view.id}\n${renderRankMap(view.rankMap, 'table')}`);
+    process.stderr.write(`rankd: job ${view.id}\n${renderRankMapTable(view.rankMap)}`);
   };
-  await showHeader(job);
+  showHeader(job);
   // like srun's "job N queued and waiting for resources": always said, -q or not
   const onQueued = (reason: string) => process.stderr.write(`rankd: job ${job.id} queued: ${reason}\n`);
   if (job.state === 'queued') onQueued(job.reason);
@@ -48,7 +47,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
       onStarted: async () => {
         const view = await request<JobView>(config, `/v1/jobs/${job.id}`);
         process.stderr.write(`rankd: job ${job.id} started\n`);
-        await showHeader(view);
+        showHeader(view);
         return view;
       },
     });
