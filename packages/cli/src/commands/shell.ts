@@ -4,7 +4,9 @@
 // ours. A lost connection ends the remote program; we then exit 69.
 import { constants } from 'node:os';
 import type { Command } from 'commander';
-import { MAX_FRAME_BYTES, SHELL_PATH, SHELL_SUBPROTOCOL, type ShellEvent } from '@rankd/protocol';
+import type { ShellEvent } from '@rankd/protocol';
+import { SHELL_PATH, SHELL_SUBPROTOCOL } from '@rankd/protocol/shell-path';
+import { MAX_FRAME_BYTES } from '@rankd/protocol/wire';
 import { loadClientConfig, type ClientConfig } from '../client/config.js';
 import { readCa, reachError } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';

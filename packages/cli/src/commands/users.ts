@@ -1,6 +1,7 @@
 // `rankd user add|list|remove` and `rankd token create|list|revoke`.
 import type { Command } from 'commander';
-import { ROLES, type TokenCreated, type TokenList, type UserList } from '@rankd/protocol';
+import type { TokenCreated, TokenList, UserList } from '@rankd/protocol';
+import { ROLES } from '@rankd/protocol/roles';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';

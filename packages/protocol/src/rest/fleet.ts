@@ -254,8 +254,7 @@ export type DoctorResult = Type.Static<typeof DoctorResult>;
 // rankd.shell.v1. Binary frames carry terminal bytes both ways; text frames carry the
 // JSON control messages below.
 
-export const SHELL_PATH = '/v1/shell';
-export const SHELL_SUBPROTOCOL = 'rankd.shell.v1';
+export { SHELL_PATH, SHELL_SUBPROTOCOL } from '../shell-path.js';
 
 /** client → controller. */
 export const ShellControl = Type.Union([

@@ -5,7 +5,7 @@ import { Nullable } from '../nullable.js';
 /** admin: everything; operator: every job, exec, shell, doctor, inventory; user: its own jobs as its own Unix user; reader: reads. */
 export const Role = Type.Union([Type.Literal('admin'), Type.Literal('operator'), Type.Literal('user'), Type.Literal('reader')]);
 export type Role = Type.Static<typeof Role>;
-export const ROLES: readonly Role[] = ['admin', 'operator', 'user', 'reader'];
+export { ROLES } from '../roles.js';
 
 /** User names: what a Unix login name may be, so that they read the same in the audit log. */
 export const UserName = Type.String({ pattern: '^[a-z_][a-z0-9_.-]{0,31}$' });
