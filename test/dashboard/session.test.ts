@@ -57,6 +57,13 @@ t.test('dashboard sessions', async (t) => {
     const again = await call(c, 'POST', '/v1/session', {}, { code });
     t.equal(again.status, 401, 'a code signs in once');
     t.match(again.body['message'], /unknown, used or expired login code/);
+    const audit = await c.api<{ entries: { route: string; method: string; user: string | null; decision: string; status: number }[] }>('/v1/audit');
+    const signIns = audit.body.entries.filter((e) => e.route === '/v1/session' && e.method === 'POST');
+    t.same(
+      signIns.map((e) => [e.user, e.decision, e.status]),
+      [['admin', 'allow', 201], [null, 'deny', 401]],
+      'the sign-in and the refused second use are both in the audit log',
+    );
   });
 
   t.test('the cookie is HttpOnly, Secure, SameSite=Strict and stands for the token that opened it', async (t) => {

@@ -18,6 +18,16 @@ export function bytes(n: number | null | undefined): string {
   return gib >= 1 ? `${gib.toFixed(gib >= 10 ? 0 : 1)} GiB` : `${Math.round(n / 2 ** 20)} MiB`;
 }
 
+/** "1 rank", "2 ranks". */
+export function count(n: number, noun: string): string {
+  return `${n.toLocaleString('en')} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/** An argv as a shell would need it typed: words that need it single-quoted, so `sh -c 'echo x'` reads as such. */
+export function shellWords(argv: readonly string[]): string {
+  return argv.map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
 export function StateBadge({ state }: { state: string }) {
   return <span class={`badge state-${state}`}>{state}</span>;
 }

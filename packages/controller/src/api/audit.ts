@@ -2,8 +2,9 @@
 //
 // Recorded: every mutating request (POST, PUT, PATCH, DELETE), begun before its handler
 // runs and failing with 503 RANKD_AUDIT_UNAVAILABLE when that entry cannot be written;
-// and every refusal (401, 403, 429), whatever the method. Reads that succeed are not
-// recorded (log streams would drown the log). Shell sessions are recorded by ShellRelay.
+// dashboard sign-ins, once answered; and every refusal (401, 403, 429), whatever the method.
+// Reads that succeed are not recorded (log streams would drown the log). Shell sessions are
+// recorded by ShellRelay.
 import { AuditList, AuditQuery, ErrorBody, ErrorCode, RankdError } from '@rankd/protocol';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -85,11 +86,17 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
       });
       return;
     }
-    if (!denied) return;
+    // a dashboard sign-in learns who it is from its own body, after the preHandler hook: it is
+    // recorded once answered (the code or token in its body never is)
+    const signedIn = !denied && MUTATING.has(request.method) && request.principal !== null;
+    if (!denied && !signedIn) return;
     try {
-      audit.record({ ...auditStart(request), resource: { ...auditStart(request).resource, ...(request.auditResource ?? {}) }, decision: 'deny', reason: request.auditReason ?? String(status) }, { status, durationMs });
+      const start = auditStart(request);
+      const resource = { ...start.resource, ...(request.auditResource ?? {}) };
+      const decision = denied ? ('deny' as const) : ('allow' as const);
+      audit.record({ ...start, resource, decision, reason: denied ? (request.auditReason ?? String(status)) : '' }, { status, durationMs });
     } catch (err) {
-      request.log.error({ err }, 'cannot record a refusal in the audit log');
+      request.log.error({ err }, 'cannot record a request in the audit log');
     }
   });
 }

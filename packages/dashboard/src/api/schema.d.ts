@@ -477,6 +477,24 @@ export interface paths {
                                     threadSiblings: number[];
                                     packageCpus: number[];
                                 }[];
+                                offlinePus?: {
+                                    cpu: number;
+                                    threadSiblings: number[];
+                                    packageCpus: number[];
+                                }[];
+                                legacySiblings?: boolean;
+                                kernelLists?: {
+                                    possible: number[] | null;
+                                    present: number[] | null;
+                                    online: number[] | null;
+                                };
+                                kinds?: {
+                                    vendor: string | null;
+                                    model: string | null;
+                                    modelName: string | null;
+                                    stepping: string | null;
+                                    cpus: number[];
+                                }[];
                                 caches?: {
                                     level: number;
                                     type: "Data" | "Instruction" | "Unified" | "unknown";
@@ -501,6 +519,7 @@ export interface paths {
                                 }[];
                                 distances: number[][];
                                 allowed?: number[];
+                                assumed?: boolean;
                             };
                             memory: {
                                 totalKb: number | null;

@@ -2,7 +2,7 @@
 // and GPUs, its state and exit, and its environment on demand.
 import type { JobView } from '../api/client';
 import { rankColour } from '../topology/overlay';
-import { StateBadge } from '../format';
+import { StateBadge, count } from '../format';
 
 /** "0-3,8" for [0,1,2,3,8]: how CPU lists read in taskset, numactl and Slurm. */
 export function cpuList(cpus: readonly number[]): string {
@@ -53,7 +53,7 @@ export function RankTable({ job }: { job: JobView }) {
               <td>{r ? (r.signal ?? r.exitCode ?? '') : ''}</td>
               <td>
                 <details>
-                  <summary>{Object.keys(entry.env).length} variables</summary>
+                  <summary>{count(Object.keys(entry.env).length, 'variable')}</summary>
                   <table class="env">
                     <tbody>
                       {Object.entries(entry.env).map(([k, v]) => (

@@ -2,6 +2,7 @@
 import type { Facts } from '../api/client';
 import { formatKb, machineBox, type Devices, type NumaBox } from '../topology/model';
 import { rankColour, type Overlay } from '../topology/overlay';
+import { count } from '../format';
 
 export function Topology({ node, facts, overlay }: { node: string; facts: Facts; overlay: Overlay }) {
   const machine = machineBox(facts);
@@ -79,7 +80,7 @@ function DeviceList({ devices, overlay, where }: { devices: Devices; overlay: Ov
                 {p.netdev ? ` · ${p.netdev}` : ''}
                 {p.gids.length > 0 && (
                   <details>
-                    <summary>{p.gids.length} GIDs</summary>
+                    <summary>{count(p.gids.length, 'GID')}</summary>
                     <table class="gids">
                       <thead>
                         <tr><th scope="col">index</th><th scope="col">type</th><th scope="col">GID</th><th scope="col">netdev</th></tr>

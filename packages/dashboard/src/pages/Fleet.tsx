@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, must, type DoctorResult, type SessionView } from '../api/client';
 import { useResource } from '../hooks';
 import { href } from '../router';
-import { StateBadge, bytes } from '../format';
+import { StateBadge, bytes, count } from '../format';
 
 export function Fleet({ session }: { session: SessionView }) {
   const nodes = useResource(() => must(api.GET('/v1/nodes')), [], (c) => c.kind === 'node' || c.kind === 'job');
@@ -31,8 +31,8 @@ export function Fleet({ session }: { session: SessionView }) {
       <h1>Fleet</h1>
       {nodes.error && <p role="alert" class="error">{nodes.error}</p>}
       <p class="summary">
-        {list.length} nodes · {list.filter((n) => n.state === 'ready').length} ready · {list.filter((n) => n.drain).length} drained ·{' '}
-        {list.reduce((a, n) => a + (n.ranksRunning ?? 0), 0)} ranks running
+        {count(list.length, 'node')} · {list.filter((n) => n.state === 'ready').length} ready · {list.filter((n) => n.drain).length} drained ·{' '}
+        {count(list.reduce((a, n) => a + (n.ranksRunning ?? 0), 0), 'rank')} running
         {session.grants['doctor'] && (
           <>
             {' '}
@@ -67,7 +67,7 @@ export function Fleet({ session }: { session: SessionView }) {
                 <td>{hw ? bytes(hw.memoryBytes) : ''}</td>
                 <td>{hw?.gpus ?? ''}</td>
                 <td>{hw?.nics ?? ''}</td>
-                <td>{hw ? `${hw.rdmaPortsActive}/${hw.rdmaPorts} active` : ''}</td>
+                <td>{hw ? (hw.rdmaPorts ? `${hw.rdmaPortsActive}/${hw.rdmaPorts} active` : 'none') : ''}</td>
                 <td>{n.ranksRunning ?? 0}</td>
                 {doctor && <td class={`doctor ${verdict(n.name).split(' ').pop()}`}>{verdict(n.name)}</td>}
               </tr>

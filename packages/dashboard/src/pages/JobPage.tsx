@@ -7,7 +7,7 @@ import { LogView } from '../components/LogView';
 import { RankTable } from '../components/RankTable';
 import { useResource, useTick } from '../hooks';
 import { overlayFor } from '../topology/overlay';
-import { StateBadge, duration } from '../format';
+import { StateBadge, count, duration, shellWords } from '../format';
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed-out', 'lost']);
 /** Topologies drawn at once; a job on more nodes picks which to draw. */
@@ -38,10 +38,10 @@ export function JobPage({ id, session }: { id: string; session: SessionView }) {
       </h1>
       <p class="summary">
         {view.id} · {view.owner ?? 'no owner'}
-        {view.user ? ` as ${view.user}` : ''} · {view.ranks.length || view.rankMap?.worldSize || '?'} ranks · {duration(view.startedAt ?? view.createdAt, view.endedAt, now)}
+        {view.user ? ` as ${view.user}` : ''} · {count(view.ranks.length || view.rankMap?.worldSize || 0, 'rank')} · {duration(view.startedAt ?? view.createdAt, view.endedAt, now)}
         {view.exitCode !== null && ` · exit ${view.exitCode}`} · {view.reason}
       </p>
-      <p class="mono command">{view.command.join(' ')}</p>
+      <p class="mono command">{shellWords(view.command)}</p>
       <div class="actions">
         {!ENDED.has(view.state) && mayCancel && (
           <button type="button" class="danger" onClick={cancel}>
@@ -66,7 +66,7 @@ function RankMapView({ job }: { job: JobView }) {
     <section aria-labelledby="rankmap-h">
       <h2 id="rankmap-h">Rank map</h2>
       <p class="summary">
-        {map.worldSize} ranks on {map.nodes.length} nodes · master {map.masterAddr}:{map.masterPort}
+        {count(map.worldSize, 'rank')} on {count(map.nodes.length, 'node')} · master {map.masterAddr}:{map.masterPort}
         {map.notes.map((n, i) => <span class="note" key={i}> · {n}</span>)}
       </p>
       {names.length > DRAWN && (

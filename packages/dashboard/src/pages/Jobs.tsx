@@ -2,7 +2,7 @@
 import { api, must } from '../api/client';
 import { useResource, useTick } from '../hooks';
 import { href } from '../router';
-import { StateBadge, duration, when } from '../format';
+import { StateBadge, count, duration, shellWords, when } from '../format';
 
 export function Jobs() {
   const jobs = useResource(() => must(api.GET('/v1/jobs', { params: { query: { limit: 200 } } })), [], (c) => c.kind === 'job');
@@ -29,7 +29,7 @@ export function Jobs() {
                   <td><a href={href.job(q.id)}>{q.name ?? q.id}</a></td>
                   <td>{q.owner ?? ''}</td>
                   <td>{q.priority}</td>
-                  <td>{q.asked ? `${q.asked.ranks} ranks on ${q.asked.nodes} nodes${q.asked.gpus ? `, ${q.asked.gpus} GPUs` : ''}${q.asked.mode !== 'normal' ? `, ${q.asked.mode}` : ''}` : ''}</td>
+                  <td>{q.asked ? `${count(q.asked.ranks, 'rank')} on ${count(q.asked.nodes, 'node')}${q.asked.gpus ? `, ${count(q.asked.gpus, 'GPU')}` : ''}${q.asked.mode !== 'normal' ? `, ${q.asked.mode}` : ''}` : ''}</td>
                   <td>{duration(q.createdAt, null, now)}</td>
                   <td>{q.reason}</td>
                 </tr>
@@ -55,7 +55,7 @@ export function Jobs() {
                 <td>{when(j.createdAt)}</td>
                 <td>{duration(j.createdAt, j.endedAt, now)}</td>
                 <td>{j.exitCode ?? ''}</td>
-                <td class="mono clip" title={j.command.join(' ')}>{j.command.join(' ')}</td>
+                <td class="mono clip" title={shellWords(j.command)}>{shellWords(j.command)}</td>
               </tr>
             ))}
           </tbody>

@@ -16,9 +16,9 @@ export interface Overlay {
   devices: Map<string, number[]>;
 }
 
-/** A colour per rank, spread around the hue circle (golden angle) so neighbours differ. */
+/** A colour per rank, spread around the hue circle (golden angle) so neighbours differ; rank 0 is blue, not the red of stderr. */
 export function rankColour(rank: number): string {
-  return `hsl(${Math.round((rank * 137.508) % 360)} 60% 38%)`;
+  return `hsl(${Math.round((210 + rank * 137.508) % 360)} 60% 38%)`;
 }
 
 export function overlayFor(node: string, jobs: JobView[]): Overlay {
