@@ -30,7 +30,7 @@ export function mpirunArgv(mpirun: string, c: MpirunCommand): string[] {
     '--mca', 'plm_rsh_no_tree_spawn', '1',
     '--mca', 'orte_leave_session_attached', '1',
     // rank R on line R of the hostfile: rankd's rank map, node for node; no binding by
-    // Open MPI (rankd's numactl pins each rank, and the binding check proves it)
+    // Open MPI (rankd's supervisor pins each rank, and the binding check proves it)
     '--hostfile', c.hostfile,
     '--mca', 'rmaps', 'seq',
     '--bind-to', 'none',

@@ -33,9 +33,9 @@ export function privateTmpdir(processDir: string): string {
   return tmp;
 }
 
-/** Where a script of this folder is: beside this file in a build that copies it, else in src. */
+/** Where a script of this folder is: in the sources of a checkout (never a stale copy), else beside this file in an installed build. */
 export function scriptPath(name: string): string {
-  for (const rel of [`./${name}`, `../../src/openmpi/${name}`]) {
+  for (const rel of [`../../src/openmpi/${name}`, `./${name}`]) {
     const file = fileURLToPath(new URL(rel, import.meta.url));
     if (fs.existsSync(file)) return file;
   }

@@ -5,12 +5,13 @@
 # the orted's own, which the node's agent set: RANKD_OMPI_JOB_DIR (this node's spool
 # directory of the job) and the syscall numbers of the per-rank supervisor. It finds the
 # rank's directory from OMPI_COMM_WORLD_RANK, where the agent left:
-#   ompi-exec  the supervisor's argv (supervisor.pl run RANKDIR CGROUP USER CWD -- numactl … -- PROGRAM …), NUL-separated
+#   ompi-exec  the supervisor's argv (rank-supervisor run --cpus … --mems … RANKDIR CGROUP USER CWD -- PROGRAM …,
+#              or supervisor.pl run … -- numactl … -- PROGRAM …), NUL-separated
 #   ompi-env   the rank's planned environment, NAME=VALUE\0 records (0600)
 # and execs that supervisor in its own place (same pid: orted's child is the supervisor),
 # its stdin a file with the planned environment plus Open MPI's own OMPI_*, OPAL_* and
 # PMIX_* variables (the program needs them to join MPI_COMM_WORLD). Both files are deleted
-# before the exec. From there on the rank is any rankd rank: pinned by the same wrapper,
+# before the exec. From there on the rank is any rankd rank: pinned as planned,
 # output in the spool, exit.json, found and tracked by the agent through rank.json.
 #
 # Anything wrong goes to stderr (orted hands it to mpirun) and exits 1.

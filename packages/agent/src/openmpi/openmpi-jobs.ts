@@ -69,7 +69,7 @@ export class OpenMpiJobs {
     private readonly allowRoot: boolean,
     private readonly log: Logger,
   ) {
-    this.tools = findSupervisorTools();
+    this.tools = findSupervisorTools(runner.launcher);
     this.identities = new IdentityResolver(allowRoot);
     this.ranks = new OpenMpiRanks<OmpiJob>({
       runner,

@@ -21,7 +21,8 @@ import { prepareRank } from '../ranks/preflight.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
 import { files, readRankRecord } from '../ranks/records.js';
 import { readJson, writeJsonAtomic, type ExitRecord, type LaunchRecord } from '../ranks/spool.js';
-import { encodeEnv, supervisorArgv, supervisorEnv } from '../ranks/supervisor.js';
+import { supervisorEnv } from '../ranks/launcher.js';
+import { encodeEnv, supervisorArgv } from '../ranks/supervisor.js';
 import { scriptPath, writePrivate } from './ompi-files.js';
 import { runArgs, type SupervisorTools } from './supervised-process.js';
 
@@ -76,7 +77,7 @@ export class OpenMpiRanks<J extends RankJob> {
         ...(launch.user ? { user: launch.user } : {}),
       };
       if (launch.pty) throw rankError(RankErrorCode.BadLaunch, '--pty is not available with --mpi openmpi (orted holds the ranks\' stdio)');
-      const { identity, cwd, env, pin, warnings } = await prepareRank(rl, this.deps.identities, 'auto');
+      const { identity, cwd, env, pin, warnings } = await prepareRank(rl, this.deps.identities, 'auto', tools.launcher);
       if (identity.switchUser) {
         throw rankError(RankErrorCode.BadUser, `--mpi openmpi runs ranks only as the agent's own user (orted's ranks write the spool); not as ${identity.name}`);
       }
@@ -85,7 +86,7 @@ export class OpenMpiRanks<J extends RankJob> {
       const record: LaunchRecord = { argv: launch.argv, execArgv: pin.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: false };
       writeJsonAtomic(files.launch(dir), record);
       const cgroup = runner.cgroupBase ? createRankCgroup(runner.cgroupBase, jobId, rank) : null;
-      const args = runArgs(tools, dir, cgroup, cwd, pin.argv);
+      const args = runArgs(tools, dir, cgroup, cwd, pin.argv, pin.options);
       // what /proc/<pid>/cmdline shows before the program's exec
       const wrappers = [supervisorArgv(args)];
       if (args.chain.length !== pin.argv.length) wrappers.push(args.chain);
@@ -112,8 +113,8 @@ export class OpenMpiRanks<J extends RankJob> {
       RANKD_OMPI_PERL: this.deps.tools.perl,
       RANKD_OMPI_RANK_SCRIPT: this.rankScript,
     };
-    // the syscall numbers the ranks' supervisors need, as every supervisor gets them
-    const own = supervisorEnv();
+    // the syscall numbers the ranks' supervisors need (perl's only), as every supervisor gets them
+    const own = supervisorEnv(this.deps.tools.launcher);
     for (const k of ['RANKD_SYSCALL_SETSID', 'RANKD_SYSCALL_PRCTL']) if (own[k]) env[k] = own[k];
     return env;
   }

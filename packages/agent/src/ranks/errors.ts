@@ -21,6 +21,8 @@ export const RankErrorCode = {
   JobRunning: 'RANKD_RANK_JOB_RUNNING',
   /** CPUs are planned but neither numactl nor taskset is installed. */
   NoPinningTool: 'RANKD_RANK_NO_PINNING_TOOL',
+  /** The native launcher could not set the planned CPU affinity or memory policy (sched_setaffinity, set_mempolicy). */
+  Pinning: 'RANKD_RANK_PINNING',
   /** The supervisor could not be started or died before the rank started. */
   SpawnFailed: 'RANKD_RANK_SPAWN_FAILED',
   /** The rank's process could not join its cgroup. */

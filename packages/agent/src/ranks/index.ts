@@ -6,5 +6,6 @@ export { rankEnv } from './preflight.js';
 export { RankOutput, DEFAULT_CHUNK_BYTES, type OutputChunk, type ReadOptions, type FollowOptions } from './output.js';
 export { verifyBinding, judgeBinding, type BindingPlan } from './binding.js';
 export { detectPinningTool, pinnedArgv, type PinningPreference, type PinningTool, type PinnedArgv } from './pinning.js';
+export { detectLauncher, describeLauncher, defaultNativePath, type Launcher, type LauncherPreference } from './launcher.js';
 export { detectCgroupBase, ownCgroupDir, type CgroupMode } from './cgroup.js';
 export { Spool } from './spool.js';

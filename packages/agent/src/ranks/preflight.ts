@@ -1,9 +1,10 @@
 // Everything decided before a rank's directory exists: who it runs as, where, with which
-// environment, which program, behind which pinning wrapper. Anything wrong here is a
-// clear error from start() and leaves no trace on the node.
+// environment, which program, pinned how (the launcher's own options or a wrapper).
+// Anything wrong here is a clear error from start() and leaves no trace on the node.
 import fs from 'node:fs';
 import { RankErrorCode, rankError } from './errors.js';
 import type { IdentityResolver, RankIdentity } from './identity.js';
+import type { Launcher } from './launcher.js';
 import { ensureMemlockUnlimited } from './memlock.js';
 import { detectPinningTool, pinnedArgv, type PinnedArgv, type PinningPreference } from './pinning.js';
 import { resolveProgram } from './program.js';
@@ -17,12 +18,12 @@ export interface PreparedRank {
   warnings: string[];
 }
 
-export async function prepareRank(launch: RankLaunch, identities: IdentityResolver, pinning: PinningPreference): Promise<PreparedRank> {
+export async function prepareRank(launch: RankLaunch, identities: IdentityResolver, pinning: PinningPreference, launcher: Launcher): Promise<PreparedRank> {
   const identity = await identities.resolve(launch.user);
   const cwd = rankCwd(launch.cwd, identity);
   const env = rankEnv(launch, identity);
   resolveProgram(launch.argv[0]!, env.PATH, cwd, identity);
-  const pin = pinnedArgv(detectPinningTool(pinning), launch.cpus, launch.memNodes, launch.argv);
+  const pin = pinnedArgv(detectPinningTool(pinning, launcher), launch.cpus, launch.memNodes, launch.argv);
   const memlock = await ensureMemlockUnlimited();
   const warnings = [...pin.warnings, ...(memlock.warning ? [memlock.warning] : [])];
   return { identity, cwd, env, pin, warnings };

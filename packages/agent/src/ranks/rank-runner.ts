@@ -15,6 +15,7 @@ import { createRankCgroup, detectCgroupBase, killCgroup, removeCgroup, type Cgro
 import { watchRankDir } from './dir-watch.js';
 import { RankErrorCode, rankError } from './errors.js';
 import { IdentityResolver } from './identity.js';
+import { detectLauncher, type Launcher, type LauncherOptions } from './launcher.js';
 import { ensureMemlockUnlimited } from './memlock.js';
 import { RankOutput } from './output.js';
 import type { PinningPreference } from './pinning.js';
@@ -25,7 +26,7 @@ import { endGroup, startPtyRank } from './pty-rank.js';
 import { assertJobId, assertRank, validateLaunch, type RankExit, type RankInfo, type RankLaunch, type StartedRank } from './rank-spec.js';
 import { files, readExit, readLaunchRecord, readRankRecord, recordUnknown, startedAt } from './records.js';
 import { Spool, writeJsonAtomic, type LaunchRecord, type RankRecord } from './spool.js';
-import { defaultSupervisorPath, findPerl, startSupervised, SUPERVISOR_SETSID, supervisorArgv, type SupervisorArgs } from './supervisor.js';
+import { startSupervised, supervisorArgv, type SupervisorArgs } from './supervisor.js';
 
 export interface RankRunnerOptions {
   /** Where ranks' records and output live; must survive agent restarts (not a tmpfs the unit owns). */
@@ -34,7 +35,8 @@ export interface RankRunnerOptions {
   allowRoot?: boolean;
   pinning?: PinningPreference;
   cgroup?: CgroupMode;
-  supervisorPath?: string;
+  /** Which supervisor starts ranks (launcher.ts); by default RANKD_LAUNCHER, else the native one where it works. */
+  launcher?: LauncherOptions;
   /** How often adopted ranks' supervisors are checked for life. */
   livenessPollMs?: number;
   /** How long to wait for a rank to get past its wrappers before giving up on its binding. */
@@ -64,11 +66,11 @@ export class RankRunner extends EventEmitter<Events> {
   readonly output: RankOutput;
   /** Where rank cgroups go, or null when ranks are tracked by process group only. */
   readonly cgroupBase: string | null;
+  /** The native launcher, or supervisor.pl and a wrapper. */
+  readonly launcher: Launcher;
   private readonly identities: IdentityResolver;
-  private readonly perl: string;
   /** setsid(1), where the supervisor cannot call setsid(2) itself. */
   private readonly setsid: string | null;
-  private readonly supervisorScript: string;
   private readonly ranks = new Map<string, TrackedRank>();
   private readonly starting = new Map<string, Promise<unknown>>();
   private readonly aborted = new Set<string>();
@@ -80,11 +82,10 @@ export class RankRunner extends EventEmitter<Events> {
     this.output = new RankOutput(this.spool);
     this.identities = new IdentityResolver(opts.allowRoot ?? false);
     this.cgroupBase = detectCgroupBase(opts.cgroup ?? 'auto');
-    this.perl = findPerl();
-    const setsid = SUPERVISOR_SETSID ? null : findTool('setsid');
-    if (!SUPERVISOR_SETSID && !setsid) throw rankError(RankErrorCode.SpawnFailed, 'setsid (util-linux) is not installed');
+    this.launcher = detectLauncher(opts.launcher);
+    const setsid = this.launcher.setsid ? null : findTool('setsid');
+    if (!this.launcher.setsid && !setsid) throw rankError(RankErrorCode.SpawnFailed, 'setsid (util-linux) is not installed');
     this.setsid = setsid;
-    this.supervisorScript = opts.supervisorPath ?? defaultSupervisorPath();
     // once per process and off the first rank's start path
     void ensureMemlockUnlimited();
   }
@@ -106,7 +107,7 @@ export class RankRunner extends EventEmitter<Events> {
 
   private async doStart(launch: RankLaunch): Promise<StartedRank> {
     const { jobId, rank } = launch;
-    const { identity, cwd, env, pin, warnings } = await prepareRank(launch, this.identities, this.opts.pinning ?? 'auto');
+    const { identity, cwd, env, pin, warnings } = await prepareRank(launch, this.identities, this.opts.pinning ?? 'auto', this.launcher);
     if (!this.spool.createRankDir(jobId, rank)) throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} already has a spool directory`);
     const dir = this.spool.rankDir(jobId, rank);
     const launchRecord: LaunchRecord = { argv: launch.argv, execArgv: pin.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: launch.pty === true };
@@ -116,9 +117,9 @@ export class RankRunner extends EventEmitter<Events> {
       writeJsonAtomic(files.launch(dir), launchRecord);
       cgroup = this.cgroupBase ? createRankCgroup(this.cgroupBase, jobId, rank) : null;
       const args: SupervisorArgs = {
-        perl: this.perl,
-        script: this.supervisorScript,
+        launcher: this.launcher,
         mode: launch.pty ? 'exec' : 'run',
+        options: pin.options,
         rankDir: dir,
         cgroup,
         userSpec: identity.switchUser ? `${identity.uid}:${identity.gid}:${identity.groups.join(',')}` : null,

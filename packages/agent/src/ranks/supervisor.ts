@@ -1,43 +1,29 @@
-// Starting a rank under its supervisor (supervisor.pl) and reading its one-line answer.
+// Starting a rank under its supervisor (the native rank-supervisor, or supervisor.pl:
+// launcher.ts) and reading its one-line answer.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-import fs from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { RankErrorCode, rankError } from './errors.js';
-import { findTool } from './program.js';
-
-/** Where supervisor.pl is: beside this file when a build copies it to dist, else in src. */
-export function defaultSupervisorPath(): string {
-  for (const rel of ['./supervisor.pl', '../../src/ranks/supervisor.pl']) {
-    const file = fileURLToPath(new URL(rel, import.meta.url));
-    if (fs.existsSync(file)) return file;
-  }
-  throw rankError(RankErrorCode.SpawnFailed, 'supervisor.pl not found beside the agent build nor in its sources');
-}
+import { supervisorEnv, type Launcher } from './launcher.js';
 
 export interface SupervisorArgs {
-  perl: string;
-  script: string;
+  launcher: Launcher;
   mode: 'run' | 'exec';
+  /** --cpus/--mems for a launcher that pins (pinning.ts); empty otherwise. */
+  options: string[];
   rankDir: string;
   cgroup: string | null;
   /** uid:gid:g1,g2 when the user must be switched. */
   userSpec: string | null;
   cwd: string;
-  /** The exec chain: setsid(1) where needed, the pinning wrapper, then the program's argv. */
+  /** The exec chain: setsid(1) where needed, the pinning wrapper if any, then the program's argv. */
   chain: string[];
 }
 
 /** The supervisor's argv, which is also its /proc cmdline while its child has not exec'd yet. */
 export function supervisorArgv(a: SupervisorArgs): string[] {
-  return [a.perl, a.script, a.mode, a.rankDir, a.cgroup ?? '-', a.userSpec ?? '-', a.cwd, '--', ...a.chain];
-}
-
-export function findPerl(): string {
-  const perl = findTool('perl');
-  if (!perl) throw rankError(RankErrorCode.SpawnFailed, 'perl is not installed (perl-base is Essential on Debian)');
-  return perl;
+  if (a.options.length > 0 && !a.launcher.pins) throw rankError(RankErrorCode.SpawnFailed, `the ${a.launcher.kind} supervisor takes no pinning options`);
+  return [...a.launcher.command, a.mode, ...a.options, a.rankDir, a.cgroup ?? '-', a.userSpec ?? '-', a.cwd, '--', ...a.chain];
 }
 
 export interface SupervisedStart {
@@ -56,22 +42,25 @@ export const PASS_FD = 3;
 /**
  * Spawns the supervisor in its own session and resolves once the rank has exec'd its first
  * program. The environment travels on the supervisor's stdin, not in its own environment,
- * so nothing of the job's environment (PERL5OPT, PERL5LIB, LC_ALL) affects the interpreter.
+ * so nothing of the job's environment (PERL5OPT, PERL5LIB, LC_ALL, LD_PRELOAD) affects the supervisor.
  */
 export function startSupervised(a: SupervisorArgs, env: Record<string, string>, passSocket = false): Promise<SupervisedStart> {
   const argv = supervisorArgv(a);
   // a 'pipe' beyond stdio is a socketpair: the rank inherits one end at PASS_FD, through the
-  // supervisor, which closes its own copy so that the agent sees EOF when the rank is gone
+  // supervisor, which closes its own copy so that the agent sees EOF when the rank is gone.
+  // stderr is read only until the supervisor moves it to supervisor.log, its first step:
+  // what comes before is a usage error, which the agent should not have to guess.
   const child = spawn(argv[0]!, argv.slice(1), {
     detached: true,
-    stdio: passSocket ? ['pipe', 'pipe', 'ignore', 'pipe'] : ['pipe', 'pipe', 'ignore'],
+    stdio: passSocket ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     cwd: '/',
-    env: { ...supervisorEnv(), ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}) },
+    env: { ...supervisorEnv(a.launcher), ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}) },
   });
   // listened for from the spawn on, so that a rank that ends at once is never missed
   const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
     let answer = '';
+    let complaint = '';
     let settled = false;
     const settle = (err: Error | null, pid?: number): void => {
       if (settled) return;
@@ -87,9 +76,14 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>, 
     child.once('error', (err) => settle(rankError(RankErrorCode.SpawnFailed, `cannot start the supervisor: ${err.message}`)));
     // 'close' comes after the exit and after stdout has delivered everything, so an answer
     // that raced the exit has been seen by then
-    child.once('close', (code, signal) =>
-      settle(rankError(RankErrorCode.SpawnFailed, `the supervisor ended before the rank started (${signal ?? `exit ${code}`}); see ${a.rankDir}/supervisor.log`)),
-    );
+    child.once('close', (code, signal) => {
+      const said = complaint.trim().split('\n')[0];
+      settle(rankError(RankErrorCode.SpawnFailed, `the supervisor ended before the rank started (${signal ?? `exit ${code}`})${said ? `: ${said}` : ''}; see ${a.rankDir}/supervisor.log`));
+    });
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      if (complaint.length < 4096) complaint += chunk;
+    });
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => {
       answer += chunk;
@@ -107,30 +101,6 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>, 
     });
     child.stdin!.end(encodeEnv(env));
   });
-}
-
-// Syscall numbers for the two calls perl has no builtin for: setsid(2) and prctl(2)
-// (PR_SET_CHILD_SUBREAPER). Only architectures whose numbers are certain: x86-64 has its
-// own table, the others listed use the generic one. Elsewhere the chain starts with
-// setsid(1), one exec more, and the supervisor is no subreaper.
-const SYSCALLS: Partial<Record<NodeJS.Architecture, { setsid: number; prctl: number }>> = {
-  x64: { setsid: 112, prctl: 157 },
-  arm64: { setsid: 157, prctl: 167 },
-  riscv64: { setsid: 157, prctl: 167 },
-  loong64: { setsid: 157, prctl: 167 },
-};
-
-/** True when the supervisor can call setsid(2) itself, so the chain needs no setsid(1). */
-export const SUPERVISOR_SETSID = SYSCALLS[process.arch] !== undefined;
-
-export function supervisorEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
-  const nr = SYSCALLS[process.arch];
-  if (nr) {
-    env.RANKD_SYSCALL_SETSID = String(nr.setsid);
-    env.RANKD_SYSCALL_PRCTL = String(nr.prctl);
-  }
-  return env;
 }
 
 /** NAME=VALUE\0 records; validateLaunch has already refused '=' in names and NUL anywhere. */
