@@ -9,6 +9,7 @@ import { FactsPublisher, type FactsSource } from './link/facts-publisher.js';
 import { JobExecutor } from './jobs/job-executor.js';
 import { PmiServer } from './pmi/pmi-server.js';
 import { FLEET_CAPABILITIES, attachFleet } from './fleet/fleet-handlers.js';
+import { describeLauncher } from './ranks/launcher.js';
 import { RankRunner } from './ranks/rank-runner.js';
 import { OpenMpiJobs } from './openmpi/openmpi-jobs.js';
 
@@ -56,7 +57,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   publisher = new FactsPublisher(options.facts, link, config.factsIntervalMs, log);
   const runner = new RankRunner({ spoolDir: config.spoolDir, allowRoot: config.allowRoot });
   const executor = new JobExecutor(runner, link, baseRankEnv(), log, new PmiServer(link, log));
-  const fleet = attachFleet(link, { allowRoot: config.allowRoot, log });
+  // which supervisor starts ranks here, and why when it is not the native launcher
+  log.info({ launcher: runner.launcher.kind, ...(runner.launcher.fallback ? { fallback: runner.launcher.fallback } : {}) }, describeLauncher(runner.launcher));
+  const fleet = attachFleet(link, { allowRoot: config.allowRoot, log, launcher: runner.launcher });
   const openmpi = new OpenMpiJobs(runner, executor, link, config.name, baseRankEnv(), config.allowRoot ?? false, log);
   // ranks from before an agent restart are taken back before the controller hears from us
   await executor.adopt();

@@ -6,6 +6,7 @@ import type { DoctorInspect, ExecRun, ProbeConnect, ProbeListen, PtyAck, PtyClos
 import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
 import { IdentityResolver } from '../ranks/identity.js';
+import type { Launcher } from '../ranks/launcher.js';
 import { inspectNode } from './doctor-inspect.js';
 import { runExec } from './exec-runner.js';
 import { PtySessions } from './pty-sessions.js';
@@ -21,7 +22,7 @@ export interface FleetHandlers {
   close(): void;
 }
 
-export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; log: Logger }): FleetHandlers {
+export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; log: Logger; launcher?: Launcher }): FleetHandlers {
   const { log } = opts;
   const identities = new IdentityResolver(opts.allowRoot);
   const send = (message: { type: string } & Record<string, unknown>) => link.send(message);
@@ -37,7 +38,7 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
   link.handle('fleet.ping', (raw) => send({ type: 'fleet.pong', id: (raw as { id: string }).id, agentTime: Date.now() }));
   link.handle('doctor.inspect', (raw) => {
     const m = raw as unknown as DoctorInspect;
-    void inspectNode(m).then((r) => send({ type: 'doctor.report', id: m.id, ...r }));
+    void inspectNode(m, opts.launcher).then((r) => send({ type: 'doctor.report', id: m.id, ...r }));
   });
   link.handle('probe.listen', (raw) => {
     const m = raw as unknown as ProbeListen;

@@ -101,11 +101,26 @@ export const PathState = Type.Object(
 );
 export type PathState = Type.Static<typeof PathState>;
 
+/** Which supervisor starts this node's ranks: the native launcher (pins them itself), or supervisor.pl with numactl or taskset. */
+export const RankLauncher = Type.Object(
+  {
+    kind: Type.Union([Type.Literal('native'), Type.Literal('perl')]),
+    /** The native binary, or supervisor.pl. */
+    path: Path,
+    /** Why the native launcher is not the one in use; null when it is. */
+    fallback: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+export type RankLauncher = Type.Static<typeof RankLauncher>;
+
 export const DoctorNodeReport = message('doctor.report', {
   agentTime: Millis,
   /** Where numactl is, or null when it is not installed. */
   numactl: Type.Union([Path, Type.Null()]),
   paths: Type.Array(PathState, { maxItems: 256 }),
+  /** Absent from agents older than the native launcher. */
+  launcher: Type.Optional(RankLauncher),
 });
 export type DoctorNodeReport = Type.Static<typeof DoctorNodeReport>;
 

@@ -11,7 +11,7 @@ import type { FleetInventory } from '../inventory/inventory-service.js';
 import type { NodeRegistry } from '../node-registry.js';
 import { fail, warn } from './check.js';
 import { clockChecks, consistencyChecks, type ClockSample } from './fleet-checks.js';
-import { memlockCheck, numaMemoryCheck, numactlCheck, pathChecks } from './node-checks.js';
+import { launcherCheck, memlockCheck, numaMemoryCheck, numactlCheck, pathChecks } from './node-checks.js';
 import { nicLocalityCheck, rdmaPortCheck, roceGidCheck } from './rdma-checks.js';
 import { reachMatrix } from './reach-matrix.js';
 
@@ -75,7 +75,8 @@ export class DoctorService {
         if (locality) checks.push(locality);
         checks.push(numaMemoryCheck(n.node, n.facts));
       }
-      if (n.report) checks.push(numactlCheck(n.node, n.report), ...pathChecks(n.node, n.report));
+      const launcher = n.report ? launcherCheck(n.node, n.report) : null;
+      if (n.report) checks.push(numactlCheck(n.node, n.report), ...(launcher ? [launcher] : []), ...pathChecks(n.node, n.report));
     }
     const withFacts = inspected.filter((n): n is Inspected & { facts: Facts } => n.facts !== null);
     checks.push(...consistencyChecks(withFacts.map((n) => ({ node: n.node, facts: n.facts }))));

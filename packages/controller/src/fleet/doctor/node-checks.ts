@@ -1,5 +1,5 @@
 // Doctor checks of one node on its own: the memlock limit ranks get, free memory per
-// NUMA node, numactl, and the paths a job needs.
+// NUMA node, numactl, the rank launcher, and the paths a job needs.
 import type { DoctorCheck, DoctorNodeReport, Facts } from '@rankd/protocol';
 import { bytes, fail, pass, warn } from './check.js';
 import { rankNumaNodes } from './rdma-checks.js';
@@ -48,7 +48,21 @@ function judge(node: string, parts: Array<{ label: string; total: number; free: 
 
 export function numactlCheck(node: string, report: DoctorNodeReport): DoctorCheck {
   if (report.numactl) return pass(node, 'numactl', `numactl at ${report.numactl}`);
+  if (report.launcher?.kind === 'native') return pass(node, 'numactl', 'numactl is not installed and not needed: the native rank launcher binds ranks itself');
   return warn(node, 'numactl', 'numactl is not installed: ranks cannot be bound with it, and `numactl -H` is not there to compare', 'install it: `apt-get install numactl` or `dnf install numactl`');
+}
+
+/** Which supervisor starts ranks; null for an agent too old to say. */
+export function launcherCheck(node: string, report: DoctorNodeReport): DoctorCheck | null {
+  const l = report.launcher;
+  if (!l) return null;
+  if (l.kind === 'native') return pass(node, 'launcher', `native rank launcher ${l.path}: ranks are pinned by the launcher itself, no perl or numactl in front of them`);
+  return warn(
+    node,
+    'launcher',
+    `ranks start under the perl supervisor ${l.path} with numactl or taskset (about 10 ms more CPU per rank): ${l.fallback ?? 'the native launcher is not in use'}`,
+    'build the native launcher: install a C compiler (`apt-get install gcc`) and run `npm run build` where the agent is built, then reinstall the agent; unset RANKD_LAUNCHER=perl if it is set',
+  );
 }
 
 export function pathChecks(node: string, report: DoctorNodeReport): DoctorCheck[] {
