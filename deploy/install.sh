@@ -96,6 +96,10 @@ ETC=$ROOT/etc/rankd
 install_from_dir() {
   src=$(cd "$1" && pwd)
   [ -f "$src/packages/cli/dist/main.js" ] || die "$src is not a built rankd checkout (no packages/cli/dist/main.js; run npm ci)"
+  # the native rank launcher is built with the checkout (npm ci); without it the agent runs
+  # ranks under supervisor.pl with numactl or taskset, and says so (rankd doctor: launcher)
+  [ -x "$src/packages/agent/dist/native/rank-supervisor" ] ||
+    note "warning: $src has no native rank launcher (packages/agent/dist/native/rank-supervisor: no C compiler at build time?); the agent will start ranks with supervisor.pl and numactl/taskset"
   app=$DEST/app
   run mkdir -p "$app/packages"
   run cp "$src/package.json" "$app/"
