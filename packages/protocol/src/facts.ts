@@ -39,12 +39,53 @@ export const Pu = Type.Object({
   coreId: Int,
   /** NUMA node holding this CPU, -1 when none does. */
   numaNode: Int,
-  /** thread_siblings (core_cpus) as read for this CPU. */
+  /** thread_siblings (core_cpus) as read for this CPU; empty when it has none. */
   threadSiblings: IntList,
-  /** core_siblings (package_cpus) as read for this CPU. */
+  /** core_siblings (package_cpus) as read for this CPU; empty when it has none. */
   packageCpus: IntList,
 });
 export type Pu = Type.Static<typeof Pu>;
+
+/**
+ * An offline CPU whose topology folder the kernel kept: not a PU, yet lscpu numbers its
+ * core and socket, so the logical ids of the CPUs after it depend on it.
+ */
+export const OfflinePu = Type.Object({
+  cpu: Type.Integer({ minimum: 0 }),
+  /** thread_siblings (core_cpus) as read for this CPU. */
+  threadSiblings: IntList,
+  /** core_siblings (package_cpus) as read for this CPU; empty when there is none. */
+  packageCpus: IntList,
+});
+export type OfflinePu = Type.Static<typeof OfflinePu>;
+
+/**
+ * A run of consecutive /proc/cpuinfo entries that describe the same CPU model: a new
+ * run starts where the vendor, model, model name or stepping changes (P and E cores of
+ * big.LITTLE parts, mixed steppings). lscpu calls these CPU types and numbers cores and
+ * sockets within each.
+ */
+export const CpuKind = Type.Object({
+  /** vendor_id, vendor or CPU implementer. */
+  vendor: Nullable(Str(256)),
+  /** model, cpu model or CPU part. */
+  model: Nullable(Str(256)),
+  /** model name or cpu. */
+  modelName: Nullable(Str(256)),
+  /** stepping or CPU variant. */
+  stepping: Nullable(Str(256)),
+  /** The processors /proc/cpuinfo lists under this run. */
+  cpus: IntList,
+});
+export type CpuKind = Type.Static<typeof CpuKind>;
+
+/** The kernel's own CPU lists under /sys/devices/system/cpu, null where a file is absent. */
+export const KernelCpuLists = Type.Object({
+  possible: Nullable(IntList),
+  present: Nullable(IntList),
+  online: Nullable(IntList),
+});
+export type KernelCpuLists = Type.Static<typeof KernelCpuLists>;
 
 export const Cache = Type.Object({
   level: Type.Integer({ minimum: 0 }),
@@ -52,7 +93,7 @@ export const Cache = Type.Object({
   /** The sysfs `id` of the instance, null on kernels that have none. */
   id: Nullable(Int),
   sizeKb: Nullable(Type.Integer({ minimum: 0 })),
-  /** shared_cpu_map. */
+  /** shared_cpu_map as read: empty where the kernel leaves it empty (old IA-64). */
   cpus: IntList,
 });
 export type Cache = Type.Static<typeof Cache>;
@@ -75,7 +116,21 @@ export const CpuFacts = Type.Object({
   numaNodes: Type.Optional(Type.Integer({ minimum: 0 })),
   /** Every online PU with what sysfs says of it, for tools that print per-CPU tables (lscpu -p). */
   puList: Type.Optional(Type.Array(Pu, { maxItems: 65536 })),
-  /** CPU caches, each once, in the order they were found (by first CPU, then index). */
+  /** Offline CPUs that still have a topology folder. */
+  offlinePus: Type.Optional(Type.Array(OfflinePu, { maxItems: 65536 })),
+  /**
+   * Whether the legacy thread_siblings/core_siblings masks exist beside core_cpus and
+   * package_cpus: lscpu reads only the legacy names and leaves Core and Socket empty without them.
+   */
+  legacySiblings: Type.Optional(Type.Boolean()),
+  /** possible, present and online as the kernel lists them. */
+  kernelLists: Type.Optional(KernelCpuLists),
+  /** CPU models in /proc/cpuinfo order; empty when it names none. */
+  kinds: Type.Optional(Type.Array(CpuKind, { maxItems: 65536 })),
+  /**
+   * CPU caches, each once, in the order they were found (by CPU, offline ones included,
+   * then index; a CPU's indexes end at its first missing one).
+   */
   caches: Type.Optional(Type.Array(Cache, { maxItems: 65536 })),
 });
 export type CpuFacts = Type.Static<typeof CpuFacts>;
@@ -108,6 +163,11 @@ export const NumaFacts = Type.Object({
   distances: Type.Array(Type.Array(Int, { maxItems: 4096 }), { maxItems: 4096 }),
   /** Node ids this process may allocate from (its cgroup's cpuset mems). */
   allowed: Type.Optional(IntList),
+  /**
+   * True when the kernel shows no NUMA at all (no node folder) and the one node 0
+   * holding every CPU is assumed, as libnuma and hwloc assume it.
+   */
+  assumed: Type.Optional(Type.Boolean()),
 });
 export type NumaFacts = Type.Static<typeof NumaFacts>;
 

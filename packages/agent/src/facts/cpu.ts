@@ -12,7 +12,11 @@
 // Only the first PU of each core reads files, and the package files only when no lower
 // CPU's package already holds it; the rest inherit, which keeps a 256-CPU machine at a
 // few hundred reads.
-import type { Pu } from '@rankd/protocol';
+//
+// Beside hwloc's view it keeps what lscpu numbers by: the kernel's possible/present/online
+// lists as written, the sibling sets of offline CPUs that kept a topology folder, and
+// whether the legacy thread_siblings/core_siblings names exist.
+import type { KernelCpuLists, OfflinePu, Pu } from '@rankd/protocol';
 import { isAmdWithComputeUnits, type CpuIdentity } from './cpuinfo.js';
 import { FactsWarningCode, type Sysfs } from './sysfs.js';
 
@@ -33,6 +37,9 @@ export interface CpuTopology {
   cores: TopoObject[];
   /** Per PU, in CPU order: identifiers and raw sibling sets. */
   puList: Omit<Pu, 'numaNode'>[];
+  offlinePus: OfflinePu[];
+  legacySiblings: boolean;
+  kernelLists: KernelCpuLists;
 }
 
 interface SetFiles {
@@ -50,7 +57,12 @@ export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology 
     .filter((n) => /^cpu\d+$/.test(n))
     .map((n) => Number(n.slice(3)))
     .sort((a, b) => a - b);
-  const { online, offline } = readOnline(sys, present);
+  const kernelLists: KernelCpuLists = {
+    possible: sys.list(`${CPU}/possible`, { optional: true }),
+    present: sys.list(`${CPU}/present`, { optional: true }),
+    online: sys.list(`${CPU}/online`, { optional: true }),
+  };
+  const { online, offline } = readOnline(sys, present, kernelLists.online);
   const onlineSet = new Set(online);
   const files = pickNames(sys, online);
   const readSet = (cpu: number, which: 'core' | 'pkg'): number[] | null => {
@@ -83,7 +95,7 @@ export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology 
       cpu,
       package: known ? known.id : readId(cpu, 'physical_package_id'),
       coreId: readId(cpu, 'core_id'),
-      threadSiblings: rawSiblings ?? [cpu],
+      threadSiblings: rawSiblings ?? [],
       packageCpus: rawPackage ?? [],
     };
     records.set(cpu, record);
@@ -111,6 +123,12 @@ export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology 
     }
   }
   pus.sort((a, b) => a - b);
+  // some kernels keep topology/ of an offline CPU (16amd64-8n2c-cpusets in hwloc's corpus)
+  const offlinePus: OfflinePu[] = [];
+  for (const cpu of offline) {
+    const threadSiblings = readSet(cpu, 'core');
+    if (threadSiblings !== null) offlinePus.push({ cpu, threadSiblings, packageCpus: readSet(cpu, 'pkg') ?? [] });
+  }
   return {
     online,
     offline,
@@ -118,11 +136,13 @@ export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology 
     packages: tree.packages,
     cores: tree.cores,
     puList: pus.map((c) => records.get(c)!),
+    offlinePus,
+    legacySiblings: files === OLD_NAMES || hasLegacyNames(sys, online),
+    kernelLists,
   };
 }
 
-function readOnline(sys: Sysfs, present: number[]): { online: number[]; offline: number[] } {
-  const list = sys.list(`${CPU}/online`, { optional: true });
+function readOnline(sys: Sysfs, present: number[], list: number[] | null): { online: number[]; offline: number[] } {
   const online: number[] = [];
   const offline: number[] = [];
   if (list !== null) {
@@ -147,6 +167,12 @@ function pickNames(sys: Sysfs, online: number[]): SetFiles {
     : OLD_NAMES;
 }
 
+/** Whether thread_siblings is there beside core_cpus: every kernel keeps it, crafted trees may not. */
+function hasLegacyNames(sys: Sysfs, online: number[]): boolean {
+  const first = online[0];
+  return first !== undefined && sys.exists(`${CPU}/cpu${first}/topology/thread_siblings`);
+}
+
 /** No /sys/devices/system/cpu at all: count processors in /proc/cpuinfo. */
 function fallbackTopology(sys: Sysfs): CpuTopology {
   const text = sys.raw('/proc/cpuinfo', { optional: true }) ?? '';
@@ -158,7 +184,10 @@ function fallbackTopology(sys: Sysfs): CpuTopology {
     pus: cpus,
     packages: [],
     cores: cpus.map((c) => ({ id: -1, cpus: [c] })),
-    puList: cpus.map((c) => ({ cpu: c, package: -1, coreId: -1, threadSiblings: [c], packageCpus: [] })),
+    puList: cpus.map((c) => ({ cpu: c, package: -1, coreId: -1, threadSiblings: [], packageCpus: [] })),
+    offlinePus: [],
+    legacySiblings: false,
+    kernelLists: { possible: null, present: null, online: null },
   };
 }
 

@@ -8,6 +8,7 @@ import type { Core, Facts, Nic, NumaNode, RdmaDevice } from '@rankd/protocol';
 import { readAllowed } from './cgroup.js';
 import { readCaches } from './caches.js';
 import { readCpuIdentity } from './cpuinfo.js';
+import { readCpuKinds } from './cpu-kinds.js';
 import { readCpuTopology, type CpuTopology } from './cpu.js';
 import { readFabric } from './fabric.js';
 import { readGpus } from './gpus.js';
@@ -87,12 +88,17 @@ function snapshot(options: ReadFactsOptions): Facts {
         threadSiblings: p.threadSiblings,
         packageCpus: p.packageCpus,
       })),
-      caches: readCaches(sys, topo.pus),
+      offlinePus: topo.offlinePus,
+      legacySiblings: topo.legacySiblings,
+      kernelLists: topo.kernelLists,
+      kinds: readCpuKinds(sys),
+      caches: readCaches(sys, [...topo.online, ...topo.offline].sort((a, b) => a - b)),
     },
     numa: {
       nodes: numa.nodes,
       distances: numa.distances,
       allowed: allowedSets.mems ? nodeIds.filter((id) => allowedSets.mems!.includes(id)) : nodeIds,
+      assumed: !numa.present,
     },
     memory,
     nics,
