@@ -3,9 +3,12 @@
 // generated trees, with the tools' documented layouts.
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { readFacts, renderFacts } from '@rankd/agent/facts/index';
 import { inetNtop6 } from '@rankd/agent/facts/format/ibv-devinfo';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
+import { cpuMask } from '../helpers/sysfs-fixture/tree.js';
 
 function tool(cmd: string, args: string[]): string | null {
   const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 20_000 });
@@ -104,6 +107,57 @@ t.test('lscpu -p layout: split siblings, two sockets, caches by sysfs id', (t) =
     ].join('\n'),
     'CPU 6 is offline and not listed; CPU 7 shares the logical core of its sibling 3',
   );
+  t.end();
+});
+
+/** lscpu -p of a tree, in the C locale its comment lines are written for. */
+function lscpuOf(root: string): string | null {
+  const env: NodeJS.ProcessEnv = { ...process.env, LC_ALL: 'C' };
+  delete env['LANGUAGE'];
+  const r = spawnSync('lscpu', ['-s', root, '-p'], { encoding: 'utf8', env, timeout: 20_000 });
+  return r.status === 0 ? r.stdout : null;
+}
+
+const noLscpu = missing('lscpu', ['--version'], 'util-linux');
+const lscpuSkip = noLscpu && process.env['CI'] !== 'true' ? noLscpu : false;
+
+/** An ARM big.LITTLE /proc/cpuinfo: one entry per CPU, the CPU part naming its kind. */
+function armCpuinfo(parts: string[]): string {
+  return parts
+    .map((part, cpu) => [`processor\t: ${cpu}`, 'BogoMIPS\t: 50.00', 'CPU implementer\t: 0x41', 'CPU variant\t: 0x0', `CPU part\t: ${part}`, ''].join('\n'))
+    .join('\n');
+}
+
+t.test('lscpu -p rules on generated trees, against the real lscpu', { skip: lscpuSkip }, (t) => {
+  const same = (root: string, what: string) => t.equal(renderFacts(readFacts({ root }), 'lscpu'), lscpuOf(root), what);
+  const spec: MachineSpec = { packages: 2, coresPerPackage: 2, threadsPerCore: 2, offline: [2, 6] };
+
+  same(buildSysfs(t.testdir() + '/online', spec), 'offline CPUs are not listed');
+
+  same(buildSysfs(t.testdir() + '/masks', { ...spec, masksOnly: true }), 'no cpu/online file: offline CPUs are listed, with empty core and socket');
+
+  const kept = buildSysfs(t.testdir() + '/kept', spec);
+  const topo = join(kept, 'sys/devices/system/cpu/cpu2/topology');
+  mkdirSync(topo, { recursive: true });
+  for (const f of ['thread_siblings', 'core_cpus']) writeFileSync(join(topo, f), cpuMask([2, 6], 8) + '\n');
+  for (const f of ['core_siblings', 'package_cpus']) writeFileSync(join(topo, f), cpuMask([2, 3, 6, 7], 8) + '\n');
+  same(kept, 'an offline CPU that kept its topology holds a core id: the CPUs after it skip one');
+
+  const flat = buildSysfs(t.testdir() + '/flat', { packages: 1, coresPerPackage: 4, threadsPerCore: 1 });
+  rmSync(join(flat, 'sys/devices/system/node'), { recursive: true });
+  same(flat, 'no NUMA in sysfs: the Node column is empty');
+
+  const legacyless = buildSysfs(t.testdir() + '/legacyless', { packages: 1, coresPerPackage: 2, threadsPerCore: 2 });
+  for (const cpu of [0, 1, 2, 3]) for (const f of ['thread_siblings', 'thread_siblings_list', 'core_siblings', 'core_siblings_list']) rmSync(join(legacyless, `sys/devices/system/cpu/cpu${cpu}/topology/${f}`));
+  same(legacyless, 'only core_cpus/package_cpus: lscpu reads the legacy names, Core and Socket stay empty');
+
+  const hybrid = buildSysfs(t.testdir() + '/hybrid', { packages: 1, coresPerPackage: 8, threadsPerCore: 1 });
+  writeFileSync(join(hybrid, 'proc/cpuinfo'), armCpuinfo(['0xd87', '0xd87', '0xd85', '0xd85', '0xd85', '0xd87', '0xd87', '0xd85']));
+  same(hybrid, 'big.LITTLE: cores are numbered from 0 again in each run of /proc/cpuinfo');
+
+  const untyped = buildSysfs(t.testdir() + '/untyped', { packages: 1, coresPerPackage: 2, threadsPerCore: 1 });
+  writeFileSync(join(untyped, 'proc/cpuinfo'), 'processor\t: 0\n\nprocessor\t: 1\n');
+  same(untyped, '/proc/cpuinfo names no model: every cell is empty, caches are not shown');
   t.end();
 });
 
