@@ -60,7 +60,7 @@ export interface StartedRank {
   warnings: string[];
   /** The rank's own cgroup v2 directory, when the agent has a delegated subtree. */
   cgroup: string | null;
-  /** The argv actually executed after the supervisor: pinning wrapper included. */
+  /** The argv actually executed after the supervisor: the program's, behind numactl or taskset when the perl supervisor pins. */
   execArgv: string[];
   /** The agent's end of the socket asked for with passSocket. */
   passedSocket?: Socket;

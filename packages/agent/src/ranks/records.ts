@@ -1,4 +1,4 @@
-// Turning the spool's raw records (numbers, written by perl or by the agent) into the
+// Turning the spool's raw records (numbers, written by a supervisor or by the agent) into the
 // library's RankExit and RankInfo, and writing the "unknown" record when a rank's
 // supervisor vanished without one.
 import path from 'node:path';

@@ -1,6 +1,12 @@
 #!/usr/bin/perl
 # rankd per-rank supervisor: one per rank, outliving the agent that started it.
 #
+# The fallback of the native launcher (packages/agent/native, launcher.ts), used where it
+# could not be built or on RANKD_LAUNCHER=perl. Both keep the contract below and write the
+# same records byte for byte (test/ranks/native-launcher.test.ts holds them to it); only
+# the native one pins the rank itself (--cpus/--mems), so here numactl or taskset is in
+# the exec chain.
+#
 # Why a supervisor at all: the agent must be restartable (SIGKILL included) while ranks
 # run. The rank's exit status can only be collected by its parent, so the parent must be
 # something that does not die with the agent. This process is that parent: it runs in
