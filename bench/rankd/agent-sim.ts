@@ -17,12 +17,16 @@
 // storm after a restart is the one a real fleet makes.
 // Talks JSON lines: events on stdout ("enrolled", {"event":"ready","welcomed":N} once every
 // connection got its welcome, {"event":"reconnected","at":T} once every one is welcomed
-// again after a loss, then "started", "fenced", "pulled", "exited", "error"),
+// again after a loss, then "started" once every node of the process got a job's job.start
+// (with the ranks and when the first and last came), "fenced", "pulled", "exited", "error"),
 // commands on stdin ("connect", then sim-jobs.ts's Command). Runs until SIGTERM or until
 // stdin closes.
-// SIM_ROOT=DIR reports the facts read under DIR (a generated topology) instead of this
-// machine's; SIM_SLEEP_RANKS=1 makes ranks whose argv is `sleep S` exit 0 after S seconds
-// and ranks of an aborted job end by SIGTERM, as real ones would (the queue tests use both).
+// SIM_ROOT=DIR reports the facts read under DIR (a generated topology, a captured machine)
+// instead of this machine's; SIM_SLEEP_RANKS=1 makes ranks whose argv is `sleep S` exit 0
+// after S seconds and ranks of an aborted job end by SIGTERM, as real ones would (the queue
+// tests use both). Ranks of `true`, `false` and `echo …` always end on their own, with
+// their output and exit code (sim-jobs.ts), SIM_EXIT_DELAY_MS after their start (default 0:
+// at once).
 import https from 'node:https';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
@@ -50,7 +54,12 @@ let live = 0;
 let lost = false;
 let stopping = false;
 const emit = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
-const jobs = new SimJobs(emit, process.env['SIM_SLEEP_RANKS'] === '1');
+const exitDelayMs = Number(process.env['SIM_EXIT_DELAY_MS'] ?? 0);
+if (!Number.isFinite(exitDelayMs) || exitDelayMs < 0) {
+  process.stderr.write(`agent-sim: SIM_EXIT_DELAY_MS must be a number of milliseconds ≥ 0, not "${process.env['SIM_EXIT_DELAY_MS']}"\n`);
+  process.exit(64);
+}
+const jobs = new SimJobs(emit, process.env['SIM_SLEEP_RANKS'] === '1', exitDelayMs);
 
 interface Identity {
   name: string;

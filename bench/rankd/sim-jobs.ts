@@ -1,13 +1,24 @@
 // The job side of the simulated agents (agent-sim.ts): what a real agent tells the
 // controller about a job, without running anything. A node answers job.start with one
-// rank.started per rank; on the figure's word it fences (its ranks' business cards in one
-// pmi.fence, as a real agent does once all its local ranks are in barrier_in), notes when
-// pmi.fenced comes back, pulls an epoch's chunks one after the other as a real agent's
-// first missed get does, and at the end reports every rank's exit so the job ends cleanly.
+// rank.started per rank (a pid, the start time, and the binding of the plan, verified, as
+// an agent reports it once /proc matched); on the figure's word it fences (its ranks'
+// business cards in one pmi.fence, as a real agent does once all its local ranks are in
+// barrier_in), notes when pmi.fenced comes back, pulls an epoch's chunks one after the
+// other as a real agent's first missed get does, and at the end reports every rank's exit
+// so the job ends cleanly.
+//
+// A few programs end on their own, as they would under a real agent: `true` exits 0,
+// `false` exits 1, and `echo ARGS…` writes ARGS and a newline on stdout (one rank.output
+// binary frame at offset 0, as the agent's output pump sends it) and exits 0. They end
+// `exitDelayMs` after their start (SIM_EXIT_DELAY_MS; 0, the default, ends them at once,
+// right behind their rank.started), each rank's output before its rank.exit, whose
+// outputBytes count it. Any other program runs until the figure's `exit` command (or, with
+// sleepRanks, `sleep S` for S seconds).
 //
 // Timestamps are performance.timeOrigin + performance.now(): milliseconds on a clock the
 // simulator processes on one machine share (hrtime is per process).
 import type WebSocket from 'ws';
+import { encodeBinaryFrame } from '@rankd/protocol/binary-frame';
 
 export const now = (): number => performance.timeOrigin + performance.now();
 
@@ -33,6 +44,26 @@ interface RankLaunchLite {
   memNodes: number[];
 }
 
+/** How a program that ends on its own ends: its exit code, and what it writes on stdout. */
+interface OwnEnd {
+  code: number;
+  stdout?: Buffer;
+}
+
+/** `true`, `false` and `echo` end on their own (by name or path, as a shell finds them); anything else waits. */
+function ownEnd(program: string, args: string[]): OwnEnd | undefined {
+  switch (program.slice(program.lastIndexOf('/') + 1)) {
+    case 'true':
+      return { code: 0 };
+    case 'false':
+      return { code: 1 };
+    case 'echo':
+      return { code: 0, stdout: Buffer.from(`${args.join(' ')}\n`) };
+    default:
+      return undefined;
+  }
+}
+
 interface NodeJob {
   ranks: number[];
   /** The node's puts, built at job.start: a fence only serializes and sends them. */
@@ -52,11 +83,15 @@ export class SimJobs {
   private readonly fetches = new Map<string, { resolve: (frame: Buffer) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
   private fetchSeq = 0;
   private fenceWait: { epoch: number; done: () => void } | null = null;
+  /** Per job, the nodes of this process that got its job.start so far: "started" is reported once all have. */
+  private readonly starts = new Map<string, { nodes: number; ranks: number; firstAt: number; lastAt: number }>();
 
   constructor(
     private readonly emit: (event: Record<string, unknown>) => void,
     /** Ranks whose argv is `sleep S` exit after S seconds; aborted ones end by SIGTERM. */
     private readonly sleepRanks = false,
+    /** How long after their start the programs that end on their own (`true`, `false`, `echo`) end. */
+    private readonly exitDelayMs = 0,
   ) {}
 
   addNode(name: string, ws: WebSocket): SimNode {
@@ -68,6 +103,7 @@ export class SimJobs {
   /** job.start: every rank is "running" at once; the cards are made now, not at fence time. */
   started(node: SimNode, m: { jobId: string; ranks: RankLaunchLite[] }): void {
     if (node.jobs.has(m.jobId)) return; // repeated after a reconnect
+    const at = now();
     const ranks = m.ranks.map((r) => r.rank);
     node.jobs.set(m.jobId, { ranks, pairs: ranks.map((r) => [`card-${r}`, card(r)]), fence: null });
     const startedAt = new Date().toISOString();
@@ -75,13 +111,36 @@ export class SimJobs {
       // binding as planned and verified: what an agent reports once /proc matched the plan
       send(node.ws, { type: 'rank.started', jobId: m.jobId, rank: r.rank, pid: 100_000 + r.rank, startedAt, binding: { cpus: r.cpus, memNodes: r.memNodes, verified: true }, warnings: [] });
     }
-    if (this.sleepRanks) {
-      const [program, seconds] = m.ranks[0]?.argv ?? [];
-      if (program === 'sleep' && Number.isFinite(Number(seconds))) setTimeout(() => this.endRanks(node, m.jobId, 0, null), Number(seconds) * 1000).unref();
+    const [program, ...args] = m.ranks[0]?.argv ?? [];
+    const own = program === undefined ? undefined : ownEnd(program, args);
+    if (own) {
+      if (this.exitDelayMs > 0) setTimeout(() => this.endOwn(node, m.jobId, own), this.exitDelayMs).unref();
+      else this.endOwn(node, m.jobId, own);
+    } else if (this.sleepRanks && program === 'sleep' && Number.isFinite(Number(args[0]))) {
+      setTimeout(() => this.endRanks(node, m.jobId, 0, null), Number(args[0]) * 1000).unref();
     }
-    const holding = this.nodes.filter((n) => n.jobs.has(m.jobId));
-    if (holding.length === this.nodes.length) {
-      this.emit({ event: 'started', jobId: m.jobId, nodes: holding.length, ranks: holding.reduce((sum, n) => sum + n.jobs.get(m.jobId)!.ranks.length, 0) });
+    // counted per job rather than read off node.jobs: ranks that end on their own leave it at once
+    const tally = this.starts.get(m.jobId) ?? { nodes: 0, ranks: 0, firstAt: at, lastAt: at };
+    tally.nodes++;
+    tally.ranks += ranks.length;
+    tally.lastAt = at;
+    this.starts.set(m.jobId, tally);
+    if (tally.nodes === this.nodes.length) {
+      this.starts.delete(m.jobId);
+      this.emit({ event: 'started', jobId: m.jobId, ...tally });
+    }
+  }
+
+  /** A program that ends on its own: its output, then every rank's exit, as the agent's pump orders them. */
+  private endOwn(node: SimNode, jobId: string, own: OwnEnd): void {
+    const job = node.jobs.get(jobId);
+    if (!job) return; // aborted or ended first
+    node.jobs.delete(jobId);
+    const endedAt = new Date().toISOString();
+    const bytes = own.stdout?.length ?? 0;
+    for (const rank of job.ranks) {
+      if (own.stdout) node.ws.send(encodeBinaryFrame({ type: 'rank.output', jobId, rank, stream: 'stdout', offset: 0 }, own.stdout));
+      send(node.ws, { type: 'rank.exit', jobId, rank, code: own.code, signal: null, endedAt, outputBytes: { stdout: bytes, stderr: 0 } });
     }
   }
 
