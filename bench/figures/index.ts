@@ -1,6 +1,7 @@
 // Every figure, in the order RESULTS.md lists them.
 import type { FigureDescriptor } from '../lib/figure.js';
 import { agentRestFigure } from './agent-rest.js';
+import { dashboardFigure } from './dashboard.js';
 import { execFigure } from './exec.js';
 import { factsFigure } from './facts.js';
 import { fanoutFigure } from './fanout.js';
@@ -26,4 +27,5 @@ export const figures: readonly FigureDescriptor[] = [
   scaleFigure,
   pmiFenceFigure,
   agentRestFigure,
+  dashboardFigure,
 ];

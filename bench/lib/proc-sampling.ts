@@ -191,3 +191,22 @@ export function watchUsage(pid: number, intervalMs: number): UsageWatch {
     },
   };
 }
+
+/**
+ * CPU of a set of processes across a window of unknown length, as a percentage of one
+ * core: utime+stime of each at the start and at stop(). A process gone by stop() counts
+ * what it had used at the start, i.e. nothing for the window.
+ */
+export function watchCpu(pids: readonly number[]): { stop(): { cpuPercent: number; wallMs: number } } {
+  const hz = clockTicksPerSecond();
+  const first = new Map(pids.map((pid) => [pid, readProc(pid)?.cpuTicks ?? 0]));
+  const start = process.hrtime.bigint();
+  return {
+    stop() {
+      const wallMs = Number(process.hrtime.bigint() - start) / 1e6;
+      let ticks = 0;
+      for (const [pid, before] of first) ticks += Math.max(0, (readProc(pid)?.cpuTicks ?? before) - before);
+      return { cpuPercent: wallMs > 0 ? (ticks / hz / (wallMs / 1000)) * 100 : 0, wallMs };
+    },
+  };
+}
