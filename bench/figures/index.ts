@@ -12,6 +12,7 @@ import { mpiLaunchFigure } from './mpi-launch.js';
 import { planFigure } from './plan.js';
 import { pmiFenceFigure } from './pmi-fence.js';
 import { scaleFigure } from './scale.js';
+import { scaleLaunchFigure } from './scale-launch.js';
 import { scheduleFigure } from './schedule.js';
 
 export const figures: readonly FigureDescriptor[] = [
@@ -25,6 +26,7 @@ export const figures: readonly FigureDescriptor[] = [
   latencyFigure,
   execFigure,
   scaleFigure,
+  scaleLaunchFigure,
   pmiFenceFigure,
   agentRestFigure,
   dashboardFigure,

@@ -25,6 +25,8 @@ export interface Fleet {
   caHash: string;
   /** The admin API token (REST). */
   apiToken: string;
+  /** The controller's data directory: rankd.db holds its history (the events table). */
+  dataDir: string;
   /** Environment for client commands (`rankd run`, `rankd logs`): the controller, its API token and its CA. */
   clientEnv: NodeJS.ProcessEnv;
   /** The controller now running: restartController() replaces it. */
@@ -57,7 +59,11 @@ export async function whyNoFleet(ctx: BenchContext): Promise<string | null> {
   return null;
 }
 
-export async function startFleet(ctx: BenchContext, opts: { agents: number; prefix: string }): Promise<Fleet> {
+export async function startFleet(
+  ctx: BenchContext,
+  /** controllerEnv: the controller's environment (NODE_OPTIONS for a profile), at every start; the bench's own by default. */
+  opts: { agents: number; prefix: string; controllerEnv?: NodeJS.ProcessEnv },
+): Promise<Fleet> {
   const dir = path.join(ctx.tmpDir, `fleet-${opts.prefix}`);
   const dataDir = path.join(dir, 'controller');
   mkdirSync(dataDir, { recursive: true });
@@ -71,6 +77,7 @@ export async function startFleet(ctx: BenchContext, opts: { agents: number; pref
     const spawnController = (listen: string): Daemon => {
       const controller = startDaemon('rankd controller', [...rankdArgv(ctx.repoRoot, ['controller', '--listen', listen, '--data-dir', dataDir])], {
         logFile: path.join(dir, 'controller.log'),
+        ...(opts.controllerEnv ? { env: opts.controllerEnv } : {}),
       });
       daemons[0] = controller;
       return controller;
@@ -140,6 +147,7 @@ export async function startFleet(ctx: BenchContext, opts: { agents: number; pref
       caFile,
       caHash,
       apiToken,
+      dataDir,
       clientEnv,
       get controller() {
         return daemons[0]!;

@@ -37,7 +37,12 @@ export interface SimFleet {
 }
 
 /** Starts `agents` simulated agents over `processes` processes and waits until the controller lists them all ready. */
-export async function startSims(ctx: BenchContext, fleet: Fleet, opts: { agents: number; processes: number; prefix: string }): Promise<SimFleet> {
+export async function startSims(
+  ctx: BenchContext,
+  fleet: Fleet,
+  /** env: more for the simulators' environment (SIM_ROOT, SIM_EXIT_DELAY_MS; agent-sim.ts). */
+  opts: { agents: number; processes: number; prefix: string; env?: Record<string, string> },
+): Promise<SimFleet> {
   const processes: Daemon[] = [];
   const queues: SimEvent[][] = [];
   // `rankd join-command --uses N`: one token, one use per simulated node
@@ -49,7 +54,7 @@ export async function startSims(ctx: BenchContext, fleet: Fleet, opts: { agents:
     const daemon = startDaemon(`agent-sim ${opts.prefix}${p}`, [process.execPath, SIM, fleet.url, fleet.caHash, String(count), `${opts.prefix}${p}`], {
       logFile: path.join(ctx.tmpDir, `agent-sim-${opts.prefix}${p}.log`),
       // the join token goes by environment, off the command line
-      env: { ...process.env, SIM_JOIN_TOKEN: joinToken },
+      env: { ...process.env, ...opts.env, SIM_JOIN_TOKEN: joinToken },
       pipes: true,
     });
     processes.push(daemon);
