@@ -56,6 +56,32 @@ export interface LiveJob {
   pendingExits: Map<number, PendingExit>;
   /** First non-zero rank status in order of arrival: the job's exit code. */
   firstFailure: number | null;
+  /**
+   * The first rank still pending and the first not yet ended (allStarted, allEnded). A rank
+   * only moves forward (pending → running → ended, or pending → ended), so every rank before
+   * either index stays past that point, and each question resumes where the last one stopped
+   * instead of walking the job from rank 0 at every report: O(ranks) over the job's life.
+   */
+  firstPending: number;
+  firstLive: number;
+}
+
+/** True once no rank of the job is pending. */
+export function allStarted(live: LiveJob): boolean {
+  const { ranks } = live;
+  let i = live.firstPending;
+  while (i < ranks.length && ranks[i]!.state !== 'pending') i++;
+  live.firstPending = i;
+  return i === ranks.length;
+}
+
+/** True once every rank of the job has ended (isTerminal). */
+export function allEnded(live: LiveJob): boolean {
+  const { ranks } = live;
+  let i = live.firstLive;
+  while (i < ranks.length && isTerminal(ranks[i]!)) i++;
+  live.firstLive = i;
+  return i === ranks.length;
 }
 
 export interface PendingExit {
@@ -400,8 +426,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   private maybeFinish(live: LiveJob): void {
     // already finished: a rank's end can stop the job (which finishes it) and then ask again
     if (this.live.get(live.job.id) !== live) return;
-    if (!live.ranks.every(isTerminal)) {
-      if (live.job.state === 'starting' && live.ranks.every((r) => r.state !== 'pending')) this.setJob(live, { state: 'running', reason: 'all ranks started' });
+    if (!allEnded(live)) {
+      if (live.job.state === 'starting' && allStarted(live)) this.setJob(live, { state: 'running', reason: 'all ranks started' });
       return;
     }
     if (this.holdEnd?.(live)) return;
@@ -428,8 +454,9 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     // Release an agent's spool once every byte of its ranks is stored; a node with a rank in
     // an unknown state keeps its spool for a resume (its next ranks.report releases it). Judged
     // per node: a lost node must not leave the job's spool behind on all the others.
+    const keepSpool = new Set(live.ranks.filter((r) => r.state === 'unknown').map((r) => r.node));
     for (const node of this.nodesOf(live)) {
-      if (!live.ranks.some((r) => r.node === node && r.state === 'unknown')) this.agents.send(node, { type: 'job.release', jobId: live.job.id });
+      if (!keepSpool.has(node)) this.agents.send(node, { type: 'job.release', jobId: live.job.id });
     }
     this.logs.close(live.job.id);
   }
@@ -441,7 +468,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   }
 
   private track(job: JobRecord, ranks: RankRecord[]): LiveJob {
-    const live: LiveJob = { job, ranks, stopping: null, timeout: null, pendingExits: new Map(), firstFailure: null };
+    const live: LiveJob = { job, ranks, stopping: null, timeout: null, pendingExits: new Map(), firstFailure: null, firstPending: 0, firstLive: 0 };
     this.live.set(job.id, live);
     return live;
   }

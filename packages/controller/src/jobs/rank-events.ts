@@ -4,7 +4,7 @@ import { ErrorCode, type RankExit, type RankOutput, type RankStarted, type Ranks
 import type { Logger } from 'pino';
 import type { RankRecord } from '../store/jobs-repo.js';
 import type { AgentSender, JobManager, LiveJob, PendingExit } from './job-manager.js';
-import { isTerminal } from './job-manager.js';
+import { allStarted, isTerminal } from './job-manager.js';
 import { plannedCpus } from './job-view.js';
 
 export class RankEvents {
@@ -44,7 +44,7 @@ export class RankEvents {
     if (mismatch) {
       this.jobs.stop(live, 'failed', `rank ${r.rank} on ${node}: binding mismatch: ${mismatch}`);
     }
-    if (live.job.state === 'starting' && live.ranks.every((x) => x.state !== 'pending')) {
+    if (live.job.state === 'starting' && allStarted(live)) {
       this.jobs.setJob(live, { state: 'running', reason: 'all ranks started' });
     }
     this.jobs.emit('changed', live.job.id);
