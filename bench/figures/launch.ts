@@ -1,15 +1,29 @@
 // launch: the cost of starting a tiny job, 2 ranks of `true`, end to end — what a user
-// waits for between pressing Enter and getting the prompt back.
-import type { BenchContext, FigureDescriptor, FigureReport } from '../lib/figure.js';
+// waits for between pressing Enter and getting the prompt back. rankd's side is what a
+// user types, `rankd run -n 2 -- true`, which prints the rank map on stderr; `-q`, which
+// leaves it out, is a second line.
+import path from 'node:path';
+import type { BenchContext, FigureDescriptor, FigureReport, Goal } from '../lib/figure.js';
 import { timeProcess } from '../lib/process-timing.js';
+import { ratioOf } from '../lib/interleave.js';
 import { compareArms, comparisonRow, type Candidate } from '../lib/rows.js';
 import { which } from '../lib/which.js';
 import { mpirunArgv, OPEN_MPI_LAUNCHER } from '../peers/mpi.js';
 import { slurmForFigure } from '../peers/slurm-arm.js';
-import { cliFloor, fleetForRun, rankdRunArgv } from '../rankd/run.js';
+import { profileCli, type CliProfile } from '../rankd/cli-profile.js';
+import { cliFloor, fleetForRun, rankdRunArgv, runCommandFloor } from '../rankd/run.js';
 
-const ARM = { rankd: 'rankd run -N 1 --ranks-per-node 2 true', srun: 'srun -n 2 true', mpirun: `${OPEN_MPI_LAUNCHER} -np 2 true` } as const;
+const ARM = {
+  rankd: 'rankd run -n 2 -- true',
+  rankdQuiet: 'rankd run -q -n 2 -- true',
+  srun: 'srun -n 2 true',
+  mpirun: `${OPEN_MPI_LAUNCHER} -np 2 true`,
+} as const;
 const TIMEOUT_MS = 60_000;
+const LABEL = 'launch, 2 ranks of `true`';
+const QUIET_LABEL = `${LABEL}, \`rankd run -q\``;
+const MPIRUN_GOAL: Goal = { on: 'ratio', op: '<=', value: 1, text: '≤ 1× mpirun' };
+const SRUN_GOAL: Goal = { on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× srun' };
 
 export const launchFigure: FigureDescriptor = {
   name: 'launch',
@@ -18,50 +32,118 @@ export const launchFigure: FigureDescriptor = {
   run,
 };
 
+/**
+ * The environment every side runs in. NODE_EXTRA_CA_CERTS makes each Node start parse a CA
+ * bundle (~80 ms here, shared/docs/recipes.md); rankd reads its controller's CA from
+ * RANKD_CA and needs none of it. Unset for every side alike, whatever the shell had.
+ */
+function benchEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env = { ...base };
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
+/** A `rankd run` arm; the default one must have printed the rank map, or it measured something else. */
+function rankdArm(name: string, argv: string[], env: NodeJS.ProcessEnv, header: boolean): Candidate {
+  return {
+    name,
+    sample: async () => {
+      const r = await timeProcess(argv, { timeoutMs: TIMEOUT_MS, env });
+      if (header !== /Node name/.test(r.stderrTail)) throw new Error(`the rank map was ${header ? 'not ' : ''}printed: ${r.stderrTail.slice(-200)}`);
+      return r.ms;
+    },
+  };
+}
+
 async function run(ctx: BenchContext): Promise<FigureReport> {
   const slurm = await slurmForFigure(ctx, 'launch');
   const rankd = await fleetForRun(ctx, 1, 'launch');
   try {
+    const rankdEnv = 'fleet' in rankd ? benchEnv(rankd.fleet.clientEnv) : {};
+    const defaultArgv = rankdRunArgv(ctx, { ntasks: 2 }, ['true'], { quiet: false });
     const candidates: Candidate[] = [
-      'fleet' in rankd
-        ? { name: ARM.rankd, sample: async () => (await timeProcess(rankdRunArgv(ctx, { nodes: 1, ranksPerNode: 2 }, ['true']), { timeoutMs: TIMEOUT_MS, env: rankd.fleet.clientEnv })).ms }
-        : { name: ARM.rankd, unavailable: rankd.why },
+      'fleet' in rankd ? rankdArm(ARM.rankd, defaultArgv, rankdEnv, true) : { name: ARM.rankd, unavailable: rankd.why },
+      'fleet' in rankd ? rankdArm(ARM.rankdQuiet, rankdRunArgv(ctx, { ntasks: 2 }, ['true']), rankdEnv, false) : { name: ARM.rankdQuiet, unavailable: rankd.why },
       'slurm' in slurm
-        ? { name: ARM.srun, sample: async () => (await timeProcess(slurm.slurm.srun(2, ['true']), { timeoutMs: TIMEOUT_MS, env: slurm.slurm.env })).ms }
+        ? { name: ARM.srun, sample: async () => (await timeProcess(slurm.slurm.srun(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv(slurm.slurm.env) })).ms }
         : { name: ARM.srun, unavailable: slurm.why },
       which(OPEN_MPI_LAUNCHER)
-        ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(2, ['true']), { timeoutMs: TIMEOUT_MS })).ms }
+        ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv() })).ms }
         : { name: ARM.mpirun, unavailable: `${OPEN_MPI_LAUNCHER} is not installed (Debian package openmpi-bin)` },
     ];
     ctx.log('launch: interleaved');
     const c = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });
-    ctx.log('launch: the CLI alone (node -e 0, rankd version)');
-    const { nodeMs: nodeStart, cliMs: cliStart } = await cliFloor(ctx);
+    ctx.log('launch: the CLI alone (node -e 0, rankd version, rankd run --help)');
+    const floor = await cliFloor(ctx);
+    const runHelp = await runCommandFloor(ctx);
+    ctx.log(`launch: a CPU profile of ${ARM.rankd}`);
+    const profile = 'fleet' in rankd ? await profileCli(defaultArgv, rankdEnv, path.join(ctx.tmpDir, 'launch-profile')) : null;
+    const median = (arm: string) => c.result.arms.find((a) => a.name === arm)?.stat?.median;
+    // paired round by round, as the rows' ratios are: what printing the map adds
+    const headerRatio = ratioOf(c.result, ARM.rankd, ARM.rankdQuiet)?.median;
     return {
       rows: [
-        comparisonRow(c, 'launch, 2 ranks of `true`', ARM.rankd, { arm: ARM.srun, label: ARM.srun }, [{ on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× srun' }]),
-        comparisonRow(c, 'launch, 2 ranks of `true`', ARM.rankd, { arm: ARM.mpirun, label: ARM.mpirun }, [{ on: 'ratio', op: '<=', value: 1, text: '≤ 1× mpirun' }]),
+        comparisonRow(c, LABEL, ARM.rankd, { arm: ARM.mpirun, label: ARM.mpirun }, [MPIRUN_GOAL]),
+        comparisonRow(c, LABEL, ARM.rankd, { arm: ARM.srun, label: ARM.srun }, [SRUN_GOAL]),
+        comparisonRow(c, QUIET_LABEL, ARM.rankdQuiet, { arm: ARM.mpirun, label: ARM.mpirun }, [MPIRUN_GOAL]),
       ],
       notes: [
-        'rankd runs against a controller and one agent started by this bench on 127.0.0.1; `rankd run -q` plans, submits, waits for both ranks to exit and returns their code, like srun.',
+        `rankd runs against a controller and one agent started by this bench on 127.0.0.1, over TLS. \`${ARM.rankd}\` is what a user types: it submits, prints the rank map on stderr (a run that did not print it is dropped), streams the ranks' output, and exits with their code, like srun; \`-q\` leaves the map out.`,
+        'Every side runs without NODE_EXTRA_CA_CERTS (shared/docs/recipes.md: it adds ~80 ms to every Node start here); rankd verifies its controller against RANKD_CA.',
         'srun runs against a Slurm started by this bench on loopback (slurmctld + slurmd -N localhost, auth/none, state in a temp dir), with `--immediate=1`; its time includes the round trips to slurmctld for the allocation and to slurmd for the step.',
         'mpirun runs with `--allow-run-as-root --oversubscribe` and its transports held to `lo`.',
+        `The CPU profile is \`node --cpu-prof\` of \`${ARM.rankd}\` (5 runs, the one of median length; sampled every 0.2 ms), by the script each sample was in.`,
       ],
-      limits: [
-        'Nothing here is compute: `true` exits at once, so each figure is the launcher’s own path.',
-        'mpirun forks its local daemon logic, maps and wires up the ranks and waits for their exit reports;',
-        'srun asks slurmctld for an allocation, then slurmd starts a slurmstepd that forks the tasks, with several RPCs between.',
-        'rankd pays a CLI start (Node and its modules), planning and a request to the controller, a message to the agent,',
-        'a supervisor (perl, ~5 ms) and numactl (~4 ms) in front of each rank, and the exit reports back over the same path.',
-        `Here \`node -e 0\` alone took ${nodeStart.toFixed(0)} ms and \`rankd version\` ${cliStart.toFixed(0)} ms (medians):`,
-        'a TypeScript CLI on Node starts no faster than that, and the controller and agent add some 30 ms of their own,',
-        'so ≤ 1× mpirun and ≤ 0.5× srun are out of reach for a Node client on this machine; what is left to win is in the CLI’s',
-        'first request (Node loads its HTTP client on first use) and in the supervisor chain.',
-      ].join(' '),
+      limits: limitsText(floor, runHelp, profile, headerRatio, median(ARM.rankd), median(ARM.rankdQuiet), median(ARM.mpirun)),
       peersUsed: ['srun', 'mpirun'],
     };
   } finally {
     if ('slurm' in slurm) await slurm.slurm.stop();
     if ('fleet' in rankd) await rankd.fleet.stop();
   }
+}
+
+const ms = (x: number | undefined) => (x === undefined ? 'not measured' : `${x.toFixed(0)} ms`);
+
+/** What bounds each side, with this run's own floors, medians and profile in it. */
+function limitsText(
+  floor: { nodeMs: number; cliMs: number },
+  runHelpMs: number,
+  profile: CliProfile | null,
+  headerRatio?: number,
+  rankd?: number,
+  quiet?: number,
+  mpirun?: number,
+): string {
+  const busyMs = profile ? profile.busy.reduce((sum, b) => sum + b.ms, 0) : 0;
+  const kinds = profile ? profile.busy.filter((b) => b.ms >= 1).map((b) => `${b.kind} ${b.ms.toFixed(0)} ms`).join(', ') : '';
+  return [
+    'Nothing here is compute: `true` exits at once, so each figure is the launcher’s own path.',
+    'mpirun (C) forks its local daemon logic, maps and wires up the ranks and waits for their exit reports;',
+    'srun asks slurmctld for an allocation, then slurmd starts a slurmstepd that forks the tasks, with several RPCs between.',
+    'rankd pays a Node CLI start, a TLS connection and a request to the controller (which plans the rank map), a message to the agent,',
+    'a supervisor and numactl in front of each rank, and the exit reports back over the same path.',
+    `Here \`node -e 0\` took ${ms(floor.nodeMs)}, \`rankd version\` ${ms(floor.cliMs)} and \`rankd run --help\` ${ms(runHelpMs)} (medians),`,
+    `against ${ms(mpirun)} for all of \`${ARM.mpirun}\`; \`${ARM.rankd}\` took ${ms(rankd)} and \`-q\` ${ms(quiet)}`,
+    `(default ÷ \`-q\`, round by round: ${headerRatio === undefined ? 'not measured' : `${headerRatio.toFixed(2)}×`}): the rank map is rendered from the map the controller returns,`,
+    'and the CLI loads neither the planner nor the schema library for it.',
+    profile
+      ? `In a CPU profile of \`${ARM.rankd}\` (${ms(profile.profiledMs)} from the profiler's start, after Node's own bootstrap), the CLI was busy ${ms(busyMs)} (${kinds})` +
+        ` and idle ${ms(profile.idleMs)}, waiting for the controller, the agent and the ranks.`
+      : '',
+    outOfReach(floor.nodeMs, profile, mpirun),
+  ]
+    .filter((s) => s !== '')
+    .join(' ');
+}
+
+/** Whether a bare Node start plus the wait for the controller, agent and ranks already exceeds mpirun. */
+function outOfReach(nodeMs: number, profile: CliProfile | null, mpirun?: number): string {
+  if (!profile || mpirun === undefined) return 'A Node client starts no faster than a bare Node process.';
+  const floor = nodeMs + profile.idleMs;
+  const verdict = floor > mpirun ? `more than all of mpirun (${ms(mpirun)}): ≤ 1× mpirun is out of reach for a Node client on this machine` : `under mpirun's ${ms(mpirun)}, leaving ${ms(mpirun - floor)} for the CLI's own work`;
+  return (
+    `A bare Node start and that wait alone come to ${ms(floor)}, ${verdict}. ` +
+    'The TLS trust store is Node 20 parsing its ~140 bundled root certificates the first time a CA is added, though RANKD_CA’s CA then replaces them.'
+  );
 }
