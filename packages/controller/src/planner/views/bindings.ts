@@ -2,7 +2,8 @@
 //   [node] MCW rank 0 bound to socket 0[core 0[hwt 0]], socket 0[core 1[hwt 0]]: [B./B./../..][../../../..]
 // Cores are numbered across the machine (hwloc logical order), hardware threads within
 // their core. Without the node's facts, the line falls back to the CPU list.
-import { formatCpuList, type Facts, type RankEntry, type RankMap } from '@rankd/protocol';
+import { formatCpuList } from '@rankd/protocol/cpuset';
+import type { Facts, RankEntry, RankMap } from '@rankd/protocol';
 
 interface Layout {
   /** Per package, in order: its cores, each a list of PUs. */

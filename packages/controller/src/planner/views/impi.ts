@@ -23,7 +23,8 @@
 // Hydra's parsing as MPICH 4.0's (Intel MPI's derives from it) does it, checked by running
 // it: `-genv K=V` splits at the first "=" (a value may hold "=" or be empty); "--" is an
 // unrecognized argument, so there is none: the program is the first word without a "-".
-import { formatCpuMask, type RankEntry, type RankMap } from '@rankd/protocol';
+import { formatCpuMask } from '@rankd/protocol/cpuset';
+import type { RankEntry, RankMap } from '@rankd/protocol';
 import { shellQuote } from './env.js';
 import { hydraOrder } from './machinefile.js';
 

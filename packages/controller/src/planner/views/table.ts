@@ -1,7 +1,8 @@
 // The human view: the node table as oneCCL prints it (`ID | Node name | IP | Ranks`),
 // then one line per rank with compact CPU lists, memory nodes, NICs, GIDs and GPUs,
 // then the planner's notes.
-import { formatCpuList, type RankMap } from '@rankd/protocol';
+import { formatCpuList } from '@rankd/protocol/cpuset';
+import type { RankMap } from '@rankd/protocol';
 import { columns, gidIpv4, padStart } from './text.js';
 
 export function renderTable(map: RankMap): string {
