@@ -132,7 +132,12 @@ function renderMachines(figures: readonly FigureResult[]): string[] {
   } else {
     for (const [m, names] of machines) out.push(`- Machine for ${names.join(', ')}: ${m}`);
   }
-  for (const note of new Set(figures.flatMap((f) => f.machine.environment ?? []))) out.push(`- Environment: ${note}`);
+  // the same note measured on different runs differs only in its numbers: keep the newest
+  const notes = new Map<string, string>();
+  for (const f of [...figures].sort((a, b) => a.measuredAt.localeCompare(b.measuredAt))) {
+    for (const note of f.machine.environment ?? []) notes.set(note.replace(/\d+(\.\d+)?/g, '#'), note);
+  }
+  for (const note of notes.values()) out.push(`- Environment: ${note}`);
   const dates = figures.map((f) => f.measuredAt).sort();
   if (dates.length > 0) {
     out.push(`- Date: ${day(dates[0]!)}${day(dates[0]!) === day(dates.at(-1)!) ? '' : ` to ${day(dates.at(-1)!)}`}`);
