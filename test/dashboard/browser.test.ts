@@ -36,13 +36,19 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
 
-  // a job that keeps printing until cancelled, on this machine's agent
+  // a job that prints until cancelled, on this machine's agent; bounded (about 2 minutes) so
+  // that a failed test never leaves it running: ranks outlive their agent by design
   const job = await c.api<{ id: string }>('/v1/jobs', {
     method: 'POST',
-    body: { name: 'printer', command: ['sh', '-c', 'i=0; while :; do echo "tick $i"; i=$((i+1)); sleep 0.02; done'], placement: { nodelist: ['local'], ntasks: 1, cpusPerRank: 1 } },
+    body: { name: 'printer', command: ['sh', '-c', 'i=0; while [ $i -lt 6000 ]; do echo "tick $i"; i=$((i+1)); sleep 0.02; done'], placement: { nodelist: ['local'], ntasks: 1, cpusPerRank: 1 } },
   });
   t.equal(job.status, 201, JSON.stringify(job.body));
   const jobId = job.body.id;
+  // teardowns run last-registered first: this one runs while the agent and controller are up
+  t.teardown(async () => {
+    await c.api(`/v1/jobs/${jobId}/cancel`, { method: 'POST' });
+    await waitUntil('the job to end', 20_000, async () => (await c.api<{ endedAt: string | null }>(`/v1/jobs/${jobId}`)).body.endedAt !== null).catch(() => {});
+  });
 
   await t.test('signs in with the URL rankd dashboard prints', async (t) => {
     const r = await runCli(['dashboard'], c.clientEnv);
