@@ -62,8 +62,8 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       limits: [
         `On 2 cores, ${RANKS} process starts are serialized by the CPU: fork/exec and the dynamic loader of each rank,`,
         `then the launcher collecting ${RANKS} exit statuses. mpirun does it from one process; rankd does it from ${FANOUT_AGENTS} agents`,
-        'that each receive a launch message, and each rank starts behind its own supervisor (a perl process, ~5 ms of CPU)',
-        `and numactl (~4 ms): some 10 ms of CPU per rank that mpirun does not spend, ${RANKS} times over on 2 cores, beside`,
+        'that each receive a launch message, and each rank starts behind its own supervisor, the native launcher, which',
+        `forks, pins and execs the rank (~1.5 ms of CPU a rank; perl and numactl took ~5.5 ms), ${RANKS} times over on 2 cores, beside`,
         `${FANOUT_AGENTS} Node agents sharing the same cores. On real hardware each agent has a node of its own and starts`,
         'its 4 ranks in parallel there.',
       ].join(' '),

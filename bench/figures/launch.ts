@@ -122,7 +122,7 @@ function limitsText(
     'mpirun (C) forks its local daemon logic, maps and wires up the ranks and waits for their exit reports;',
     'srun asks slurmctld for an allocation, then slurmd starts a slurmstepd that forks the tasks, with several RPCs between.',
     'rankd pays a Node CLI start, a TLS connection and a request to the controller (which plans the rank map), a message to the agent,',
-    'a supervisor and numactl in front of each rank, and the exit reports back over the same path.',
+    'the native rank launcher in front of each rank (it pins the rank itself, ~1.5 ms of CPU), and the exit reports back over the same path.',
     `Here \`node -e 0\` took ${ms(floor.nodeMs)}, \`rankd version\` ${ms(floor.cliMs)} and \`rankd run --help\` ${ms(runHelpMs)} (medians),`,
     `against ${ms(mpirun)} for all of \`${ARM.mpirun}\`; \`${ARM.rankd}\` took ${ms(rankd)} and \`-q\` ${ms(quiet)}`,
     `(default ÷ \`-q\`, round by round: ${headerRatio === undefined ? 'not measured' : `${headerRatio.toFixed(2)}×`}): the rank map is rendered from the map the controller returns,`,
