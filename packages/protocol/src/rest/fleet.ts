@@ -202,7 +202,7 @@ export type CheckStatus = Type.Static<typeof CheckStatus>;
 export const DoctorCheck = Type.Object({
   /** null for a check about the nodes together (clock skew between them). */
   node: Nullable(Type.String()),
-  /** Stable id: memlock, rdma.port, rdma.gid, rdma.numa, same.kernel, same.rdma, same.fabric, same.cpu, clock, memory.numa, numactl, path, reach. */
+  /** Stable id: memlock, rdma.port, rdma.gid, rdma.numa, same.kernel, same.rdma, same.fabric, same.cpu, clock, memory.numa, numactl, launcher, path, reach. */
   check: Type.String(),
   status: CheckStatus,
   message: Type.String(),
