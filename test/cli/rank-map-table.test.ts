@@ -1,8 +1,8 @@
-// `rankd run` renders its rank-map header itself, so that it never loads the planner;
-// the header must stay the planner's table view, byte for byte, on every kind of map.
+// `rankd run` renders its rank-map header with the shared schema-free renderer, from the map as
+// JSON; it must stay the planner's table view, byte for byte, on every kind of map.
 import t from 'tap';
 import type { RankMap } from '@rankd/protocol';
-import { renderRankMapTable } from '@rankd/cli/client/rank-map-table';
+import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
 import { planRankMap } from '@rankd/controller/planner/index';
 import { renderRankMap } from '@rankd/controller/planner/views/index';
 import { cgroupRestricted, epycNps4Gpu8, seed000Spr, seed001CloudVm, seed002NoHt, seed004RocePod } from '../helpers/machines.js';

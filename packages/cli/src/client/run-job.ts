@@ -4,7 +4,7 @@ import type { JobSubmit, JobView } from '@rankd/protocol';
 import type { ClientConfig } from './config.js';
 import { followLogs } from './follow-logs.js';
 import { request } from './http.js';
-import { renderRankMapTable } from './rank-map-table.js';
+import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
 
 export interface RunJobOptions {
   quiet: boolean;
