@@ -26,6 +26,7 @@ import { conformanceDir, dumpName, extractDump, listDumps } from '../lib/conform
 import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
 import { repeat } from '../lib/interleave.js';
 import { summarize } from '../lib/stats.js';
+import { seededRandom } from '../shared/seeded-random.js';
 
 const NODES = 1024;
 const QUEUED = 1000;
@@ -38,17 +39,6 @@ export const scheduleFigure: FigureDescriptor = {
   peers: [],
   run,
 };
-
-/** A seeded generator: the same job mix in every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), a | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function run(ctx: BenchContext): Promise<FigureReport> {
   const notes: string[] = [];
@@ -63,7 +53,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   });
   notes.push(`Facts of every node: ${dumpName(dump)} (${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes), renamed per node.`);
 
-  const rnd = random(14);
+  const rnd = seededRandom(14); // seeded: the same job mix in every run
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const now = Date.now();
   const options = { pickPort: () => 29500 };

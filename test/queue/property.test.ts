@@ -8,6 +8,7 @@ import type { MachineSpec } from '../helpers/sysfs-fixture.js';
 import { startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { history, overlaps, soloOn } from './helpers.js';
 import { startSimAgents } from './sim-agents.js';
+import { seededRandom } from '../../bench/shared/seeded-random.js';
 
 const cpuNode: MachineSpec = { packages: 2, coresPerPackage: 4, threadsPerCore: 2, numbering: 'split', cpu: { modelName: 'sim 2-socket HT' }, host: { hostname: 'cpu' } };
 const gpuNode: MachineSpec = {
@@ -19,21 +20,10 @@ const gpuNode: MachineSpec = {
   gpus: Array.from({ length: 8 }, (_, i) => ({ pci: `0000:${(0x10 + i * 0x10).toString(16)}:00.0`, numaNode: i < 4 ? 0 : 1, model: 'NVIDIA A100-SXM4-80GB' })),
 };
 
-/** mulberry32: a seeded generator, so that a failing mix can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), a | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 t.test('random concurrent jobs on CPU and GPU nodes never share a core or GPU', async (t) => {
   const seed = Number(process.env['RANKD_PROPERTY_SEED'] ?? Date.now() % 100000);
   t.comment(`seed ${seed} (RANKD_PROPERTY_SEED replays it)`);
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const pick = (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
 
   const controller = await startController();
