@@ -10,6 +10,7 @@ import { NodeRegistry } from './fleet/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
 import { createFleetServices } from './fleet/exec/fleet-services.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
+import type { AgentHandler } from './gateway/agent-connection.js';
 import { jobHandlers } from './gateway/job-handlers.js';
 import { pmiHandlers } from './gateway/pmi-handlers.js';
 import { FenceExchange } from './pmi/fence-exchange.js';
@@ -20,6 +21,7 @@ import { RankEvents } from './jobs/rank-events.js';
 import { JobsRepo } from './store/jobs-repo.js';
 import { openDatabase, type Db } from './store/database.js';
 import { EventsRepo } from './store/events-repo.js';
+import { WriteBatch } from './store/write-batch.js';
 import { NodesRepo } from './store/nodes-repo.js';
 import { loadOrCreateTokens, type Tokens } from './store/tokens.js';
 import { DEFAULT_NODE_CERT_TTL_MS, Enrollment } from './tls/enrollment.js';
@@ -79,7 +81,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const users = new UsersRepo(db);
   bootstrapAdmin(users, tokens.api, options.bootstrapAdmin ?? 'admin', log);
   const jobsRepo = new JobsRepo(db);
-  const agents = { send: (node: string, message: { type: string } & Record<string, unknown>) => registry.link(node)?.send(message) ?? false };
+  // What agents report is written in one transaction per event-loop turn, and what the
+  // controller tells agents waits for that commit (store/write-batch.ts).
+  const batch = new WriteBatch(db, log);
+  const agents = {
+    send: (node: string, message: { type: string } & Record<string, unknown>) => {
+      const link = registry.link(node);
+      if (!link) return false;
+      batch.afterCommit(() => link.send(message));
+      return true;
+    },
+  };
   const audit = new AuditLog(db, options.dataDir, log);
   let jobs: JobManager | undefined;
   const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id) });
@@ -107,13 +119,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
     fleet,
     https: httpsOptions(tls),
     metrics,
+    flushWrites: () => batch.flush(),
     enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
   });
   answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log);
   const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
-  for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs)]) gw.handle(type, handler);
+  const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
+  for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs)]) gw.handle(type, batched(handler));
   fleet.attach(gw);
-  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, log).handlers()) gw.handle(type, handler);
+  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, log).handlers()) gw.handle(type, batched(handler));
   await app.listen({ host, port: options.port ?? DEFAULT_PORT });
   registry.start();
 
@@ -135,6 +149,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       await app.close();
       jobs.logs.closeAll();
       audit.close();
+      batch.flush();
       db.close();
     })());
   return { url, tokens, tls, enrollment, registry, jobs, gateway: gw, app, db, log, close };

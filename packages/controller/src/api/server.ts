@@ -52,6 +52,8 @@ export interface ApiDeps {
   enroll?: EnrollDeps;
   /** GET /metrics and the request counters; without it neither is served. */
   metrics?: ControllerMetrics;
+  /** Commits the agents' open write batch: no answer leaves before what it reports is stored. */
+  flushWrites?: () => void;
   /** Where the built dashboard is (default: packages/dashboard/dist beside this package). */
   dashboardRoot?: string;
 }
@@ -87,6 +89,13 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   deps.access.sessions = sessions;
   installAuth(app, deps.access);
   installAudit(app, deps.audit);
+  const flushWrites = deps.flushWrites;
+  if (flushWrites) {
+    app.addHook('onSend', (_request, _reply, payload, done) => {
+      flushWrites();
+      done(null, payload);
+    });
+  }
   const metrics = deps.metrics;
   if (metrics) {
     // Counted once answered, refusals included, on every route registered below. The label is
