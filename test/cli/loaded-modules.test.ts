@@ -1,8 +1,11 @@
 // `rankd` stays light: each command loads what it uses and nothing more. TypeBox (~680
 // files, ~200 ms of CPU at start-up), the planner and the daemons' code belong to the
 // few commands that need them; `rankd run` printing its rank map is not one of them.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// After `npm run build` the CLI runs from its bundle (packages/cli/dist/bundle/): a file
+// loaded from there stands for the source modules its manifest lists, so what is checked
+// is still which modules a command loaded.
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import { commandModules } from '@rankd/cli/commands/index';
@@ -10,15 +13,28 @@ import { localCluster } from '../helpers/cluster.js';
 import { runCli } from '../helpers/daemons.js';
 
 const REGISTER = pathToFileURL(join(import.meta.dirname, '../helpers/module-log/register.mjs')).href;
+const ROOT = join(import.meta.dirname, '../..');
+const BUNDLE = join(ROOT, 'packages/cli/dist/bundle');
 const dir = t.testdir();
 let runs = 0;
 
-/** Runs the CLI and returns the files it loaded, as file: URLs. */
+/** Output file of the bundle → the source modules in it, as written by scripts/bundle-cli.mjs. */
+let manifest: Record<string, string[]> | undefined;
+function bundled(file: string): string[] {
+  manifest ??= JSON.parse(readFileSync(join(BUNDLE, 'manifest.json'), 'utf8')) as Record<string, string[]>;
+  const inputs = manifest[basename(file)];
+  if (!inputs) throw new Error(`${file} is not in the bundle's manifest: a bundle older than its manifest?`);
+  return inputs.map((input) => pathToFileURL(join(ROOT, input)).href);
+}
+
+/** Runs the CLI and returns the modules it loaded, as file: URLs (bundle files expanded), and whether it ran from the bundle. */
 async function cliLoading(args: string[], env: NodeJS.ProcessEnv = {}) {
   const log = join(dir, `run-${runs++}.log`);
   const r = await runCli(args, { ...env, RANKD_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}` });
-  const files = readFileSync(log, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
-  return { ...r, files };
+  const loaded = readFileSync(log, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
+  const bundleUrl = pathToFileURL(BUNDLE).href + '/';
+  const files = loaded.flatMap((u) => (u.startsWith(bundleUrl) ? bundled(u) : [u]));
+  return { ...r, files, fromBundle: loaded.some((u) => u.startsWith(bundleUrl)) };
 }
 
 /** What a client command must not load: the schema library, the planner, the daemons. */
@@ -31,6 +47,19 @@ const NEEDS_HEAVY: Record<string, string> = {
   plan: "the planner's views (in the controller package), but not TypeBox: they import the protocol's cpuset module, not its index",
   facts: "the agent's facts readers",
 };
+
+t.test('the CLI runs either its bundle or its compiled modules, never a mix of both', async (t) => {
+  const r = await cliLoading(['version']);
+  t.equal(r.code, 0, r.stderr);
+  const compiled = r.files.filter((u) => u.endsWith('/packages/cli/dist/cli.js'));
+  if (!existsSync(join(BUNDLE, 'manifest.json'))) {
+    t.ok(compiled.length === 1 && !r.fromBundle, 'no bundle built: the compiled modules ran');
+    return;
+  }
+  // the bundle's manifest lists cli.js as a source of rankd.js: one or the other was loaded
+  t.equal(compiled.length, 1, 'cli.js once, from the bundle or compiled');
+  if (!r.fromBundle) t.comment('the bundle is older than the last compile (tsc -b after npm run build): the compiled modules ran; npm run build makes it current');
+});
 
 t.test('every command loads only its own module: nothing heavy for --help', async (t) => {
   for (const name of commandModules.flatMap((m) => m.names)) {

@@ -1,30 +1,22 @@
 #!/usr/bin/env node
-// rankd: the one command people type. Each subcommand lives in commands/<name>.ts
-// and registers itself; this file only wires them and maps errors to exit codes.
-import { Command, CommanderError } from 'commander';
-import { RANKD_VERSION } from '@rankd/protocol/version';
-import { CliError, ExitCode } from './exit-codes.js';
-import { modulesFor } from './commands/index.js';
+// The entry of `rankd` (the bin shim, `npm start`, the systemd units and the tests run
+// this file). It runs the CLI from the bundle that `npm run build` makes of it
+// (scripts/bundle-cli.mjs: dist/bundle/, one chunk per command, ~40 ms less start-up than
+// loading some 100 compiled modules one by one), unless a compile ran after the bundle was
+// made: then the bundle holds old code, and the compiled modules (./cli.js) are run
+// instead. Neither is ever mixed with the other.
+import { statSync } from 'node:fs';
 
-const program = new Command('rankd')
-  .description('pinned distributed ranks on RDMA clusters')
-  .version(RANKD_VERSION, '-V, --version')
-  .exitOverride()
-  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+const bundle = new URL('./bundle/rankd.js', import.meta.url);
 
-for (const module of await Promise.all(modulesFor(process.argv.slice(2)).map((m) => m.load()))) module.register(program);
+/** The compiles the bundle is made from: this package's and those of the packages it bundles. */
+const COMPILES = ['./.tsbuildinfo', '../../protocol/dist/.tsbuildinfo', '../../agent/dist/.tsbuildinfo', '../../controller/dist/.tsbuildinfo'];
 
-try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof CommanderError) {
-    // help and version are "errors" to commander; their text is already printed
-    process.exitCode = err.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
-  } else if (err instanceof CliError) {
-    process.stderr.write(`rankd: ${err.message}\n`);
-    process.exitCode = err.exitCode;
-  } else {
-    process.stderr.write(`rankd: internal error: ${(err as Error).stack ?? String(err)}\n`);
-    process.exitCode = ExitCode.Software;
-  }
+function bundleIsCurrent(): boolean {
+  const made = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs;
+  if (made === undefined) return false;
+  // a missing build info (an installed copy without it) cannot be newer than the bundle
+  return COMPILES.every((file) => (statSync(new URL(file, import.meta.url), { throwIfNoEntry: false })?.mtimeMs ?? 0) <= made);
 }
+
+await (bundleIsCurrent() ? import(bundle.href) : import('./cli.js'));

@@ -1,0 +1,30 @@
+// rankd: the one command people type. Each subcommand lives in commands/<name>.ts
+// and registers itself; this file only wires them and maps errors to exit codes.
+// main.ts runs it, from the bundle `npm run build` makes of it when that is current.
+import { Command, CommanderError } from 'commander';
+import { RANKD_VERSION } from '@rankd/protocol/version';
+import { CliError, ExitCode } from './exit-codes.js';
+import { modulesFor } from './commands/index.js';
+
+const program = new Command('rankd')
+  .description('pinned distributed ranks on RDMA clusters')
+  .version(RANKD_VERSION, '-V, --version')
+  .exitOverride()
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+for (const module of await Promise.all(modulesFor(process.argv.slice(2)).map((m) => m.load()))) module.register(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // help and version are "errors" to commander; their text is already printed
+    process.exitCode = err.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
+  } else if (err instanceof CliError) {
+    process.stderr.write(`rankd: ${err.message}\n`);
+    process.exitCode = err.exitCode;
+  } else {
+    process.stderr.write(`rankd: internal error: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = ExitCode.Software;
+  }
+}
