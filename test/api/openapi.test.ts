@@ -69,6 +69,18 @@ t.test('every route of the policy table is documented, with tags and a summary',
   }
 });
 
+t.test('every operation documents its answer, not only its refusals', async (t) => {
+  // a route without a success schema leaves its answer untyped in the dashboard's client
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(item ?? {})) {
+      const answers = Object.keys(operation.responses ?? {}).filter((status) => /^[123]\d\d$/.test(status));
+      t.ok(answers.length > 0, `${method.toUpperCase()} ${path} documents its answer`);
+    }
+  }
+  const logs = doc.paths['/v1/jobs/{id}/logs']?.get?.responses?.['200'] as { content?: Record<string, unknown> } | undefined;
+  t.same(Object.keys(logs?.content ?? {}).sort(), ['application/vnd.rankd.log-frames', 'application/x-ndjson', 'text/event-stream', 'text/plain'], 'the logs route names each of its formats');
+});
+
 t.test('the WebSockets: the shell is an operation, the agent link is described', async (t) => {
   const shell = doc.paths['/v1/shell']?.get;
   t.ok(shell?.responses?.['101'], 'GET /v1/shell answers 101 Switching Protocols');

@@ -6,7 +6,7 @@ import t from 'tap';
 import WebSocket from 'ws';
 import { keyAndCsr } from '@rankd/agent';
 import { runCli, startController, type ControllerHandle } from '../helpers/daemons.js';
-import { enrollIdentity, gatewayUrl } from '../helpers/tls.js';
+import { enrollIdentity, gatewayUrl, httpsFetch } from '../helpers/tls.js';
 
 async function mint(controller: ControllerHandle, body: Record<string, unknown> = {}): Promise<string> {
   const r = await controller.api<{ token: string }>('/v1/join-tokens', { method: 'POST', body });
@@ -81,6 +81,58 @@ t.test('join tokens: unknown, expired, revoked and spent tokens get stable codes
   t.notOk(list.stdout.includes(once.split('.')[1]!), 'secrets are never listed');
   const nodes = await controller.api<{ nodes: unknown[] }>('/v1/nodes');
   t.same(nodes.body.nodes, [], 'no refused enrollment created a node');
+});
+
+t.test('the answers are whole: mint, list, revoke, enroll, renew and remove send every field their schemas name', async (t) => {
+  // fastify serializes these answers with their response schemas: a field a schema lacked would be dropped
+  const controller = await startController();
+  t.teardown(() => controller.stop());
+  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+  const pem = /^-----BEGIN CERTIFICATE-----\n/;
+  const minted = await controller.api<Record<string, unknown>>('/v1/join-tokens', { method: 'POST', body: { uses: 2, description: 'shapes' } });
+  t.equal(minted.status, 200);
+  t.same(Object.keys(minted.body).sort(), ['caHash', 'expiresAt', 'id', 'maxUses', 'token']);
+  t.match(minted.body, { token: /^[a-z0-9]{6}\.[a-z0-9]{16}$/, expiresAt: iso, maxUses: 2, caHash: controller.caHash });
+  t.equal(String(minted.body.token).split('.')[0], minted.body.id, "the id is the token's public part");
+
+  const { key, csr } = await keyAndCsr('shape-node');
+  const enrolled = await post(controller, String(minted.body.token), csr);
+  t.equal(enrolled.status, 200);
+  const issued = enrolled.body as unknown as Record<string, string>;
+  const certificateKeys = ['ca', 'certificate', 'clusterCa', 'node', 'notAfter', 'serial'];
+  t.same(Object.keys(issued).sort(), certificateKeys);
+  t.match(issued, { node: 'shape-node', certificate: pem, serial: /^[0-9A-F]+$/, notAfter: iso, ca: controller.ca, clusterCa: pem });
+
+  const renewed = await httpsFetch(`${controller.url}/v1/enroll/renew`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ csr: (await keyAndCsr('shape-node')).csr }),
+    ca: controller.ca,
+    cert: issued.certificate!,
+    key,
+  });
+  t.equal(renewed.status, 200);
+  const renewal = JSON.parse(await renewed.text()) as Record<string, unknown>;
+  t.same(Object.keys(renewal).sort(), certificateKeys, 'a renewal answers as an enrollment does');
+  t.not(renewal.serial, issued.serial, 'with a new certificate');
+
+  const listed = await controller.api<{ tokens: Array<Record<string, unknown>> }>('/v1/join-tokens');
+  const view = listed.body.tokens.find((x) => x.id === minted.body.id);
+  t.same(Object.keys(view ?? {}).sort(), ['createdAt', 'description', 'expiresAt', 'id', 'maxUses', 'revoked', 'state', 'uses']);
+  t.match(view, { description: 'shapes', createdAt: iso, expiresAt: minted.body.expiresAt, maxUses: 2, uses: 1, revoked: false, state: 'valid' });
+  const revoked = await controller.api<Record<string, unknown>>(`/v1/join-tokens/${String(minted.body.id)}`, { method: 'DELETE' });
+  t.equal(revoked.status, 200);
+  t.same(revoked.body, { ...view, revoked: true, state: 'revoked' }, 'revoking answers with the token as a list shows it');
+  const unknown = await controller.api<{ code: string }>('/v1/join-tokens/zzzzzz', { method: 'DELETE' });
+  t.same([unknown.status, unknown.body.code], [401, 'RANKD_JOIN_TOKEN_UNKNOWN']);
+
+  const removed = await controller.api<Record<string, unknown>>('/v1/nodes/shape-node', { method: 'DELETE' });
+  t.equal(removed.status, 200);
+  t.same(Object.keys(removed.body).sort(), ['droppedLinks', 'node', 'revokedSerials']);
+  t.match(removed.body, { node: 'shape-node', droppedLinks: 0 });
+  t.same([...(removed.body.revokedSerials as string[])].sort(), [issued.serial, renewal.serial].sort(), 'both certificates of the node, enrolled and renewed');
+  const never = await controller.api<{ code: string }>('/v1/nodes/nobody', { method: 'DELETE' });
+  t.same([never.status, never.body.code], [404, 'RANKD_NODE_NOT_FOUND']);
 });
 
 t.test('CSRs: oversize, garbage, and names that are not names', async (t) => {

@@ -401,10 +401,30 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            node: string;
+                            revokedSerials: string[];
+                            droppedLinks: number;
+                        };
+                    };
                 };
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -887,7 +907,73 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            node: string;
+                            certificate: string;
+                            serial: string;
+                            /** @description ISO 8601 */
+                            notAfter: string;
+                            ca: string;
+                            clusterCa: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
                 };
             };
         };
@@ -927,7 +1013,87 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            node: string;
+                            certificate: string;
+                            serial: string;
+                            /** @description ISO 8601 */
+                            notAfter: string;
+                            ca: string;
+                            clusterCa: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
                 };
             };
         };
@@ -959,7 +1125,22 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            tokens: {
+                                id: string;
+                                description: string;
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601 */
+                                expiresAt: string;
+                                maxUses: number;
+                                uses: number;
+                                revoked: boolean;
+                                state: "valid" | "expired" | "revoked" | "used";
+                            }[];
+                        };
+                    };
                 };
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
@@ -989,7 +1170,30 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            token: string;
+                            id: string;
+                            /** @description ISO 8601 */
+                            expiresAt: string;
+                            maxUses: number;
+                            caHash: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
                 };
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
@@ -1028,7 +1232,20 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            id: string;
+                            description: string;
+                            /** @description ISO 8601 */
+                            createdAt: string;
+                            /** @description ISO 8601 */
+                            expiresAt: string;
+                            maxUses: number;
+                            uses: number;
+                            revoked: boolean;
+                            state: "valid" | "expired" | "revoked" | "used";
+                        };
+                    };
                 };
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
@@ -1988,6 +2205,38 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The output from the offset or Last-Event-ID on, in the asked format; with follow=true it stays open until the job ends */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": string;
+                        "application/x-ndjson": {
+                            rank: number;
+                            stream: "stdout" | "stderr";
+                            offset: number;
+                            data: string;
+                            bytes: number;
+                        } | {
+                            queued: {
+                                reason: string;
+                            };
+                        } | {
+                            started: {
+                                state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                            };
+                        } | {
+                            end: {
+                                state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                                reason: string;
+                                exitCode: number | null;
+                            };
+                        };
+                        "text/event-stream": string;
+                        "application/vnd.rankd.log-frames": string;
+                    };
+                };
                 /** @description Default Response */
                 400: {
                     headers: {

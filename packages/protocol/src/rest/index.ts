@@ -5,3 +5,5 @@ export * from './fleet.js';
 export * from './users.js';
 export * from './queue.js';
 export * from './session.js';
+export * from './enroll.js';
+export * from './log-stream.js';

@@ -4,8 +4,22 @@
 //   POST /v1/enroll         open, authenticated by the join token: {token, csr} → node certificate
 //   POST /v1/enroll/renew   open, authenticated by the node's client certificate: {csr} → a new one
 //   POST/GET /v1/join-tokens, DELETE /v1/join-tokens/:id, DELETE /v1/nodes/:name   API token
-import Type from 'typebox';
-import { ErrorCode, MAX_CSR_BYTES, RankdError } from '@rankd/protocol';
+import {
+  EnrollBody,
+  ErrorBody,
+  ErrorCode,
+  JoinTokenList,
+  JoinTokenMint,
+  JoinTokenMinted,
+  JoinTokenParams,
+  JoinTokenView,
+  MAX_CSR_BYTES,
+  NodeCertificate,
+  NodeRemoveParams,
+  NodeRemoved,
+  RankdError,
+  RenewBody,
+} from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Enrollment } from '../../tls/enrollment.js';
@@ -25,16 +39,9 @@ export interface EnrollDeps {
   dropNode: (node: string, reason: string) => number;
 }
 
-const EnrollBody = Type.Object({ token: Type.String({ maxLength: 64 }), csr: Type.String() }, { additionalProperties: false });
-const RenewBody = Type.Object({ csr: Type.String() }, { additionalProperties: false });
-const MintBody = Type.Object(
-  {
-    ttlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 * 86400 })),
-    uses: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
-    description: Type.Optional(Type.String({ maxLength: 200 })),
-  },
-  { additionalProperties: false },
-);
+// The refusals of the open routes, which the document's shared 401/403 do not cover: they
+// name their own security. Every one is an ErrorBody with a stable code (api/errors.ts).
+const ENROLL_REFUSALS = { 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 413: ErrorBody };
 
 export async function enrollRoutes(app: FastifyInstance, deps: EnrollDeps): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -53,13 +60,13 @@ export async function enrollRoutes(app: FastifyInstance, deps: EnrollDeps): Prom
     return reply.type('application/x-pem-file').send(deps.trustPem);
   });
 
-  api.post('/v1/enroll', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: 'Enroll a node: join token + CSR → node certificate', security: [], body: EnrollBody } }, async (request) => {
+  api.post('/v1/enroll', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: 'Enroll a node: join token + CSR → node certificate', security: [], body: EnrollBody, response: { 200: NodeCertificate, ...ENROLL_REFUSALS } } }, async (request) => {
     const issued = await enrollment.enroll(request.body.token, request.body.csr);
     request.log.info({ node: issued.node, serial: issued.serial }, 'node enrolled');
     return answer(issued);
   });
 
-  api.post('/v1/enroll/renew', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: "Renew the calling node's certificate (mTLS)", security: [{ nodeCertificate: [] }], body: RenewBody } }, async (request) => {
+  api.post('/v1/enroll/renew', { bodyLimit: ENROLL_BODY_LIMIT, schema: { tags: ['enroll'], summary: "Renew the calling node's certificate (mTLS)", security: [{ nodeCertificate: [] }], body: RenewBody, response: { 200: NodeCertificate, ...ENROLL_REFUSALS, 403: ErrorBody } } }, async (request) => {
     const peer = peerNode(request.raw.socket);
     if (!peer.ok) throw new RankdError(peer.code, peer.message);
     const issued = await enrollment.renew(peer, request.body.csr);
@@ -67,7 +74,7 @@ export async function enrollRoutes(app: FastifyInstance, deps: EnrollDeps): Prom
     return answer(issued);
   });
 
-  api.post('/v1/join-tokens', { schema: { tags: ['enroll'], summary: 'Mint a join token (shown once)', body: MintBody } }, async (request) => {
+  api.post('/v1/join-tokens', { schema: { tags: ['enroll'], summary: 'Mint a join token (shown once)', body: JoinTokenMint, response: { 200: JoinTokenMinted, 400: ErrorBody } } }, async (request) => {
     const b = request.body ?? {};
     const minted = enrollment.mintJoinToken({
       ...(b.ttlSeconds ? { ttlMs: b.ttlSeconds * 1000 } : {}),
@@ -78,15 +85,15 @@ export async function enrollRoutes(app: FastifyInstance, deps: EnrollDeps): Prom
     return { ...minted, caHash: deps.caHash };
   });
 
-  api.get('/v1/join-tokens', { schema: { tags: ['enroll'], summary: 'Join tokens (ids and state; never the secrets)' } }, async () => ({ tokens: enrollment.listJoinTokens() }));
+  api.get('/v1/join-tokens', { schema: { tags: ['enroll'], summary: 'Join tokens (ids and state; never the secrets)', response: { 200: JoinTokenList } } }, async () => ({ tokens: enrollment.listJoinTokens() }));
 
-  api.delete('/v1/join-tokens/:id', { schema: { tags: ['enroll'], summary: 'Revoke a join token', params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } }, async (request) => {
+  api.delete('/v1/join-tokens/:id', { schema: { tags: ['enroll'], summary: 'Revoke a join token', params: JoinTokenParams, response: { 200: JoinTokenView } } }, async (request) => {
     const view = enrollment.revokeJoinToken(request.params.id);
     request.log.info({ id: view.id }, 'join token revoked');
     return view;
   });
 
-  api.delete('/v1/nodes/:name', { schema: { tags: ['nodes'], summary: "Remove a node: revoke its certificates and drop its link", params: Type.Object({ name: Type.String({ maxLength: 128 }) }) } }, async (request) => {
+  api.delete('/v1/nodes/:name', { schema: { tags: ['nodes'], summary: "Remove a node: revoke its certificates and drop its link", params: NodeRemoveParams, response: { 200: NodeRemoved, 404: ErrorBody } } }, async (request) => {
     const name = request.params.name;
     if (!enrollment.knows(name)) throw new RankdError(ErrorCode.NodeNotFound, `no node "${name}" was ever enrolled`);
     const revoked = enrollment.revokeNode(name);

@@ -1,6 +1,6 @@
 // A job's output: stored, or followed live (SSE with Last-Event-ID, or NDJSON),
 // filtered by rank and stream, resumable from a byte offset.
-import { ErrorBody, ErrorCode, JobParams, LOG_FRAMES_CONTENT_TYPE, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
+import { ErrorBody, ErrorCode, JobParams, LOG_FRAMES_CONTENT_TYPE, LogLine, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
@@ -8,6 +8,22 @@ import { cursorKey, decodeCursors } from '@rankd/protocol/log-cursor';
 import { LogFollower, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
 
 const KEEPALIVE_MS = 15_000;
+
+// The 200 in each format, for the document only: the route writes the stream itself
+// (reply.hijack), so fastify serializes none of it. NDJSON's schema is that of one line.
+const LOG_STREAM = {
+  description: 'The output from the offset or Last-Event-ID on, in the asked format; with follow=true it stays open until the job ends',
+  content: {
+    'text/plain': { schema: { type: 'string', description: 'The bytes alone, as the ranks wrote them' } },
+    'application/x-ndjson': { schema: { ...LogLine, description: 'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the queue, and last {"end"}' } },
+    'text/event-stream': {
+      schema: { type: 'string', description: 'Events `output` (a LogRecord, its id the resume cursor for Last-Event-ID), `queued`, `started` and last `end`; comment lines keep the connection alive' },
+    },
+    [LOG_FRAMES_CONTENT_TYPE]: {
+      schema: { type: 'string', description: 'Per record a JSON header line {"rank","stream","offset","bytes"} followed by exactly `bytes` raw bytes; status lines as in NDJSON, and last {"end"}' },
+    },
+  },
+};
 
 export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager }): Promise<void> {
   const { jobs } = opts;
@@ -20,7 +36,7 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
         summary: "A job's output: text, NDJSON records, an SSE stream (the default with follow=true), or binary frames; every format resumes from Last-Event-ID",
         params: JobParams,
         querystring: LogQuery,
-        response: { 404: ErrorBody, 400: ErrorBody },
+        response: { 200: LOG_STREAM, 404: ErrorBody, 400: ErrorBody },
       },
     },
     async (request, reply) => {

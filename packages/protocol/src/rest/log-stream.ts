@@ -1,0 +1,24 @@
+// The lines of a job's log stream (GET /v1/jobs/:id/logs) besides its output records
+// (LogRecord): why a followed job still waits, that it started, and how it ended. NDJSON
+// and frames send each as one JSON line keyed by its kind; SSE as an event of that name
+// whose data is the value.
+import Type from 'typebox';
+import { Nullable } from '../nullable.js';
+import { JobState, LogRecord } from './jobs.js';
+
+/** A followed job waits in the queue: sent at first and again whenever the reason changes. */
+export const LogQueued = Type.Object({ reason: Type.String() });
+export type LogQueued = Type.Static<typeof LogQueued>;
+
+/** A followed job left the queue; its output follows from the start. */
+export const LogStarted = Type.Object({ state: JobState });
+export type LogStarted = Type.Static<typeof LogStarted>;
+
+/** The job ended: the stream's last line. A stream that stops without it was cut short. */
+export const LogEnd = Type.Object({ state: JobState, reason: Type.String(), exitCode: Nullable(Type.Integer()) });
+export type LogEnd = Type.Static<typeof LogEnd>;
+
+/** One line of format=ndjson: an output record or a status line. */
+export const LogLine = Type.Union([LogRecord, Type.Object({ queued: LogQueued }), Type.Object({ started: LogStarted }), Type.Object({ end: LogEnd })]);
+export type LogLine = Type.Static<typeof LogLine>;
+
