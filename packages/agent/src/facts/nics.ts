@@ -6,6 +6,7 @@
 // has none.
 import { networkInterfaces } from 'node:os';
 import type { IpAddress, Nic } from '@rankd/protocol';
+import { naturalCompare } from './natural-order.js';
 import { pciAddressIn, type Sysfs } from './sysfs.js';
 
 const NET = '/sys/class/net';
@@ -84,9 +85,3 @@ function bitCount(v: number): number {
   return n;
 }
 
-const COLLATOR = new Intl.Collator('en', { numeric: true });
-
-/** eth2 < eth10, mlx5_2 < mlx5_10. One collator: localeCompare with options builds one per call. */
-export function naturalCompare(a: string, b: string): number {
-  return COLLATOR.compare(a, b);
-}
