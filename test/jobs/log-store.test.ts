@@ -51,3 +51,20 @@ t.test('40 streams through 3 descriptors: sizes, duplicates, gaps and reads stay
   t.ok(again.size('job1', 7, 'stdout') > 0);
   again.closeAll();
 });
+
+t.test('a job begun in this store has nothing stored until it writes, then its files are the truth', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'rankd-logs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const store = new LogStore(dir, 3);
+  store.begin('fresh');
+  t.same([store.size('fresh', 15_999, 'stdout'), store.size('fresh', 15_999, 'stderr')], [0, 0]);
+  t.notOk(existsSync(join(dir, 'fresh')), 'beginning a job creates nothing on disk');
+  t.same(store.append('fresh', 3, 'stdout', 0, Buffer.from('hello\n')), { kind: 'stored', bytes: 6 });
+  t.same(store.append('fresh', 3, 'stdout', 0, Buffer.from('hello\n')), { kind: 'duplicate' });
+  t.same(store.append('fresh', 3, 'stdout', 9, Buffer.from('x')), { kind: 'gap', expected: 6 });
+  t.equal(store.read('fresh', 3, 'stdout', 0, 100).toString(), 'hello\n');
+  // once closed, the job is no longer taken as empty: sizes come from its files again
+  store.close('fresh');
+  t.equal(store.size('fresh', 3, 'stdout'), 6);
+  store.closeAll();
+});

@@ -211,7 +211,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     // the history holds every allocation, so that "no two jobs held one core" can be checked from it alone
     this.events.append('job.allocated', job.id, { mode: alloc.mode, nodes: alloc.nodes });
     this.events.append('job.state', job.id, { from: 'queued', to: 'pending', reason: job.reason });
-    for (const r of ranks) this.logs.open(job.id, r.rank);
+    this.logs.begin(job.id);
     this.ports.hold(rankMap.ranks[0]!.node, rankMap.masterPort);
     const live = this.track(job, ranks);
     this.dispatch(live);

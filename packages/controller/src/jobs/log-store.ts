@@ -37,6 +37,12 @@ export interface IngestedTotals {
 export class LogStore {
   /** Stored size of every stream file this store has looked at, by `${jobId}/${rank}.${stream}`. */
   private readonly sizes = new Map<string, number>();
+  /**
+   * Jobs started by this store's process: none of their files can exist before their first
+   * byte arrives here, so a size not yet known is 0 without asking the file system (a job
+   * of 16,000 ranks would otherwise stat 32,000 missing files at its start).
+   */
+  private readonly fresh = new Set<string>();
   /** Open descriptors, least recently used first (a Map keeps insertion order). */
   private readonly fds = new Map<string, number>();
   private readonly listeners = new Map<string, Set<LogListener>>();
@@ -53,9 +59,13 @@ export class LogStore {
     return join(this.dir, jobId, `${rank}.${stream}`);
   }
 
-  /** A rank's stored sizes (its job's directory is made here; the files at their first byte). */
+  /** A job that starts now, with nothing stored yet: no file is looked for until it writes. */
+  begin(jobId: string): void {
+    this.fresh.add(jobId);
+  }
+
+  /** A rank's stored sizes, read from its files (a job that was live before a restart). */
   open(jobId: string, rank: number): Record<StreamName, number> {
-    mkdirSync(join(this.dir, jobId), { recursive: true, mode: 0o700 });
     return { stdout: this.size(jobId, rank, 'stdout'), stderr: this.size(jobId, rank, 'stderr') };
   }
 
@@ -63,6 +73,7 @@ export class LogStore {
     const key = keyOf(jobId, rank, stream);
     let size = this.sizes.get(key);
     if (size === undefined) {
+      if (this.fresh.has(jobId)) return 0;
       // a stream that never wrote has no file: size 0, told without an exception (a new job
       // of 16,000 ranks asks this 32,000 times at its start); any other error still throws
       size = statSync(this.path(jobId, rank, stream), { throwIfNoEntry: false })?.size ?? 0;
@@ -116,6 +127,7 @@ export class LogStore {
   /** Closes a job's descriptors and forgets its sizes (the files stay). Readers reopen on demand. */
   close(jobId: string): void {
     const prefix = jobId + '/';
+    this.fresh.delete(jobId);
     for (const [key, fd] of this.fds) {
       if (!key.startsWith(prefix)) continue;
       closeSync(fd);
@@ -139,6 +151,7 @@ export class LogStore {
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
     this.sizes.clear();
+    this.fresh.clear();
   }
 
   /** The file's descriptor, opened (and the file created) on demand; the least recently used one goes when too many are open. */
