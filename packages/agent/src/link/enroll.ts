@@ -9,8 +9,9 @@
 import { X509Certificate, createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ErrorCode, RankdError } from '@rankd/protocol';
+import { ErrorCode, RankdError } from '@rankd/protocol/errors';
 import type { Logger } from 'pino';
+import { keyAndCsr } from './csr.js';
 
 export interface NodeIdentity {
   name: string;
@@ -101,19 +102,6 @@ function refusal(answer: HttpsAnswer, what: string): RankdError {
   } catch {
     return new RankdError(ErrorCode.Internal, `${what} refused (HTTP ${answer.status}): ${answer.body.slice(0, 200)}`);
   }
-}
-
-/** Generates a P-256 key and a CSR naming the node; @peculiar/x509 is loaded only here. */
-export async function keyAndCsr(name: string): Promise<{ key: string; csr: string }> {
-  await import('reflect-metadata');
-  const x509 = await import('@peculiar/x509');
-  const { webcrypto } = await import('node:crypto');
-  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as import('node:crypto').webcrypto.CryptoKeyPair;
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: `CN=${name}`, keys: keys as never, signingAlgorithm: alg });
-  const b64 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64');
-  return { key: `-----BEGIN PRIVATE KEY-----\n${b64.match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n`, csr: csr.toString('pem') };
 }
 
 function base(controller: string, path: string): URL {
