@@ -5,7 +5,8 @@
 // One keep-alive agent lets the submit and the log stream of `rankd run` share a
 // connection; its idle sockets are unref'd, so they never hold the process open.
 // The controller speaks HTTPS only; it is verified against the client config's `ca`
-// (RANKD_CA). node:https (and TLS) is loaded on the first request, not at start-up.
+// (RANKD_CA) by PinnedCaAgent, which spares Node 20 building its bundled root store
+// (pinned-ca.ts). node:https (and TLS) is loaded on the first request, not at start-up.
 import { readFileSync } from 'node:fs';
 import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { CliError, ExitCode } from '../exit-codes.js';
@@ -20,7 +21,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-const agents: { http?: HttpAgent; https?: HttpAgent } = {};
+/** One keep-alive agent per scheme and CA file. */
+const agents = new Map<string, HttpAgent>();
 const caCache = new Map<string, string>();
 
 /** The PEM of the configured CA file (read once); undefined means the system's roots. */
@@ -41,7 +43,7 @@ export function readCa(config: ClientConfig): string | undefined {
 /** A transport error in words: TLS verification failures say what to fix. */
 export function reachError(config: ClientConfig, err: NodeJS.ErrnoException): CliError {
   const code = err.code ?? err.message;
-  if (/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|SSL|TLS/i.test(code)) {
+  if (/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|PURPOSE|SSL|TLS/i.test(code)) {
     return new CliError(`the controller at ${config.url} is not trusted (${code}): point "ca" in the client config or RANKD_CA at its CA certificate`, ExitCode.Unreachable);
   }
   return new CliError(`cannot reach the controller at ${config.url}: ${code}`, ExitCode.Unreachable);
@@ -80,10 +82,7 @@ async function open(config: ClientConfig, path: string, options: RequestOptions)
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const secure = url.protocol === 'https:';
   const client = secure ? await import('node:https') : await import('node:http');
-  const ca = secure ? readCa(config) : undefined;
-  const agent = secure
-    ? (agents.https ??= new (client as typeof import('node:https')).Agent({ keepAlive: true, ...(ca ? { ca } : {}) }))
-    : (agents.http ??= new client.Agent({ keepAlive: true }));
+  const agent = secure ? await httpsAgent(config) : agentFor('http:', () => new client.Agent({ keepAlive: true }));
   return new Promise<IncomingMessage>((resolve, reject) => {
     const req = client.request(url, {
       method,
@@ -102,6 +101,23 @@ async function open(config: ClientConfig, path: string, options: RequestOptions)
     });
     req.end(payload);
   });
+}
+
+function agentFor(key: string, make: () => HttpAgent): HttpAgent {
+  let agent = agents.get(key);
+  if (!agent) agents.set(key, (agent = make()));
+  return agent;
+}
+
+/** With a pinned CA, the agent that verifies against it alone; without one, Node's, against the system's roots. */
+async function httpsAgent(config: ClientConfig): Promise<HttpAgent> {
+  const ca = readCa(config);
+  if (!ca) {
+    const { Agent } = await import('node:https');
+    return agentFor('https:', () => new Agent({ keepAlive: true }));
+  }
+  const { PinnedCaAgent } = await import('./pinned-agent.js');
+  return agentFor(`https:${config.ca}`, () => new PinnedCaAgent({ keepAlive: true }, ca));
 }
 
 async function readText(res: IncomingMessage, config: ClientConfig): Promise<string> {
