@@ -73,7 +73,9 @@ export class JobExecutor {
     const entry = this.entry(m.jobId, m.leaseMs);
     entry.leaseMs = m.leaseMs;
     if (m.pmi) this.pmi.openJob(m.jobId, m.pmi, m.ranks.map((r) => r.rank));
-    await Promise.all(m.ranks.map((launch) => this.startRank(entry, m.jobId, launch)));
+    const shared = m.env;
+    const launches = shared ? m.ranks.map((launch) => ({ ...launch, env: { ...shared, ...launch.env } })) : m.ranks;
+    await Promise.all(launches.map((launch) => this.startRank(entry, m.jobId, launch)));
   }
 
   private async startRank(entry: JobEntry, jobId: string, launch: WireLaunch): Promise<void> {

@@ -37,6 +37,7 @@ import { newJobId } from './job-ids.js';
 import { graceSeconds, jobSummary, jobView, plannedCpus } from './job-view.js';
 import type { LogStore } from './log-store.js';
 import { MasterPorts } from './master-ports.js';
+import { hoistSharedEnv } from './shared-env.js';
 import { describeEnd, exitStatus, isTerminal } from './rank-status.js';
 
 export { exitStatus, isTerminal } from './rank-status.js';
@@ -352,7 +353,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     if (diverted === null) byNode.clear();
     const pmi: PmiJobSpec | null = mpiMode(job) === 'pmi1' ? { size: job.rankMap!.worldSize, processMapping: processMapping(job.rankMap!) } : null;
     for (const [node, ranks] of byNode) {
-      if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks, ...(pmi ? { pmi } : {}) })) {
+      const env = hoistSharedEnv(ranks);
+      if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks, env, ...(pmi ? { pmi } : {}) })) {
         this.stop(live, 'failed', `node ${node} is not connected`);
         return;
       }

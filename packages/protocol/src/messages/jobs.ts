@@ -16,12 +16,14 @@ export type StreamName = Type.Static<typeof StreamName>;
 const Offsets = Type.Object({ stdout: Type.Integer({ minimum: 0 }), stderr: Type.Integer({ minimum: 0 }) });
 export const SignalName = Type.String({ pattern: '^SIG[A-Z0-9]+$', maxLength: 16 });
 
+const Env = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 131072 }));
+
 /** Everything an agent needs to start one rank. */
 export const RankLaunch = Type.Object({
   rank: Rank,
   argv: Type.Array(Type.String({ maxLength: 65536 }), { minItems: 1, maxItems: 4096 }),
   cwd: Type.Optional(Type.String({ maxLength: 4096 })),
-  env: Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 131072 })),
+  env: Env,
   cpus: IntList,
   memNodes: IntList,
   user: Type.Optional(Type.String({ maxLength: 64 })),
@@ -35,6 +37,12 @@ export const JobStart = message('job.start', {
   /** Without word from the controller for this long, the agent ends the job's ranks. */
   leaseMs: Type.Integer({ minimum: 1000 }),
   ranks: Type.Array(RankLaunch, { minItems: 1, maxItems: 4096 }),
+  /**
+   * Variables of every rank here, sent once instead of in each rank's env (most of a rank's
+   * environment is the job's: its size, rendezvous, fabric and NCCL settings). A rank's own
+   * env wins over these.
+   */
+  env: Type.Optional(Env),
   /** Serve every rank a PMI-1 server (PMI_FD, or PMI_PORT + PMI_ID under a terminal). */
   pmi: Type.Optional(PmiJobSpec),
 });
