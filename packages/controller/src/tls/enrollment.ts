@@ -9,23 +9,12 @@
 //   RANKD_NODE_NAME_IN_USE until an admin runs `rankd node remove NAME`.
 // - Revoked serials stay revoked; the gateway checks every handshake against this store.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ErrorCode, JOIN_TOKEN_PATTERN, MAX_CSR_BYTES, RankdError, nodeNameProblem } from '@rankd/protocol';
+import { ErrorCode, JOIN_TOKEN_PATTERN, MAX_CSR_BYTES, RankdError, nodeNameProblem, type JoinTokenView } from '@rankd/protocol';
 import type { Db } from '../store/database.js';
 import { issueNodeCert, normalSerial, parseCsr, type KeyPair } from './pki.js';
 
 export const DEFAULT_JOIN_TOKEN_TTL_MS = 24 * 3_600_000;
 export const DEFAULT_NODE_CERT_TTL_MS = 365 * 86_400_000;
-
-export interface JoinTokenView {
-  id: string;
-  description: string;
-  createdAt: string;
-  expiresAt: string;
-  maxUses: number;
-  uses: number;
-  revoked: boolean;
-  state: 'valid' | 'expired' | 'revoked' | 'used';
-}
 
 interface TokenRow {
   id: string;
