@@ -10,6 +10,7 @@ import { compareArms, comparisonRow, type Candidate } from '../lib/rows.js';
 import { which } from '../lib/which.js';
 import { mpirunArgv, OPEN_MPI_LAUNCHER } from '../peers/mpi.js';
 import { slurmForFigure } from '../peers/slurm-arm.js';
+import { ensureCliBundle } from '../rankd/cli-bundle.js';
 import { profileCli, type CliProfile } from '../rankd/cli-profile.js';
 import { cliFloor, fleetForRun, rankdRunArgv, runCommandFloor } from '../rankd/run.js';
 
@@ -56,6 +57,7 @@ function rankdArm(name: string, argv: string[], env: NodeJS.ProcessEnv, header: 
 }
 
 async function run(ctx: BenchContext): Promise<FigureReport> {
+  const bundleNote = ensureCliBundle(ctx.repoRoot);
   const slurm = await slurmForFigure(ctx, 'launch');
   const rankd = await fleetForRun(ctx, 1, 'launch');
   try {
@@ -89,6 +91,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       ],
       notes: [
         `rankd runs against a controller and one agent started by this bench on 127.0.0.1, over TLS. \`${ARM.rankd}\` is what a user types: it submits, prints the rank map on stderr (a run that did not print it is dropped), streams the ranks' output, and exits with their code, like srun; \`-q\` leaves the map out.`,
+        bundleNote,
         'Every side runs without NODE_EXTRA_CA_CERTS (shared/docs/recipes.md: it adds ~80 ms to every Node start here); rankd verifies its controller against RANKD_CA.',
         'srun runs against a Slurm started by this bench on loopback (slurmctld + slurmd -N localhost, auth/none, state in a temp dir), with `--immediate=1`; its time includes the round trips to slurmctld for the allocation and to slurmd for the step.',
         'mpirun runs with `--allow-run-as-root --oversubscribe` and its transports held to `lo`.',
@@ -127,6 +130,8 @@ function limitsText(
     `against ${ms(mpirun)} for all of \`${ARM.mpirun}\`; \`${ARM.rankd}\` took ${ms(rankd)} and \`-q\` ${ms(quiet)}`,
     `(default ÷ \`-q\`, round by round: ${headerRatio === undefined ? 'not measured' : `${headerRatio.toFixed(2)}×`}): the rank map is rendered from the map the controller returns,`,
     'and the CLI loads neither the planner nor the schema library for it.',
+    'The CLI runs from its bundle (a few files: the entry, commander, the run command and its client) rather than ~100 compiled modules,',
+    'and checks the controller’s certificate against RANKD_CA itself, so Node 20 never builds its store of ~140 bundled root certificates.',
     profile
       ? `In a CPU profile of \`${ARM.rankd}\` (${ms(profile.profiledMs)} from the profiler's start, after Node's own bootstrap), the CLI was busy ${ms(busyMs)} (${kinds})` +
         ` and idle ${ms(profile.idleMs)}, waiting for the controller, the agent and the ranks.`
@@ -144,6 +149,6 @@ function outOfReach(nodeMs: number, profile: CliProfile | null, mpirun?: number)
   const verdict = floor > mpirun ? `more than all of mpirun (${ms(mpirun)}): ≤ 1× mpirun is out of reach for a Node client on this machine` : `under mpirun's ${ms(mpirun)}, leaving ${ms(mpirun - floor)} for the CLI's own work`;
   return (
     `A bare Node start and that wait alone come to ${ms(floor)}, ${verdict}. ` +
-    'The TLS trust store is Node 20 parsing its ~140 bundled root certificates the first time a CA is added, though RANKD_CA’s CA then replaces them.'
+    'What is left of the CLI’s own time is in the profile above: Node’s ESM loader compiling the bundle’s files, the TLS handshake, the HTTP client and its streams.'
   );
 }

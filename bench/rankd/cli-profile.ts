@@ -33,7 +33,8 @@ export interface CliProfile {
  * wins. Native file reads count as module loading: the CLI itself reads two small files.
  */
 const KINDS: ReadonlyArray<[string, RegExp]> = [
-  // adding the CA of RANKD_CA makes Node 20 first build its store of ~140 bundled root certificates
+  // adding a `ca` to a TLS context makes Node 20 build its store of ~140 bundled root
+  // certificates first; the CLI verifies against RANKD_CA itself and adds none, so ~0 here
   ['TLS trust store', /^node:internal\/tls\/secure-context/],
   ['TLS', /^node:(_tls|tls|internal\/tls|crypto|internal\/crypto)/],
   ['HTTP and sockets', /^node:(_http|http|https|net|internal\/http|internal\/net|internal\/stream_base_commons|dns|internal\/dns)/],
