@@ -3,9 +3,9 @@
 // Why not @peculiar/x509, which the controller uses: it brings ~250 modules (asn1 schemas,
 // tsyringe, reflect-metadata) that stay in the agent's heap for its whole life (about 2.5 MB
 // of V8 heap, 3-5 MB of RSS), for one fixed structure written at enrollment and at each
-// renewal. The request
-// is always the same shape: an ECDSA P-256 key, a subject of one CN, no attributes, signed
-// with ecdsa-with-SHA256; the controller parses and verifies it with @peculiar/x509.
+// renewal. The request is always the same shape: an ECDSA P-256 key, a subject of one CN,
+// no attributes, signed with ecdsa-with-SHA256; the controller parses and verifies it with
+// @peculiar/x509.
 import { generateKeyPairSync, sign } from 'node:crypto';
 
 /** DER: tag, definite length, contents. */
