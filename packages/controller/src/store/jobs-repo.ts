@@ -48,6 +48,7 @@ type Row = Record<string, unknown>;
 
 export class JobsRepo {
   private readonly insertJob;
+  private readonly insertPlan;
   private readonly insertRank;
   private readonly updateJobStmt;
   private readonly startJobStmt;
@@ -64,27 +65,30 @@ export class JobsRepo {
   readonly start: (job: JobRecord, ranks: RankRecord[]) => void;
 
   constructor(db: Db) {
-    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at, priority, demand, allocation)
-      VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @rankMap, @exitCode, @createdAt, @startedAt, @endedAt, @priority, @demand, @allocation)`);
+    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, exit_code, created_at, started_at, ended_at, priority, demand)
+      VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @exitCode, @createdAt, @startedAt, @endedAt, @priority, @demand)`);
+    this.insertPlan = db.prepare('INSERT INTO job_plans (job_id, rank_map, allocation) VALUES (?, ?, ?)');
     this.insertRank = db.prepare(`INSERT INTO ranks (job_id, rank, node, state, warnings) VALUES (?, ?, ?, ?, '[]')`);
     this.updateJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`);
     this.updateRankStmt = db.prepare(`UPDATE ranks SET state = @state, pid = @pid, started_at = @startedAt, ended_at = @endedAt, exit_code = @exitCode,
       signal = @signal, binding = @binding, error = @error, warnings = @warnings, stdout_bytes = @stdoutBytes, stderr_bytes = @stderrBytes
       WHERE job_id = @jobId AND rank = @rank`);
-    this.startJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, rank_map = @rankMap, allocation = @allocation WHERE id = @id`);
+    this.startJobStmt = db.prepare('UPDATE jobs SET state = ?, reason = ? WHERE id = ?');
     this.updateBytesStmt = db.prepare('UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND rank = ?');
-    this.byId = db.prepare('SELECT * FROM jobs WHERE id = ?');
-    this.byKey = db.prepare('SELECT * FROM jobs WHERE idempotency_key = ?');
+    this.byId = db.prepare(`${SELECT_JOBS} WHERE id = ?`);
+    this.byKey = db.prepare(`${SELECT_JOBS} WHERE idempotency_key = ?`);
     this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? ORDER BY rank');
-    this.recent = db.prepare('SELECT * FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?');
-    this.recentOf = db.prepare('SELECT * FROM jobs WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?');
-    this.active = db.prepare(`SELECT * FROM jobs WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`);
+    this.recent = db.prepare(`${SELECT_JOBS} ORDER BY created_at DESC, id DESC LIMIT ?`);
+    this.recentOf = db.prepare(`${SELECT_JOBS} WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?`);
+    this.active = db.prepare(`${SELECT_JOBS} WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`);
     this.create = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
       this.insertJob.run(jobParams(job));
+      if (job.rankMap) this.insertPlan.run(job.id, JSON.stringify(job.rankMap), job.allocation ? JSON.stringify(job.allocation) : null);
       for (const r of ranks) this.insertRank.run(r.jobId, r.rank, r.node, r.state);
     });
     this.start = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
-      this.startJobStmt.run({ id: job.id, state: job.state, reason: job.reason, rankMap: JSON.stringify(job.rankMap), allocation: JSON.stringify(job.allocation) });
+      this.startJobStmt.run(job.state, job.reason, job.id);
+      this.insertPlan.run(job.id, JSON.stringify(job.rankMap), JSON.stringify(job.allocation));
       for (const r of ranks) this.insertRank.run(r.jobId, r.rank, r.node, r.state);
     });
   }
@@ -126,14 +130,12 @@ export class JobsRepo {
   }
 }
 
+/** A job row with its plan, when it has one (queued jobs have none yet). */
+const SELECT_JOBS = 'SELECT jobs.*, job_plans.rank_map, job_plans.allocation FROM jobs LEFT JOIN job_plans ON job_plans.job_id = jobs.id';
+
 function jobParams(job: JobRecord) {
-  return {
-    ...job,
-    submit: JSON.stringify(job.submit),
-    rankMap: JSON.stringify(job.rankMap),
-    demand: job.demand ? JSON.stringify(job.demand) : null,
-    allocation: job.allocation ? JSON.stringify(job.allocation) : null,
-  };
+  const { rankMap: _plan, allocation: _held, ...row } = job;
+  return { ...row, submit: JSON.stringify(job.submit), demand: job.demand ? JSON.stringify(job.demand) : null };
 }
 
 function toJob(r: Row): JobRecord {
@@ -145,7 +147,7 @@ function toJob(r: Row): JobRecord {
     state: r['state'] as JobState,
     reason: r['reason'] as string,
     submit: JSON.parse(r['submit'] as string) as JobSubmit,
-    rankMap: JSON.parse(r['rank_map'] as string) as RankMap | null,
+    rankMap: r['rank_map'] ? (JSON.parse(r['rank_map'] as string) as RankMap) : null,
     priority: (r['priority'] as number | null) ?? 0,
     demand: r['demand'] ? (JSON.parse(r['demand'] as string) as Demand) : null,
     allocation: r['allocation'] ? (JSON.parse(r['allocation'] as string) as Allocation) : null,

@@ -154,4 +154,17 @@ export const migrations: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN allocation TEXT;
   CREATE INDEX jobs_state ON jobs(state);
   `,
+  `
+  -- A job's rank map and allocation are written once, when it starts, and grow with it
+  -- (2,000 nodes × 8 ranks: some 12 MB). SQLite rewrites a whole row at every UPDATE, so
+  -- they leave the jobs row, which changes at each state transition.
+  CREATE TABLE job_plans (
+    job_id      TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+    rank_map    TEXT NOT NULL,
+    allocation  TEXT
+  );
+  INSERT INTO job_plans (job_id, rank_map, allocation) SELECT id, rank_map, allocation FROM jobs WHERE rank_map != 'null';
+  ALTER TABLE jobs DROP COLUMN rank_map;
+  ALTER TABLE jobs DROP COLUMN allocation;
+  `,
 ];
