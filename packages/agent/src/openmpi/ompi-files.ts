@@ -33,9 +33,13 @@ export function privateTmpdir(processDir: string): string {
   return tmp;
 }
 
-/** Where a script of this folder is: in the sources of a checkout (never a stale copy), else beside this file in an installed build. */
+/**
+ * Where a script of this folder is: in the sources of a checkout (never a stale copy), else
+ * in dist/openmpi/ of an installed build. Both paths hold from dist/openmpi/ompi-files.js
+ * and from the agent's bundle, dist/bundle/daemon.js, one level under dist/ as well.
+ */
 export function scriptPath(name: string): string {
-  for (const rel of [`../../src/openmpi/${name}`, `./${name}`]) {
+  for (const rel of [`../../src/openmpi/${name}`, `../openmpi/${name}`]) {
     const file = fileURLToPath(new URL(rel, import.meta.url));
     if (fs.existsSync(file)) return file;
   }

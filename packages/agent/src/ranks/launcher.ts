@@ -39,14 +39,18 @@ export interface LauncherOptions {
   scriptPath?: string;
 }
 
-/** dist/native/rank-supervisor of this package, whether this file runs from dist or from src. */
+/** dist/native/rank-supervisor of this package, whether this file runs from dist (or its bundle, dist/bundle/) or from src. */
 export function defaultNativePath(): string {
   return fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../native/rank-supervisor' : '../../dist/native/rank-supervisor', import.meta.url));
 }
 
-/** supervisor.pl: the sources' copy in a checkout (never a stale one), else one a build put beside this file. */
+/**
+ * supervisor.pl: the sources' copy in a checkout (never a stale one), else the one a build
+ * put in dist/ranks/. Both paths hold from dist/ranks/launcher.js and from the agent's
+ * bundle, dist/bundle/daemon.js, one level under dist/ as well.
+ */
 export function defaultSupervisorPath(): string {
-  for (const rel of ['../../src/ranks/supervisor.pl', './supervisor.pl']) {
+  for (const rel of ['../../src/ranks/supervisor.pl', '../ranks/supervisor.pl']) {
     const file = fileURLToPath(new URL(rel, import.meta.url));
     if (fs.existsSync(file)) return file;
   }

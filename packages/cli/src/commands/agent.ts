@@ -37,9 +37,10 @@ export function register(program: Command): void {
     .option('--root <dir>', 'read facts under this root instead of / (captured or generated trees)')
     .option('--allow-root', 'let jobs run ranks as root (off by default)')
     .action(async (flags: AgentFlags) => {
-      // loaded here, not at the top: other commands must not pay for the agent
-      const { DEFAULT_CONFIG_FILE, configFromEnv, parseLabels, readConfigFile, resolveAgentConfig, startAgent } = await import('@rankd/agent');
-      const { factsSource } = await import('../facts-source.js');
+      // loaded here, not at the top: other commands must not pay for the agent. The agent
+      // comes from its bundle when current (load-daemon.ts): one module graph, a smaller daemon
+      const { loadDaemon } = await import('@rankd/agent/load-daemon');
+      const { DEFAULT_CONFIG_FILE, configFromEnv, factsSource, parseLabels, readConfigFile, resolveAgentConfig, startAgent } = await loadDaemon();
       let config;
       try {
         const fromFlags: AgentConfigFile = {

@@ -1,0 +1,46 @@
+// Bundles what `rankd agent` runs (packages/agent/dist/daemon.js, after `tsc -b`) into one
+// ESM file, packages/agent/dist/bundle/daemon.js: the agent with the protocol schemas,
+// TypeBox, ws and pino. Compiled, that graph is some 800 modules (TypeBox alone ~680),
+// and an agent keeps every module's record and source string for as long as it runs;
+// bundled and tree-shaken, it is one. load-daemon.ts loads the bundle when it is current.
+//
+// Not minified: stack traces in the agent's log keep their names and lines.
+// The bundle sits one level under dist/, as dist/ranks/ and dist/openmpi/ do, so that the
+// files the agent finds relative to its own module (../native/rank-supervisor,
+// ../ranks/supervisor.pl, ../openmpi/*.pl, and ../../src/… in a checkout) resolve the same.
+// Native addons stay outside: node-pty (loaded only for --pty ranks and sessions) and
+// ws's optional bufferutil/utf-8-validate.
+//
+// esbuild is the dashboard's devDependency, taken from there (see bundle-cli.mjs).
+import { rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const agent = path.join(root, 'packages/agent');
+const outdir = path.join(agent, 'dist/bundle');
+const { build } = createRequire(path.join(root, 'packages/dashboard/package.json'))('esbuild');
+
+rmSync(outdir, { recursive: true, force: true });
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: { daemon: path.join(agent, 'dist/daemon.js') },
+  outdir,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  // ws and pino are CommonJS: their require() of Node's modules needs a require here
+  banner: { js: "import { createRequire as __rankdCreateRequire } from 'node:module'; const require = __rankdCreateRequire(import.meta.url);" },
+  external: ['node-pty', 'bufferutil', 'utf-8-validate'],
+  metafile: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+
+const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
+// what test/agent/rest-modules.test.ts reads to tell which sources the bundle holds
+writeFileSync(path.join(outdir, 'manifest.json'), JSON.stringify({ 'daemon.js': inputs }, null, 1) + '\n');
+const bytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
+process.stdout.write(`bundle-agent: ${inputs.length} modules, ${(bytes / 1024).toFixed(0)} KiB in ${path.relative(root, outdir)}\n`);
