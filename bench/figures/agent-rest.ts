@@ -5,8 +5,11 @@ import { measured, notMeasured, type BenchContext, type FigureDescriptor, type F
 import { MIN_ROUNDS } from '../lib/interleave.js';
 import { readRss, sampleUsage } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
+import { ensureCliBundle } from '../rankd/cli-bundle.js';
 import { startFleet, whyNoFleet } from '../rankd/fleet.js';
-import { spawn } from 'node:child_process';
+import { daemonBundleIsCurrent } from '@rankd/agent/load-daemon';
+import { execFileSync, spawn } from 'node:child_process';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const SETTLE_MS = 10_000;
@@ -23,13 +26,14 @@ export const agentRestFigure: FigureDescriptor = {
 
 async function run(ctx: BenchContext): Promise<FigureReport> {
   const limits = [
-    'A Node process holds about 38 MB of RSS before running any code of its own (most of it pages of the node binary),',
-    'so the memory goal leaves the agent some 20 MB for its modules and state. TLS and the WebSocket take about 10 MB',
-    '(more of the node binary’s pages, OpenSSL’s state). Most of the rest is TypeBox: the agent checks its config file',
-    'and every controller frame against the protocol’s schemas, and TypeBox’s ~700 ES modules with the schemas built',
-    'from them cost about 15 MB in a bare process (some 9 MB of V8 heap, the rest module records and malloc arenas),',
-    'for as long as the agent runs. Enrollment and renewal write their key and CSR with node:crypto, no X.509 library.',
-    'V8 shrinks its young generation some 20 s after the agent goes idle, so --max-semi-space-size changes only its',
+    'A Node process holds about 38-40 MB of RSS before running any code of its own (most of it pages of the node binary),',
+    'so the memory goal leaves the agent some 20 MB for its modules and state. TLS, the WebSocket and pino take about 8 MB',
+    '(more of the node binary’s pages, OpenSSL’s state). The agent runs from one bundled file',
+    '(packages/agent/dist/bundle/daemon.js, scripts/bundle-agent.mjs): loaded as some 800 ES modules, 680 of them TypeBox’s, the same code held about',
+    '13 MB more for as long as the agent ran (module records and source strings); bundled, TypeBox and the protocol’s',
+    'schemas with the agent’s own code add some 3 MB to a process that has loaded ws, pino and TLS, so taking the schemas',
+    'off the idle path would save at most that. Enrollment and renewal write their key and CSR with node:crypto, no X.509',
+    'library. V8 shrinks its young generation some 20 s after the agent goes idle, so --max-semi-space-size changes only its',
     'first seconds, not this figure. At rest its CPU is heartbeats and the periodic facts refresh.',
   ].join(' ');
   const rows = (rss: Row['rankd'], cpu: Row['rankd']): Row[] => [
@@ -38,6 +42,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   ];
   const why = await whyNoFleet(ctx);
   if (why) return { rows: rows(notMeasured(why), notMeasured(why)), notes: [], limits, peersUsed: [] };
+  const bundleNotes = [ensureCliBundle(ctx.repoRoot), ensureAgentBundle(ctx.repoRoot)];
   let fleet;
   try {
     fleet = await startFleet(ctx, { agents: 1, prefix: 'rest' });
@@ -62,6 +67,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       rows: rows(measured('MB', summarize(rss)), measured('%', summarize(cpu))),
       notes: [
         `One \`rankd agent\` (pid and children) with its controller on 127.0.0.1; sampled after it was ready and ${SETTLE_MS / 1000} s of settling. RSS: median of each 10-s window's per-second samples; CPU: each window's utime+stime over its wall time.`,
+        ...bundleNotes,
       ],
       limits: [
         limits,
@@ -73,6 +79,17 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   } finally {
     await fleet.stop();
   }
+}
+
+/**
+ * The agent's bundle (scripts/bundle-agent.mjs), current: `npm run bench` compiles but does
+ * not bundle, and the agent loads its compiled modules when a compile is newer than the
+ * bundle. Users run the bundle (npm install and npm run build make it); a sentence for the notes.
+ */
+function ensureAgentBundle(repoRoot: string): string {
+  if (daemonBundleIsCurrent()) return 'The agent ran from its bundle (packages/agent/dist/bundle/daemon.js, made by `npm run build`), as an installed agent does.';
+  execFileSync(process.execPath, [path.join(repoRoot, 'scripts/bundle-agent.mjs')], { stdio: 'ignore', timeout: 120_000 });
+  return 'The agent ran from its bundle (packages/agent/dist/bundle/daemon.js), which the figure made first (`node scripts/bundle-agent.mjs`): the last compile was newer than it.';
 }
 
 /** What Node itself holds, idle, before any module of ours. */
