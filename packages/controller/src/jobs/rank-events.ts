@@ -39,8 +39,7 @@ export class RankEvents {
     r.warnings = m.warnings;
     this.repo.updateRank(r);
     this.jobs.events.append('rank.started', `${m.jobId}/${m.rank}`, { node, pid: m.pid });
-    const planned = plannedCpus(live.job.rankMap!.ranks[r.rank]);
-    const mismatch = bindingMismatch(planned, m);
+    const mismatch = bindingMismatch(() => plannedCpus(live.job.rankMap!.ranks[r.rank]), m);
     if (mismatch) {
       this.jobs.stop(live, 'failed', `rank ${r.rank} on ${node}: binding mismatch: ${mismatch}`);
     }
@@ -175,7 +174,7 @@ function hasAll(r: RankRecord, exit: PendingExit): boolean {
  * with /proc/<pid>/status; a rank that exited before it could be read has no CPUs
  * to show and is not a mismatch.
  */
-function bindingMismatch(plannedCpus: number[], m: RankStarted): string | null {
+function bindingMismatch(plannedCpus: () => number[], m: RankStarted): string | null {
   if (m.binding.verified || m.binding.cpus.length === 0) return null;
-  return m.binding.detail ?? `CPUs ${m.binding.cpus.join(',')}, planned ${plannedCpus.join(',')}`;
+  return m.binding.detail ?? `CPUs ${m.binding.cpus.join(',')}, planned ${plannedCpus().join(',')}`;
 }

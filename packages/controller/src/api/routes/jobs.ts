@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
+import { jobViewJson } from '../../jobs/rank-map-json.js';
 import { forbidden, type AccessControl } from '../auth.js';
 
 /**
@@ -11,10 +12,16 @@ import { forbidden, type AccessControl } from '../auth.js';
  * is built field by field from the records (jobs/job-view.ts), so it holds only what JobView
  * declares, and it grows with the job: 12 MB for 2,000 nodes × 8 ranks, where
  * fast-json-stringify took ten times as long (its per-key work on every rank's environment)
- * while the event loop had 32,000 rank reports waiting. The schema still documents the
- * answer; test/api/job-view-answer.test.ts holds it to the schema.
+ * while the event loop had 32,000 rank reports waiting; the rank map's JSON is the one the
+ * store already made (jobs/rank-map-json.ts). The schema still documents the answer;
+ * test/api/job-view-answer.test.ts holds it to the schema.
  */
-const jobViewJson = { serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
+const jobViewSerializer = { serializerCompiler: () => (data: unknown) => (isJobView(data) ? jobViewJson(data) : JSON.stringify(data)) };
+
+/** Error bodies share these routes' serializer. */
+function isJobView(data: unknown): data is JobView {
+  return typeof data === 'object' && data !== null && 'rankMap' in data && 'ranks' in data;
+}
 
 export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager; access: AccessControl }): Promise<void> {
   const { jobs, access } = opts;
@@ -23,7 +30,7 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
   api.post(
     '/v1/jobs',
     {
-      ...jobViewJson,
+      ...jobViewSerializer,
       schema: {
         tags: ['jobs'],
         summary: 'Plan and start a job (an existing idempotency key returns that job with 200)',
@@ -50,19 +57,19 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
     async (request) => ({ jobs: jobs.list(request.query.limit ?? 100, access.ownerFilter(request.principal, 'jobs.read')) }),
   );
 
-  api.get('/v1/jobs/:id', { ...jobViewJson, schema: { tags: ['jobs'], summary: 'One job with its rank map and the actual binding of every rank', params: JobParams, response: { 200: JobView, 404: ErrorBody } } }, async (request) => {
+  api.get('/v1/jobs/:id', { ...jobViewSerializer, schema: { tags: ['jobs'], summary: 'One job with its rank map and the actual binding of every rank', params: JobParams, response: { 200: JobView, 404: ErrorBody } } }, async (request) => {
     const view = jobs.view(request.params.id);
     if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
     return view;
   });
 
-  api.post('/v1/jobs/:id/cancel', { ...jobViewJson, schema: { tags: ['jobs'], summary: 'Cancel: SIGTERM every rank, the grace period, then SIGKILL', params: JobParams, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } }, async (request) =>
+  api.post('/v1/jobs/:id/cancel', { ...jobViewSerializer, schema: { tags: ['jobs'], summary: 'Cancel: SIGTERM every rank, the grace period, then SIGKILL', params: JobParams, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } }, async (request) =>
     jobs.cancel(request.params.id),
   );
 
   api.post(
     '/v1/jobs/:id/signal',
-    { ...jobViewJson, schema: { tags: ['jobs'], summary: "Send a signal to one rank's process group, or all", params: JobParams, body: JobSignalRequest, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } },
+    { ...jobViewSerializer, schema: { tags: ['jobs'], summary: "Send a signal to one rank's process group, or all", params: JobParams, body: JobSignalRequest, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } },
     async (request) => jobs.signal(request.params.id, request.body.signal, request.body.rank),
   );
 }
