@@ -44,6 +44,7 @@ function parseArgs(argv: readonly string[]): Options {
       if (!Number.isInteger(n) || n < MIN_ROUNDS) usage(`--rounds needs an integer ≥ ${MIN_ROUNDS}`);
       opts.rounds = n;
     } else if (a === '--no-install') opts.install = false;
+    else if (a === '--render-only') opts.renderOnly = true;
     else if (a === '--out') opts.out = path.resolve(argv[++i] ?? usage('--out needs a file'));
     else if (a.startsWith('-')) usage(`unknown option ${a}`);
     else opts.names.push(a);
