@@ -34,63 +34,20 @@ import type { JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
 import { admit } from './job-admission.js';
 import { endsAt, pendingRanks, queuedJob, queuedRecord } from './job-records.js';
 import { newJobId } from './job-ids.js';
-import { graceSeconds, jobSummary, jobView, plannedCpus } from './job-view.js';
+import { graceSeconds, jobSummary, jobView } from './job-view.js';
 import type { LogStore } from './log-store.js';
 import { MasterPorts } from './master-ports.js';
+import { allEnded, allStarted, newLiveJob, type LiveJob, type PendingExit } from './live-job.js';
+import { rankLaunches } from './rank-launches.js';
 import { hoistSharedEnv } from './shared-env.js';
 import { describeEnd, exitStatus, isTerminal } from './rank-status.js';
 
 export { exitStatus, isTerminal } from './rank-status.js';
+export { allEnded, allStarted, type LiveJob, type PendingExit } from './live-job.js';
 
 /** How the manager reaches agents: the gateway's live links. */
 export interface AgentSender {
   send(node: string, message: { type: string } & Record<string, unknown>): boolean;
-}
-
-export interface LiveJob {
-  job: JobRecord;
-  ranks: RankRecord[];
-  /** Set once the job is being stopped: the state it will end in, and why. */
-  stopping: { state: JobState; reason: string } | null;
-  timeout: NodeJS.Timeout | null;
-  /** Exits that arrived before all of their output: applied when the bytes catch up. */
-  pendingExits: Map<number, PendingExit>;
-  /** First non-zero rank status in order of arrival: the job's exit code. */
-  firstFailure: number | null;
-  /**
-   * The first rank still pending and the first not yet ended (allStarted, allEnded). A rank
-   * only moves forward (pending → running → ended, or pending → ended), so every rank before
-   * either index stays past that point, and each question resumes where the last one stopped
-   * instead of walking the job from rank 0 at every report: O(ranks) over the job's life.
-   */
-  firstPending: number;
-  firstLive: number;
-}
-
-/** True once no rank of the job is pending. */
-export function allStarted(live: LiveJob): boolean {
-  const { ranks } = live;
-  let i = live.firstPending;
-  while (i < ranks.length && ranks[i]!.state !== 'pending') i++;
-  live.firstPending = i;
-  return i === ranks.length;
-}
-
-/** True once every rank of the job has ended (isTerminal). */
-export function allEnded(live: LiveJob): boolean {
-  const { ranks } = live;
-  let i = live.firstLive;
-  while (i < ranks.length && isTerminal(ranks[i]!)) i++;
-  live.firstLive = i;
-  return i === ranks.length;
-}
-
-export interface PendingExit {
-  code: number | null;
-  signal: string | null;
-  endedAt: number;
-  outputBytes: { stdout: number; stderr: number };
-  error?: { code: string; message: string };
 }
 
 export class JobManager extends EventEmitter<{ ended: [id: string, state: JobState]; changed: [string] }> {
@@ -329,30 +286,14 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   /** Sends the job.start of each node; a node without a live link fails the job. */
   dispatch(live: LiveJob, onlyNode?: string): void {
     const { job } = live;
-    const byNode = new Map<string, RankLaunch[]>();
-    for (const r of live.ranks) {
-      if (r.state !== 'pending' || (onlyNode && r.node !== onlyNode)) continue;
-      const entry = job.rankMap!.ranks[r.rank]!;
-      const launch: RankLaunch = {
-        rank: r.rank,
-        argv: job.submit.command,
-        env: { ...entry.env, ...job.submit.env, RANKD_JOB_ID: job.id },
-        cpus: plannedCpus(entry),
-        memNodes: entry.memNodes,
-        ...(job.submit.cwd ? { cwd: job.submit.cwd } : {}),
-        ...(job.submit.user ? { user: job.submit.user } : {}),
-        ...(job.submit.pty ? { pty: true } : {}),
-      };
-      const list = byNode.get(r.node) ?? [];
-      list.push(launch);
-      byNode.set(r.node, list);
-    }
+    const byNode = rankLaunches(live, onlyNode);
     const leaseMs = this.registry.timing.lostAfterMs;
     const diverted = this.startRanks?.(live, byNode, leaseMs);
     if (typeof diverted === 'string') return this.stop(live, 'failed', diverted);
     if (diverted === null) byNode.clear();
     const pmi: PmiJobSpec | null = mpiMode(job) === 'pmi1' ? { size: job.rankMap!.worldSize, processMapping: processMapping(job.rankMap!) } : null;
     for (const [node, ranks] of byNode) {
+      // each node's shared environment once, not once per rank (jobs/shared-env.ts)
       const env = hoistSharedEnv(ranks);
       if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks, env, ...(pmi ? { pmi } : {}) })) {
         this.stop(live, 'failed', `node ${node} is not connected`);
@@ -470,7 +411,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   }
 
   private track(job: JobRecord, ranks: RankRecord[]): LiveJob {
-    const live: LiveJob = { job, ranks, stopping: null, timeout: null, pendingExits: new Map(), firstFailure: null, firstPending: 0, firstLive: 0 };
+    const live = newLiveJob(job, ranks);
     this.live.set(job.id, live);
     return live;
   }

@@ -3,8 +3,9 @@
 import { ErrorCode, type RankExit, type RankOutput, type RankStarted, type RanksReport, type StreamName } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { RankRecord } from '../store/jobs-repo.js';
-import type { AgentSender, JobManager, LiveJob, PendingExit } from './job-manager.js';
-import { allStarted, isTerminal } from './job-manager.js';
+import type { AgentSender, JobManager } from './job-manager.js';
+import { allStarted, type LiveJob, type PendingExit } from './live-job.js';
+import { isTerminal } from './rank-status.js';
 import { plannedCpus } from './job-view.js';
 
 export class RankEvents {

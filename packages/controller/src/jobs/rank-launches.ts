@@ -1,0 +1,29 @@
+// What an agent is told to start: each pending rank of a live job as a RankLaunch, by node.
+import type { RankLaunch } from '@rankd/protocol';
+import { plannedCpus } from './job-view.js';
+import type { LiveJob } from './live-job.js';
+
+/** The launches of the job's pending ranks (on `onlyNode` alone, when given), grouped by node in rank order. */
+export function rankLaunches(live: LiveJob, onlyNode?: string): Map<string, RankLaunch[]> {
+  const { job } = live;
+  const byNode = new Map<string, RankLaunch[]>();
+  for (const r of live.ranks) {
+    if (r.state !== 'pending' || (onlyNode && r.node !== onlyNode)) continue;
+    const entry = job.rankMap!.ranks[r.rank]!;
+    const launch: RankLaunch = {
+      rank: r.rank,
+      argv: job.submit.command,
+      // the submit's variables win over the planner's; RANKD_JOB_ID is always the job's
+      env: { ...entry.env, ...job.submit.env, RANKD_JOB_ID: job.id },
+      cpus: plannedCpus(entry),
+      memNodes: entry.memNodes,
+      ...(job.submit.cwd ? { cwd: job.submit.cwd } : {}),
+      ...(job.submit.user ? { user: job.submit.user } : {}),
+      ...(job.submit.pty ? { pty: true } : {}),
+    };
+    let list = byNode.get(r.node);
+    if (!list) byNode.set(r.node, (list = []));
+    list.push(launch);
+  }
+  return byNode;
+}
