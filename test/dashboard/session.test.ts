@@ -184,3 +184,28 @@ t.test('dashboard sessions', async (t) => {
     t.match(alice.text(), 'event: node', 'but does hear of nodes');
   });
 });
+
+t.test('a session outlives a controller restart; its id is not in the store', async (t) => {
+  const first = await startController();
+  const code = await loginCode(first);
+  const opened = await call(first, 'POST', '/v1/session', {}, { code });
+  t.equal(opened.status, 201, JSON.stringify(opened.body));
+  const cookie = `rankd_session=${cookieOf(opened.setCookie)}`;
+  const csrf = opened.body['csrf'] as string;
+  await first.stop();
+
+  const again = await startController({ dataDir: first.dataDir });
+  t.teardown(() => again.stop());
+  const me = await call(again, 'GET', '/v1/session', { cookie });
+  t.equal(me.status, 200, 'the restarted controller knows the session');
+  t.equal(me.body['user'], 'admin');
+  t.equal(me.body['csrf'], csrf, 'with the same CSRF token, which it derives again from the id');
+  const db = (await import('better-sqlite3')).default(`${first.dataDir}/rankd.db`, { readonly: true });
+  const stored = JSON.stringify(db.prepare('SELECT * FROM dashboard_sessions').all());
+  db.close();
+  t.notMatch(stored, cookieOf(opened.setCookie), 'the store holds no session id');
+  t.notMatch(stored, csrf, 'nor its CSRF token');
+  const out = await call(again, 'DELETE', '/v1/session', { cookie, 'x-rankd-csrf': csrf });
+  t.equal(out.status, 204, 'signing out needs the CSRF token, and it is still good');
+  t.equal((await call(again, 'GET', '/v1/session', { cookie })).status, 401, 'then the session is gone');
+});

@@ -27,6 +27,7 @@ import { loadOrCreateTokens, type Tokens } from './store/tokens.js';
 import { DEFAULT_NODE_CERT_TTL_MS, Enrollment } from './tls/enrollment.js';
 import { answerPlaintext, httpsOptions, setupTls, type TlsMaterial, type TlsOptions } from './tls/tls-setup.js';
 import { UsersRepo } from './store/users-repo.js';
+import { SessionsRepo } from './store/sessions-repo.js';
 import { AuditLog } from './store/audit-log.js';
 import { AccessControl } from './api/auth.js';
 import { ControllerMetrics } from './metrics/controller-metrics.js';
@@ -113,6 +114,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     log,
     access,
     users,
+    sessions: new SessionsRepo(db),
     audit,
     registry,
     jobs,

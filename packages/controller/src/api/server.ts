@@ -32,6 +32,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import type { ControllerMetrics } from '../metrics/controller-metrics.js';
 import { eventsRoutes } from './routes/events.js';
 import { DashboardSessions } from './dashboard/sessions.js';
+import type { SessionsRepo } from '../store/sessions-repo.js';
 import { sessionRoutes } from './dashboard/session-routes.js';
 import { dashboardFiles } from './dashboard/static-routes.js';
 
@@ -39,6 +40,8 @@ export interface ApiDeps {
   log: Logger;
   access: AccessControl;
   users: UsersRepo;
+  /** Where dashboard sessions are kept. */
+  sessions: SessionsRepo;
   audit: AuditLog;
   registry: NodeRegistry;
   jobs: JobManager;
@@ -85,7 +88,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   };
   // parses the session cookie in an onRequest hook, which must run before the auth hook's
   await app.register(cookie);
-  const sessions = new DashboardSessions(deps.users);
+  const sessions = new DashboardSessions(deps.users, deps.sessions);
   deps.access.sessions = sessions;
   installAuth(app, deps.access);
   installAudit(app, deps.audit);

@@ -167,4 +167,15 @@ export const migrations: readonly string[] = [
   ALTER TABLE jobs DROP COLUMN rank_map;
   ALTER TABLE jobs DROP COLUMN allocation;
   `,
+  `
+  -- Dashboard sessions outlive a controller restart. Only the SHA-256 of a session id is
+  -- kept (the cookie holds the id); its CSRF token is derived from the id, never stored.
+  CREATE TABLE dashboard_sessions (
+    key         TEXT PRIMARY KEY,
+    accessor    TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL
+  );
+  CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
+  `,
 ];

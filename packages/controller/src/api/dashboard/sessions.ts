@@ -5,8 +5,11 @@
 // stands for the token it was opened with, by accessor: each request looks that token up
 // again, so revoking the token, removing its user or changing the role takes effect on the
 // very next request. Codes and session ids are 256 random bits and only their SHA-256 is
-// kept; they live in memory, so a controller restart signs every browser out.
+// kept. Sessions are in the store, so a controller restart signs no browser out; codes,
+// good for minutes and one use, stay in memory. A session's CSRF token is derived from its
+// id (one-way), so the store holds nothing a browser could be impersonated with.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SessionsRepo } from '../../store/sessions-repo.js';
 import type { Principal, UsersRepo } from '../../store/users-repo.js';
 import { sha256 } from '../../store/users-repo.js';
 
@@ -24,12 +27,6 @@ interface Pending {
   expiresAt: number;
 }
 
-interface Session {
-  accessor: string;
-  csrf: string;
-  expiresAt: number;
-}
-
 export interface OpenedSession {
   id: string;
   csrf: string;
@@ -39,14 +36,16 @@ export interface OpenedSession {
 
 const key = (secret: string): string => sha256(secret).toString('base64url');
 const secret = (): string => randomBytes(32).toString('base64url');
+/** Only the holder of the session id (its HttpOnly cookie, so the controller) can compute it. */
+const csrfOf = (id: string): string => sha256(`rankd-csrf:${id}`).toString('base64url');
 
 export class DashboardSessions {
   // Map keeps insertion order: the first entry is the oldest, evicted first
   private readonly codes = new Map<string, Pending>();
-  private readonly sessions = new Map<string, Session>();
 
   constructor(
     private readonly users: UsersRepo,
+    private readonly sessions: SessionsRepo,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -71,12 +70,12 @@ export class DashboardSessions {
 
   /** A new session for an authenticated principal (a code redeemed, or an API token pasted). */
   open(principal: Principal): OpenedSession {
-    this.prune(this.sessions);
+    const now = this.now();
+    this.sessions.prune(now, MAX_SESSIONS);
     const id = secret();
-    const csrf = secret();
-    const expiresAt = this.now() + SESSION_TTL_MS;
-    bounded(this.sessions, MAX_SESSIONS).set(key(id), { accessor: principal.accessor, csrf, expiresAt });
-    return { id, csrf, principal, expiresAt };
+    const expiresAt = now + SESSION_TTL_MS;
+    this.sessions.add(key(id), { accessor: principal.accessor, expiresAt }, now);
+    return { id, csrf: csrfOf(id), principal, expiresAt };
   }
 
   /** The session of a cookie value and who it stands for now; null when it is unknown, expired or its token revoked. */
@@ -89,18 +88,14 @@ export class DashboardSessions {
       this.sessions.delete(k);
       return null;
     }
-    return { principal, csrf: session.csrf, expiresAt: session.expiresAt };
+    return { principal, csrf: csrfOf(id), expiresAt: session.expiresAt };
   }
 
   close(id: string): void {
     this.sessions.delete(key(id));
   }
 
-  get size(): number {
-    return this.sessions.size;
-  }
-
-  private prune(map: Map<string, { expiresAt: number }>): void {
+  private prune(map: Map<string, Pending>): void {
     const now = this.now();
     for (const [k, v] of map) if (v.expiresAt < now) map.delete(k);
   }
