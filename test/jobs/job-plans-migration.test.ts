@@ -14,9 +14,12 @@ t.test('a started and a queued job written before job_plans read back the same a
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const rankMap = { worldSize: 2, nodes: [{ name: 'n1' }], ranks: [{ rank: 0 }, { rank: 1 }], masterPort: 29500 };
   const allocation = { mode: 'exclusive', nodes: { n1: { cores: [0, 1], gpus: [] } } };
+  // the schema as it was just before the migration that made job_plans
+  const before = migrations.findIndex((m) => m.includes('CREATE TABLE job_plans'));
+  t.ok(before > 0, 'the job_plans migration is there');
   const old = new Database(join(dir, 'rankd.db'));
-  for (let v = 0; v < migrations.length - 1; v++) old.exec(migrations[v]!);
-  old.pragma(`user_version = ${migrations.length - 1}`);
+  for (let v = 0; v < before; v++) old.exec(migrations[v]!);
+  old.pragma(`user_version = ${before}`);
   const insert = old.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at, priority, demand, allocation)
     VALUES (?, NULL, NULL, 'alice', ?, 'r', '{"command":["true"]}', ?, NULL, ?, NULL, NULL, 0, NULL, ?)`);
   insert.run('started', 'running', JSON.stringify(rankMap), 1, JSON.stringify(allocation));
