@@ -89,7 +89,8 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   ];
   ctx.log('facts: whole process, interleaved');
   const whole = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });
-  rows.push(comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.lstopo, label: ARM.lstopo }, [{ on: 'ratio', op: '<=', value: 1, text: '≤ 1× lstopo' }]));
+  // issue 16's goal (the first one was ≤ 1×); a bare Node start is ~35-45 ms here, about 2× lstopo already
+  rows.push(comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.lstopo, label: ARM.lstopo }, [{ on: 'ratio', op: '<=', value: 2, text: '≤ 2× lstopo' }]));
   rows.push(comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.ansible, label: 'ansible localhost -c local -m setup' }, []));
   rows.push(comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.si, label: 'systeminformation getStaticData() in node' }, []));
   const median = (arm: string) => whole.result.arms.find((a) => a.name === arm)?.stat?.median ?? null;
