@@ -190,7 +190,7 @@ function storeWrites(dir: string): { oneEachMs: number; batchedMs: number } {
       const now = Date.now();
       const job: JobRecord = { id: 'j', name: null, idempotencyKey: null, owner: null, state: 'starting', reason: '', submit: { command: COMMAND }, rankMap: null, priority: 0, demand: null, allocation: null, exitCode: null, createdAt: now, startedAt: now, endedAt: null };
       const ranks: RankRecord[] = Array.from({ length: world }, (_, rank) => ({ jobId: 'j', rank, node: `lsim${rank % 4}-${rank >> 3}`, state: 'pending', pid: null, startedAt: null, endedAt: null, exitCode: null, signal: null, binding: null, error: null, warnings: [], stdoutBytes: 0, stderrBytes: 0 }));
-      jobs.create(job, ranks);
+      jobs.create(job);
       // what RankEvents.started writes for each rank
       const started = (r: RankRecord) => {
         Object.assign(r, { state: 'running', pid: 100_000 + r.rank, startedAt: Date.now(), binding: { cpus: [r.rank % 16, (r.rank % 16) + 16], memNodes: [(r.rank % 16) >> 3], verified: true } });

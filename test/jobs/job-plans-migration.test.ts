@@ -39,7 +39,7 @@ t.test('a started and a queued job written before job_plans read back the same a
   t.same(started.rankMap, rankMap);
   t.same(started.allocation, allocation);
   t.equal(started.owner, 'alice');
-  t.same(repo.ranks('started').map((r) => r.state), ['running'], 'its ranks are untouched');
+  t.same(repo.ranks({ id: 'started', rankMap: null }).map((r) => r.state), ['running'], 'its ranks are untouched');
   const queued = repo.get('queued')!;
   t.equal(queued.rankMap, null);
   t.equal(queued.allocation, null);

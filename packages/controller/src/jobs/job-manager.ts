@@ -115,7 +115,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
         continue;
       }
       this.scheduler.hold(job.id, job.allocation ?? this.allocationFromMap(job), endsAt(job));
-      const ranks = this.repo.ranks(job.id);
+      const ranks = this.repo.ranks(job);
       for (const r of ranks) {
         // the files are the truth for what is stored; the index may lag a crash
         const sizes = this.logs.open(job.id, r.rank);
@@ -150,7 +150,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       if (!tried.starts) throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${tried.reason}`);
     }
     const job = queuedRecord(queued, submit, owner);
-    this.repo.create(job, []);
+    this.repo.create(job);
     this.events.append('job.submitted', job.id, { worldSize: queued.demand.ranks, nodes: queued.demand.nodes, cores: queued.demand.cores, gpus: queued.demand.gpus, priority: queued.priority });
     this.queued.set(job.id, job);
     this.scheduler.enqueue(queued);
@@ -164,8 +164,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     if (!job) return;
     this.queued.delete(q.id);
     Object.assign(job, { state: 'pending', reason: 'planned', rankMap, allocation: alloc });
+    this.repo.start(job);
     const ranks = pendingRanks(job.id, rankMap);
-    this.repo.start(job, ranks);
     // the history holds every allocation, so that "no two jobs held one core" can be checked from it alone
     this.events.append('job.allocated', job.id, { mode: alloc.mode, nodes: alloc.nodes });
     this.events.append('job.state', job.id, { from: 'queued', to: 'pending', reason: job.reason });
@@ -213,7 +213,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     const live = this.live.get(id);
     if (live) return jobView(live.job, live.ranks);
     const job = this.repo.get(id);
-    return job ? jobView(job, this.repo.ranks(id)) : null;
+    return job ? jobView(job, this.repo.ranks(job)) : null;
   }
 
   /** The newest jobs, everyone's or one owner's. */

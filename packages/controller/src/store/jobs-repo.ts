@@ -3,6 +3,7 @@
 import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
 import type { Allocation } from '../schedule/allocation.js';
 import type { Demand } from '../schedule/demand.js';
+import { pendingRanks } from '../jobs/job-records.js';
 import { rankMapJson } from '../jobs/rank-map-json.js';
 import type { Db } from './database.js';
 
@@ -50,7 +51,6 @@ type Row = Record<string, unknown>;
 export class JobsRepo {
   private readonly insertJob;
   private readonly insertPlan;
-  private readonly insertRank;
   private readonly updateJobStmt;
   private readonly startJobStmt;
   private readonly updateRankStmt;
@@ -61,20 +61,25 @@ export class JobsRepo {
   private readonly recent;
   private readonly recentOf;
   private readonly active;
-  readonly create: (job: JobRecord, ranks: RankRecord[]) => void;
-  /** A queued job starts: its rank map, allocation and ranks in one transaction. */
-  readonly start: (job: JobRecord, ranks: RankRecord[]) => void;
+  readonly create: (job: JobRecord) => void;
+  /**
+   * A queued job starts: its state, rank map and allocation in one transaction. Its ranks get
+   * rows when they first change (updateRank); until then the plan says each is pending, and
+   * ranks() says so too. A 2,000 × 8 job no longer inserts 16,000 rows it rewrites at once.
+   */
+  readonly start: (job: JobRecord) => void;
 
   constructor(db: Db) {
     this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, exit_code, created_at, started_at, ended_at, priority, demand)
       VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @exitCode, @createdAt, @startedAt, @endedAt, @priority, @demand)`);
     this.insertPlan = db.prepare('INSERT INTO job_plans (job_id, rank_map, allocation) VALUES (?, ?, ?)');
-    this.insertRank = db.prepare(`INSERT INTO ranks (job_id, rank, node, state, warnings) VALUES (?, ?, ?, ?, '[]')`);
     this.updateJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`);
     // positional, not named: written twice per rank, and binding by name costs a third more
-    this.updateRankStmt = db.prepare(`UPDATE ranks SET state = ?, pid = ?, started_at = ?, ended_at = ?, exit_code = ?,
-      signal = ?, binding = ?, error = ?, warnings = ?, stdout_bytes = ?, stderr_bytes = ?
-      WHERE job_id = ? AND rank = ?`);
+    this.updateRankStmt = db.prepare(`INSERT INTO ranks (job_id, rank, node, state, pid, started_at, ended_at, exit_code, signal, binding, error, warnings, stdout_bytes, stderr_bytes)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (job_id, rank) DO UPDATE SET state = excluded.state, pid = excluded.pid, started_at = excluded.started_at, ended_at = excluded.ended_at,
+        exit_code = excluded.exit_code, signal = excluded.signal, binding = excluded.binding, error = excluded.error, warnings = excluded.warnings,
+        stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes`);
     this.startJobStmt = db.prepare('UPDATE jobs SET state = ?, reason = ? WHERE id = ?');
     this.updateBytesStmt = db.prepare('UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND rank = ?');
     this.byId = db.prepare(`${SELECT_JOBS} WHERE id = ?`);
@@ -83,15 +88,13 @@ export class JobsRepo {
     this.recent = db.prepare(`${SELECT_JOBS} ORDER BY created_at DESC, id DESC LIMIT ?`);
     this.recentOf = db.prepare(`${SELECT_JOBS} WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?`);
     this.active = db.prepare(`${SELECT_JOBS} WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`);
-    this.create = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
+    this.create = db.transaction((job: JobRecord) => {
       this.insertJob.run(jobParams(job));
       if (job.rankMap) this.insertPlan.run(job.id, rankMapJson(job.rankMap), job.allocation ? JSON.stringify(job.allocation) : null);
-      for (const r of ranks) this.insertRank.run(r.jobId, r.rank, r.node, r.state);
     });
-    this.start = db.transaction((job: JobRecord, ranks: RankRecord[]) => {
+    this.start = db.transaction((job: JobRecord) => {
       this.startJobStmt.run(job.state, job.reason, job.id);
       this.insertPlan.run(job.id, rankMapJson(job.rankMap!), JSON.stringify(job.allocation));
-      for (const r of ranks) this.insertRank.run(r.jobId, r.rank, r.node, r.state);
     });
   }
 
@@ -99,12 +102,13 @@ export class JobsRepo {
     this.updateJobStmt.run({ id: job.id, state: job.state, reason: job.reason, exitCode: job.exitCode, startedAt: job.startedAt, endedAt: job.endedAt });
   }
 
+  /** Writes a rank's row, the first time it changes included (a pending rank has none yet). */
   updateRank(r: RankRecord): void {
     const binding = r.binding ? JSON.stringify(r.binding) : null;
-    this.updateRankStmt.run(r.state, r.pid, r.startedAt, r.endedAt, r.exitCode, r.signal, binding, r.error, JSON.stringify(r.warnings), r.stdoutBytes, r.stderrBytes, r.jobId, r.rank);
+    this.updateRankStmt.run(r.jobId, r.rank, r.node, r.state, r.pid, r.startedAt, r.endedAt, r.exitCode, r.signal, binding, r.error, JSON.stringify(r.warnings), r.stdoutBytes, r.stderrBytes);
   }
 
-  /** The log index only; called in batches while output flows. */
+  /** The log index only (of ranks that have rows: output comes after a rank's start); called in batches while output flows. */
   updateBytes(r: RankRecord): void {
     this.updateBytesStmt.run(r.stdoutBytes, r.stderrBytes, r.jobId, r.rank);
   }
@@ -119,8 +123,13 @@ export class JobsRepo {
     return row ? toJob(row) : null;
   }
 
-  ranks(jobId: string): RankRecord[] {
-    return (this.ranksOf.all(jobId) as Row[]).map(toRank);
+  /** Every rank of a job: its row, or, for a rank that never changed, pending on the plan. */
+  ranks(job: Pick<JobRecord, 'id' | 'rankMap'>): RankRecord[] {
+    const stored = (this.ranksOf.all(job.id) as Row[]).map(toRank);
+    if (!job.rankMap) return stored;
+    const ranks = pendingRanks(job.id, job.rankMap);
+    for (const r of stored) ranks[r.rank] = r;
+    return ranks;
   }
 
   /** The newest jobs: everyone's, or one owner's. */
