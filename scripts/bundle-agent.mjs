@@ -10,33 +10,19 @@
 // ../ranks/supervisor.pl, ../openmpi/*.pl, and ../../src/… in a checkout) resolve the same.
 // Native addons stay outside: node-pty (loaded only for --pty ranks and sessions) and
 // ws's optional bufferutil/utf-8-validate.
-//
-// esbuild is the dashboard's devDependency, taken from there (see bundle-cli.mjs).
 import { rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { build, nodeEsm, root } from './lib/node-bundle.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const agent = path.join(root, 'packages/agent');
 const outdir = path.join(agent, 'dist/bundle');
-const { build } = createRequire(path.join(root, 'packages/dashboard/package.json'))('esbuild');
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
-  absWorkingDir: root,
+  ...nodeEsm,
   entryPoints: { daemon: path.join(agent, 'dist/daemon.js') },
   outdir,
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  // ws and pino are CommonJS: their require() of Node's modules needs a require here
-  banner: { js: "import { createRequire as __rankdCreateRequire } from 'node:module'; const require = __rankdCreateRequire(import.meta.url);" },
   external: ['node-pty', 'bufferutil', 'utf-8-validate'],
-  metafile: true,
-  legalComments: 'none',
-  logLevel: 'warning',
 });
 
 const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys(o.inputs));

@@ -13,18 +13,12 @@
 //
 // manifest.json maps each output file to the source modules in it: what
 // test/cli/loaded-modules.test.ts reads to tell what a command loaded.
-//
-// esbuild is the dashboard's devDependency (packages/dashboard/package.json) and is taken
-// from there: declaring it again elsewhere would need a lock file update for the same package.
 import { rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { build, nodeEsm, root } from './lib/node-bundle.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'packages/cli');
 const outdir = path.join(cli, 'dist/bundle');
-const { build } = createRequire(path.join(root, 'packages/dashboard/package.json'))('esbuild');
 
 /** Imported from their packages at run time, never bundled (see above). */
 const DAEMONS = new Set(['@rankd/controller', '@rankd/agent', '@rankd/agent/load-daemon']);
@@ -38,25 +32,16 @@ const daemonsExternal = {
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
-  absWorkingDir: root,
+  ...nodeEsm,
   entryPoints: { rankd: path.join(cli, 'dist/cli.js') },
   outdir,
-  bundle: true,
   splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
   // chunks sit beside each other one level under dist/, as dist/commands/*.js do, so that
   // the URLs the CLI resolves against its own module (../main.js, ../../demo/) still hold
   chunkNames: '[name]-[hash]',
-  // commander and ws are CommonJS: their require() of Node's modules needs a require here
-  banner: { js: "import { createRequire as __rankdCreateRequire } from 'node:module'; const require = __rankdCreateRequire(import.meta.url);" },
   // ws's optional native speed-ups, required inside a try: absent is fine
   external: ['bufferutil', 'utf-8-validate'],
   plugins: [daemonsExternal],
-  metafile: true,
-  legalComments: 'none',
-  logLevel: 'warning',
 });
 
 const manifest = {};

@@ -61,7 +61,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       ],
       limits: [
         `On 2 cores, ${RANKS} process starts are serialized by the CPU, so the figure is the fan-out's CPU time over 2 cores.`,
-        `mpirun spends ~0.55 s of CPU on one core (fork/exec of ${RANKS} ranks, collecting their exits). rankd spent ~1.2 s across`,
+        `mpirun.openmpi spends ~0.55 s of CPU on one core (fork/exec of ${RANKS} ranks, collecting their exits). rankd spent ~1.2 s across`,
         `both besides the CLI (counted at load 1.7-2.2): the controller ~90 ms, ${FANOUT_AGENTS} agents ~620 ms`,
         '(~4.8 ms a rank: ~1 ms forking the supervisor from a ~55 MB Node process, which also blocks that agent until the',
         'exec; the rest the spool and cgroup, see below, and the rank messages), supervisors and ranks ~500 ms (~3.9 ms a rank:',
