@@ -82,7 +82,7 @@ t.test('the command line is parsed strictly: a clear message and exit 2, nothing
     t.equal(r.stdout, '', 'no answer line');
   }
   t.same(fs.readdirSync(dir), [], 'no file was created');
-  t.equal(spawnSync(BIN, ['--version'], { encoding: 'utf8' }).stdout, 'rank-supervisor 1\n');
+  t.equal(spawnSync(BIN, ['--version'], { encoding: 'utf8' }).stdout, 'rank-supervisor 2\n');
   t.match(spawnSync(BIN, ['--help'], { encoding: 'utf8' }), { status: 0, stdout: /^usage: rank-supervisor run\|exec \[--cpus LIST\] \[--mems LIST\]/ });
 });
 
@@ -226,18 +226,39 @@ t.test('environment records with odd bytes reach the rank unchanged', { skip }, 
   }
 });
 
-t.test('exec mode (PTY ranks): RANKD_ENV_* becomes the environment, pinning applies, failures exit 127', { skip }, (t) => {
+t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment and is deleted, pinning applies, failures exit 127', { skip }, (t) => {
   const cpu = allowedCpus()[0]!;
   const dir = tmpSpool(t);
-  const env = { TERM: 'xterm-test', PATH: '/usr/sbin:/usr/bin:/sbin:/bin', RANKD_ENV_PATH: '/usr/bin:/bin', RANKD_ENV_V: 'a=b\nc', RANKD_ENV_: 'nameless' };
-  const ok = spawnSync(BIN, ['exec', '--cpus', String(cpu), dir, '-', '-', '/tmp', '--', 'sh', '-c', 'env -0; grep Cpus_allowed_list /proc/self/status'], { env, encoding: 'latin1' });
-  t.equal(ok.status, 0);
-  const [envOut, status] = [ok.stdout.slice(0, ok.stdout.lastIndexOf('\0') + 1), ok.stdout.slice(ok.stdout.lastIndexOf('\0') + 1)];
-  t.same(envOut.split('\0').slice(0, -1).sort(), ['PATH=/usr/bin:/bin', 'PWD=/tmp', 'TERM=xterm-test', 'V=a=b\nc'], 'the prefixed variables, TERM kept, nothing of the supervisor\'s own');
-  t.match(status, new RegExp(`^Cpus_allowed_list:\\s*${cpu}$`, 'm'));
+  const envFile = path.join(dir, 'env');
+  const records = 'PATH=/usr/bin:/bin\0V=a=b\nc\0=nameless\0TERM=xterm-test\0';
+  // the supervisor's own environment, a caller's variable among it, reaches nothing
+  const own = { ...supervisorEnv({ kind: 'native' }), TERM: 'xterm-own', OWN_ONLY: 'x' };
+  for (const [name, cmd, options] of [
+    ['native', NATIVE, ['--cpus', String(cpu)]],
+    ['perl', PERL, []],
+  ] as const) {
+    fs.writeFileSync(envFile, records, { mode: 0o600 });
+    const ok = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', ...options, dir, '-', '-', '/tmp', '--', 'sh', '-c', 'env -0; grep Cpus_allowed_list /proc/self/status'], { env: own, encoding: 'latin1' });
+    t.equal(ok.status, 0, `${name}: ${ok.stderr}`);
+    const [envOut, status] = [ok.stdout.slice(0, ok.stdout.lastIndexOf('\0') + 1), ok.stdout.slice(ok.stdout.lastIndexOf('\0') + 1)];
+    t.same(envOut.split('\0').slice(0, -1).sort(), ['PATH=/usr/bin:/bin', 'PWD=/tmp', 'TERM=xterm-test', 'V=a=b\nc'], `${name}: exactly the records, nothing of the supervisor's own`);
+    t.notOk(fs.existsSync(envFile), `${name}: the environment file is deleted once read`);
+    if (name === 'native') t.match(status, new RegExp(`^Cpus_allowed_list:\\s*${cpu}$`, 'm'));
+    const none = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', dir, '-', '-', '/', '--', 'true'], { env: own, encoding: 'utf8' });
+    t.equal(none.status, 127, `${name}: no environment file is a failure, never an empty or inherited environment`);
+    t.match(none.stderr, /^rankd: RANKD_RANK_SPAWN_FAILED .*\/env: No such file or directory\n$/);
+    fs.symlinkSync('/etc/hostname', envFile);
+    const link = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', dir, '-', '-', '/', '--', 'true'], { env: own, encoding: 'utf8' });
+    t.equal(link.status, 127, `${name}: a symbolic link is not followed`);
+    t.match(link.stderr, /^rankd: RANKD_RANK_SPAWN_FAILED .*\/env: /);
+    fs.rmSync(envFile, { force: true });
+  }
+  const env = supervisorEnv({ kind: 'native' });
+  fs.writeFileSync(envFile, records);
   const bad = spawnSync(BIN, ['exec', dir, '-', '-', '/nonexistent-rankd-cwd', '--', 'true'], { env, encoding: 'utf8' });
   t.equal(bad.status, 127);
   t.equal(bad.stderr, 'rankd: RANKD_RANK_BAD_CWD /nonexistent-rankd-cwd: No such file or directory\n');
+  fs.writeFileSync(envFile, records);
   const missing = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', 'rankd-no-such-program'], { env, encoding: 'utf8' });
   t.equal(missing.status, 127);
   t.equal(missing.stderr, 'rankd: RANKD_RANK_EXEC rankd-no-such-program: No such file or directory\n');

@@ -1,14 +1,20 @@
 /*
  * The rank's environment, built as supervisor.pl builds it: from NAME=VALUE\0 records on
- * stdin (run mode) or from RANKD_ENV_NAME variables (exec mode, where node-pty offers no
- * other channel). Values are bytes and pass through untouched: '=', newlines, anything
- * but NUL. A record with an empty name is skipped, one without '=' has an empty value,
- * and a later record of a name replaces an earlier one (a perl hash's rules).
+ * stdin (run mode) or in the file RANKDIR/env (exec mode, where node-pty offers no other
+ * channel). Never from this process's own environment, which is the agent's fixed one:
+ * the records are data here, installed only in the program's exec, after the switch to
+ * the user, so that no loader variable of a caller ever acts in a process that is root.
+ * Values are bytes and pass through untouched: '=', newlines, anything but NUL. A record
+ * with an empty name is skipped, one without '=' has an empty value, and a later record
+ * of a name replaces an earlier one (a perl hash's rules).
  */
 #include "rank-supervisor.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static size_t count(char **env)
 {
@@ -63,30 +69,21 @@ char **rs_env_from_records(const char *blob, size_t len)
 	return env;
 }
 
-char **rs_env_from_prefixed(char **own)
+char **rs_env_from_file(const char *dir)
 {
-	static const char prefix[] = "RANKD_ENV_";
-	const size_t plen = sizeof prefix - 1;
-	char **env = rs_alloc(sizeof(char *));
-	env[0] = NULL;
-	const char *term = NULL;
-	int has_term = 0;
-	for (size_t i = 0; own && own[i]; i++) {
-		const char *e = own[i];
-		const char *eq = strchr(e, '=');
-		if (!eq)
-			continue;
-		if (strncmp(e, "TERM=", 5) == 0)
-			term = eq + 1;
-		if (strncmp(e, prefix, plen) != 0 || eq - e <= (long)plen)
-			continue;
-		size_t name_len = (size_t)(eq - e) - plen;
-		if (name_len == 4 && strncmp(e + plen, "TERM", 4) == 0)
-			has_term = 1;
-		set_n(&env, e + plen, name_len, eq + 1, strlen(eq + 1));
-	}
-	/* node-pty sets TERM for the terminal it made; the rank keeps it unless planned otherwise */
-	if (!has_term && term)
-		rs_env_set(&env, "TERM", term);
+	/* the agent wrote it (0600, in a directory only root may enter); a link there is no file of ours */
+	char *file = rs_path(dir, "env");
+	int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		rs_fail("RANKD_RANK_SPAWN_FAILED", "%s: %s", file, strerror(errno));
+	struct rs_buf blob = { 0 };
+	int r = rs_read_fd(fd, &blob);
+	close(fd);
+	/* read once: the values (a job's secrets among them) stay on disk no longer than this */
+	if (unlink(file) != 0 || r != 0)
+		rs_fail("RANKD_RANK_SPAWN_FAILED", "%s: %s", file, strerror(errno));
+	free(file);
+	char **env = rs_env_from_records(blob.p ? blob.p : "", blob.len);
+	free(blob.p);
 	return env;
 }

@@ -7,8 +7,10 @@
  *       supervisor's own environment names an inherited descriptor (the rank's PMI socket)
  *       that the rank keeps and the supervisor closes after the fork. supervise.c.
  *   rank-supervisor exec [--cpus LIST] [--mems LIST] RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...
- *       PTY ranks: node-pty is the parent, so this only prepares the process and execs.
- *       The environment comes as RANKD_ENV_NAME=VALUE variables. prepare.c.
+ *       PTY ranks, exec and shell: the parent (node-pty, or the agent) holds the process's
+ *       stdio, so this only prepares the process and execs. The environment comes as
+ *       NAME=VALUE\0 records in RANKDIR/env, which is read and deleted before anything
+ *       else; this process's own environment is the agent's fixed one. prepare.c.
  *   rank-supervisor --version
  *
  * Why C, when supervisor.pl did the job: each rank started behind two execs (perl, then
@@ -24,13 +26,11 @@
 
 #include <stdlib.h>
 
-extern char **environ;
-
 int main(int argc, char **argv)
 {
 	struct rs_args a;
 	rs_parse_args(argc, argv, &a);
 	if (a.mode == RS_EXEC)
-		return rs_exec(&a, rs_env_from_prefixed(environ));
+		return rs_exec(&a, rs_env_from_file(a.dir));
 	return rs_run(&a);
 }

@@ -15,8 +15,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* What `rank-supervisor --version` prints; the agent runs it once to prove the binary works here. */
-#define RS_VERSION "rank-supervisor 1"
+/* What `rank-supervisor --version` prints; the agent runs it once to prove the binary works here
+ * and is of these sources. Raised with every change of the contract (2: exec mode reads RANKDIR/env). */
+#define RS_VERSION "rank-supervisor 2"
 
 /* The same bound the agent's validateLaunch puts on a CPU id. */
 #define RS_MAX_CPU (1u << 20)
@@ -60,7 +61,7 @@ int rs_parse_args(int argc, char **argv, struct rs_args *a);
 
 /* env.c: the rank's environment as a NULL-terminated NAME=VALUE array */
 char **rs_env_from_records(const char *blob, size_t len);
-char **rs_env_from_prefixed(char **own);
+char **rs_env_from_file(const char *dir);
 void rs_env_set(char ***env, const char *name, const char *value);
 
 /* prepare.c */

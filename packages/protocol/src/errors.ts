@@ -63,6 +63,12 @@ export const ErrorCode = {
   CsrfRejected: 'RANKD_CSRF_REJECTED',
   /** Plain HTTP on the controller's TLS port. */
   PlaintextOnTlsPort: 'RANKD_PLAINTEXT_ON_TLS_PORT',
+  /**
+   * A job, exec or rank that runs as root and sets a loader or libc variable (LD_*, MALLOC_*,
+   * GCONV_PATH, … : glibc's list for set-uid programs). Refused by the controller when the
+   * request names root, and by the agent, which knows, always.
+   */
+  RootLoaderEnv: 'RANKD_ROOT_LOADER_ENV',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

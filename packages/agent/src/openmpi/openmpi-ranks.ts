@@ -22,7 +22,8 @@ import type { RankRunner } from '../ranks/rank-runner.js';
 import { files, readRankRecord } from '../ranks/records.js';
 import { readJson, writeJsonAtomic, type ExitRecord, type LaunchRecord } from '../ranks/spool.js';
 import { supervisorEnv } from '../ranks/launcher.js';
-import { encodeEnv, supervisorArgv } from '../ranks/supervisor.js';
+import { encodeEnv } from '../ranks/caller-env.js';
+import { supervisorArgv } from '../ranks/supervisor.js';
 import { scriptPath, writePrivate } from './ompi-files.js';
 import { runArgs, type SupervisorTools } from './supervised-process.js';
 

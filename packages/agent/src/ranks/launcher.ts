@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { HELPER_ENV } from './caller-env.js';
 import { RankErrorCode, rankError } from './errors.js';
 import { findTool, isExecutableFile } from './program.js';
 
@@ -29,7 +30,7 @@ export interface Launcher {
 }
 
 /** The answer of a working binary to --version; native/rank-supervisor.h's RS_VERSION. */
-const NATIVE_VERSION = 'rank-supervisor 1';
+const NATIVE_VERSION = 'rank-supervisor 2';
 
 export interface LauncherOptions {
   preference?: LauncherPreference;
@@ -119,9 +120,12 @@ const PERL_SYSCALLS: Partial<Record<NodeJS.Architecture, { setsid: number; prctl
   loong64: { setsid: 157, prctl: 167 },
 };
 
-/** The environment the supervisor itself runs with (the rank's travels on stdin). */
+/**
+ * The environment the supervisor itself runs with, as root: fixed (caller-env.ts), never
+ * the agent's nor the rank's (that one travels as data: on stdin, or in RANKDIR/env).
+ */
 export function supervisorEnv(launcher: Pick<Launcher, 'kind'>): Record<string, string> {
-  const env: Record<string, string> = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+  const env: Record<string, string> = { ...HELPER_ENV };
   const nr = PERL_SYSCALLS[process.arch];
   if (launcher.kind === 'perl' && nr) {
     env.RANKD_SYSCALL_SETSID = String(nr.setsid);

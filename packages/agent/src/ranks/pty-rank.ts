@@ -15,9 +15,13 @@ import { cgroupPopulated, killCgroup, removeCgroup } from './cgroup.js';
 import { keepLastOutput } from './pty-drain.js';
 import { groupExists, signalGroup } from './proc.js';
 import { writeJsonAtomic, type ExitRecord, type RankRecord } from './spool.js';
+import { writeEnvFile } from './caller-env.js';
+import { supervisorEnv } from './launcher.js';
 import { supervisorArgv, type SupervisorArgs } from './supervisor.js';
 
 const DRAIN_LIMIT_MS = 6000;
+/** The TERM node-pty gives the supervisor, and the rank unless its job sets one. */
+const DEFAULT_TERM = 'xterm-256color';
 
 export interface PtyStart {
   pid: number;
@@ -33,20 +37,20 @@ export interface PtyStart {
 export async function startPtyRank(a: SupervisorArgs, env: Record<string, string>, cols = 80, rows = 24): Promise<PtyStart> {
   const pty = await import('node-pty');
   const argv = supervisorArgv(a);
-  // The rank's variables travel prefixed so that the interpreter in front of the rank
-  // does not read the job's PERL5OPT, PERL5LIB or locale; supervisor.pl strips the prefix.
-  const ptyEnv: Record<string, string> = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
-  for (const [k, v] of Object.entries(env)) ptyEnv[`RANKD_ENV_${k}`] = v;
+  // The supervisor in front of the rank starts as root with the agent's fixed environment;
+  // the rank's (with the terminal's TERM unless the job set one) waits in a 0600 file that
+  // the supervisor reads and installs only in the program's exec, after the switch of user.
+  writeEnvFile(a.rankDir, { TERM: DEFAULT_TERM, ...env });
   const out = fs.openSync(path.join(a.rankDir, 'stdout'), 'w', 0o600);
   fs.closeSync(fs.openSync(path.join(a.rankDir, 'stderr'), 'w', 0o600));
   let term: Pty.IPty;
   try {
     term = pty.spawn(argv[0]!, argv.slice(1), {
-      name: env.TERM ?? 'xterm-256color',
+      name: DEFAULT_TERM,
       cols,
       rows,
       cwd: '/',
-      env: ptyEnv,
+      env: supervisorEnv(a.launcher),
       encoding: null,
     });
   } catch (err) {

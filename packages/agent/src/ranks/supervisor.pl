@@ -28,9 +28,14 @@
 #       supervisor's own environment names an inherited descriptor (the rank's PMI socket)
 #       that the rank keeps and the supervisor closes after the fork.
 #   supervisor.pl exec RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...
-#       PTY ranks: node-pty is the parent, so this only prepares the process and execs.
-#       The environment comes as RANKD_ENV_NAME=VALUE variables, so that the rank's own
-#       PERL5OPT, PERL5LIB or LC_ALL never reach this interpreter.
+#       PTY ranks, exec and shell: the parent (node-pty, or the agent) holds the stdio, so
+#       this only prepares the process and execs. The environment comes as NAME=VALUE\0
+#       records in RANKDIR/env, read and deleted first thing.
+#
+# In both modes the rank's environment is data to this process, never its own: the
+# agent starts it with a fixed one, so that the rank's PERL5OPT, PERL5LIB, LC_ALL or
+# LD_PRELOAD never act in this interpreter, which may be root. It is installed only for
+# the exec, after the switch to the user.
 use strict;
 
 my ($mode, $dir, $cgroup, $user, $cwd, $sep, @argv) = @ARGV;
@@ -40,10 +45,9 @@ if (!defined $sep || $sep ne '--' || !@argv || ($mode ne 'run' && $mode ne 'exec
 }
 
 if ($mode eq 'exec') {
-    my %env;
-    for my $k (keys %ENV) { $env{$1} = $ENV{$k} if $k =~ /^RANKD_ENV_(.+)$/s }
-    $env{TERM} = $ENV{TERM} if !exists $env{TERM} && defined $ENV{TERM};
-    prepare(\%env, sub { print STDERR "rankd: $_[0] $_[1]\n"; exit 127 });
+    my $fail = sub { print STDERR "rankd: $_[0] $_[1]\n"; exit 127 };
+    my %env = env_from_file("$dir/env", $fail);
+    prepare(\%env, $fail);
     exec { $argv[0] } @argv;
     print STDERR "rankd: RANKD_RANK_EXEC $argv[0]: $!\n";
     exit 127;
@@ -166,6 +170,24 @@ sub prepare {
 sub read_env {
     binmode STDIN;
     my $blob = do { local $/; <STDIN> } // '';
+    return parse_env($blob);
+}
+
+# The agent wrote it 0600 in a directory only root may enter; a symlink there is not ours.
+# Deleted once read: a job's secrets stay on disk no longer than that.
+sub env_from_file {
+    my ($file, $fail) = @_;
+    $fail->('RANKD_RANK_SPAWN_FAILED', "$file: a symbolic link") if -l $file;
+    open(my $fh, '<', $file) or $fail->('RANKD_RANK_SPAWN_FAILED', "$file: $!");
+    binmode $fh;
+    my $blob = do { local $/; <$fh> } // '';
+    close $fh;
+    unlink($file) or $fail->('RANKD_RANK_SPAWN_FAILED', "$file: $!");
+    return parse_env($blob);
+}
+
+sub parse_env {
+    my ($blob) = @_;
     my %e;
     for my $rec (split /\0/, $blob) {
         my ($k, $v) = split /=/, $rec, 2;

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import os from 'node:os';
 import { RankErrorCode, rankError } from './errors.js';
+import { encodeEnv } from './caller-env.js';
 import { supervisorEnv, type Launcher } from './launcher.js';
 
 export interface SupervisorArgs {
@@ -101,11 +102,6 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>, 
     });
     child.stdin!.end(encodeEnv(env));
   });
-}
-
-/** NAME=VALUE\0 records; validateLaunch has already refused '=' in names and NUL anywhere. */
-export function encodeEnv(env: Record<string, string>): Buffer {
-  return Buffer.from(Object.entries(env).map(([k, v]) => `${k}=${v}\0`).join(''), 'utf8');
 }
 
 /** Signal number → name ("SIGKILL"), from Node's table of this platform's signals. */
