@@ -4,9 +4,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { constants } from 'node:os';
-import { FleetErrorCode, RankdError, type ExecRun } from '@rankd/protocol';
+import { ErrorCode, FleetErrorCode, RankdError, type ExecRun } from '@rankd/protocol';
+import { refuseLoaderEnvForRoot } from '../ranks/caller-env.js';
+import { RankErrorCode } from '../ranks/errors.js';
 import type { IdentityResolver } from '../ranks/identity.js';
+import type { Launcher } from '../ranks/launcher.js';
+import { resolveProgram } from '../ranks/program.js';
 import { baseEnv, defaultCwd, resolveIdentity } from './identity.js';
+import { switchedCommand, type SwitchedCommand } from './switched-command.js';
 import { endSession } from './session-signal.js';
 
 export type ExecOutcome = {
@@ -49,7 +54,7 @@ export interface ExecHooks {
   running(sid: number, ended: boolean): void;
 }
 
-export async function runExec(m: ExecRun, identities: IdentityResolver, hooks: ExecHooks): Promise<ExecOutcome> {
+export async function runExec(m: ExecRun, identities: IdentityResolver, launcher: Launcher, hooks: ExecHooks): Promise<ExecOutcome> {
   const started = performance.now();
   const failed = (code: string, message: string): ExecOutcome => ({
     code: null,
@@ -74,7 +79,21 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, hooks: E
   } catch (err) {
     return failed(FleetErrorCode.ExecSpawn, `cwd ${cwd}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  const argv = [...id.prefix, ...m.argv];
+  const env = baseEnv(id, m.env);
+  let command: SwitchedCommand;
+  try {
+    // a root target never drops privileges: nothing may act in its loader (caller-env.ts)
+    refuseLoaderEnvForRoot(m.env ?? {}, id.uid, 'the command');
+    // found as execvp will find it, so that a missing program is this error, not the supervisor's exit 127
+    resolveProgram(m.argv[0]!, env.PATH, cwd, id);
+    command = switchedCommand(launcher, id, cwd, m.argv, env);
+  } catch (e) {
+    const code = (e as RankdError).code;
+    if (code === ErrorCode.RootLoaderEnv) return failed(code, (e as Error).message);
+    if (code === RankErrorCode.ProgramNotFound) return failed(FleetErrorCode.ExecSpawn, `cannot run "${m.argv[0]}": no such program on PATH`);
+    return failed(FleetErrorCode.ExecSpawn, `cannot run "${m.argv[0]}": ${(e as Error).message}`);
+  }
+  const argv = command.argv;
   const out = new Capture(m.maxOutputBytes);
   const err = new Capture(m.maxOutputBytes);
 
@@ -84,8 +103,9 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, hooks: E
     let drain: NodeJS.Timeout | null = null;
     let child: ChildProcess;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { cwd, env: baseEnv(id, m.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      child = spawn(argv[0]!, argv.slice(1), { cwd: '/', env: command.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     } catch (e) {
+      command.cleanup();
       resolve(failed(FleetErrorCode.ExecSpawn, `cannot run "${m.argv[0]}": ${(e as Error).message}`));
       return;
     }
@@ -101,6 +121,7 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, hooks: E
     const finish = (code: number | null, signal: NodeJS.Signals | null, error?: { code: string; message: string }) => {
       if (done) return;
       done = true;
+      command.cleanup();
       clearTimeout(timer);
       if (drain) clearTimeout(drain);
       if (sid) hooks.running(sid, true);

@@ -6,7 +6,7 @@ import type { DoctorInspect, ExecRun, ProbeConnect, ProbeListen, PtyAck, PtyClos
 import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
 import { IdentityResolver } from '../ranks/identity.js';
-import type { Launcher } from '../ranks/launcher.js';
+import { detectLauncher, type Launcher } from '../ranks/launcher.js';
 import { inspectNode } from './doctor-inspect.js';
 import { runExec } from './exec-runner.js';
 import { PtySessions } from './pty-sessions.js';
@@ -27,11 +27,13 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
   const identities = new IdentityResolver(opts.allowRoot);
   const send = (message: { type: string } & Record<string, unknown>) => link.send(message);
   const running = new Set<number>();
-  const shells = new PtySessions(send, identities, log);
+  // fleet commands and shells start behind the ranks' supervisor, which switches users (switched-command.ts)
+  const launcher = opts.launcher ?? detectLauncher();
+  const shells = new PtySessions(send, identities, launcher, log);
 
   link.handle('exec.run', (raw) => {
     const m = raw as unknown as ExecRun;
-    void runExec(m, identities, { running: (sid, ended) => (ended ? running.delete(sid) : running.add(sid)) }).then((outcome) => {
+    void runExec(m, identities, launcher, { running: (sid, ended) => (ended ? running.delete(sid) : running.add(sid)) }).then((outcome) => {
       if (!send({ type: 'exec.result', id: m.id, ...outcome })) log.warn({ exec: m.id }, 'exec finished while the controller link is down; result dropped');
     });
   });

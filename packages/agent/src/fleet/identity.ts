@@ -1,7 +1,7 @@
 // Who a fleet command or shell runs as, with the same policy as ranks (root only where
 // the agent allows it; another user only when the agent is root). The switch itself is
-// setpriv's: it sets uid, gid and the user's supplementary groups (initgroups), where a
-// plain setuid from Node would keep root's groups or drop all of them.
+// the rank supervisor's (switched-command.ts): groups, gids, then uids, proven from
+// /proc/self/status, with the caller's environment installed only after it.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,8 +14,6 @@ const execFileAsync = promisify(execFile);
 
 export interface FleetIdentity extends RankIdentity {
   shell: string;
-  /** argv prefix that switches to the user (empty when no switch is needed). */
-  prefix: string[];
 }
 
 export async function resolveIdentity(identities: IdentityResolver, user: string | undefined): Promise<FleetIdentity> {
@@ -31,10 +29,7 @@ export async function resolveIdentity(identities: IdentityResolver, user: string
     throw new RankdError(FleetErrorCode.ExecUser, message, { user: user ?? null });
   }
   const shell = user === undefined ? os.userInfo().shell || '/bin/sh' : await loginShell(user);
-  if (!id.switchUser) return { ...id, shell, prefix: [] };
-  const setpriv = findTool('setpriv');
-  if (!setpriv) throw new RankdError(FleetErrorCode.ExecUser, `setpriv (util-linux) is not installed: cannot run as ${id.name}`, { user });
-  return { ...id, shell, prefix: [setpriv, `--reuid=${id.uid}`, `--regid=${id.gid}`, `--groups=${id.groups.join(',') || id.gid}`, '--'] };
+  return { ...id, shell };
 }
 
 async function loginShell(user: string): Promise<string> {
@@ -48,7 +43,7 @@ async function loginShell(user: string): Promise<string> {
   }
 }
 
-/** The environment a fleet command starts from: a login-like minimum, then the caller's. */
+/** The environment a fleet command's program gets (never its supervisor): a login-like minimum, then the caller's. */
 export function baseEnv(id: FleetIdentity, extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',

@@ -10,8 +10,10 @@ import type * as Pty from 'node-pty';
 import { FleetErrorCode, type PtyAck, type PtyClose, type PtyInput, type PtyOpen, type PtyResize, type PtySignal } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { IdentityResolver } from '../ranks/identity.js';
+import type { Launcher } from '../ranks/launcher.js';
 import { signalName } from './exec-runner.js';
 import { baseEnv, defaultCwd, resolveIdentity } from './identity.js';
+import { switchedCommand, type SwitchedCommand } from './switched-command.js';
 import { keepLastOutput } from '../ranks/pty-drain.js';
 import { isAlive } from '../ranks/proc.js';
 import { endSession, signalSession } from './session-signal.js';
@@ -48,6 +50,8 @@ const HANGUP_GRACE_MS = 2000;
 const EXIT_WATCH_MS = 25;
 /** Largest output frame: well under the frame cap once base64'd. */
 const OUTPUT_CHUNK = 192 * 1024;
+/** The TERM node-pty gives the supervisor (as root); the program gets the client's. */
+const SUPERVISOR_TERM = 'xterm-256color';
 
 export class PtySessions {
   private readonly sessions = new Map<string, Session>();
@@ -56,6 +60,7 @@ export class PtySessions {
   constructor(
     private readonly send: Send,
     private readonly identities: IdentityResolver,
+    private readonly launcher: Launcher,
     private readonly log: Logger,
   ) {}
 
@@ -79,20 +84,25 @@ export class PtySessions {
     }
     this.opening.delete(m.id);
     if (early.closed) return;
-    const argv = [...id.prefix, ...(m.argv ?? [id.shell, '-l'])];
+    const argv = m.argv ?? [id.shell, '-l'];
     let term: Pty.IPty;
+    let command: SwitchedCommand | undefined;
     try {
-      term = pty.spawn(argv[0]!, argv.slice(1), {
-        name: m.term,
+      // the caller's TERM, like the rest of the program's environment, is installed only after the switch
+      command = switchedCommand(this.launcher, id, m.cwd ?? defaultCwd(id), argv, baseEnv(id, { TERM: m.term }));
+      term = pty.spawn(command.argv[0]!, command.argv.slice(1), {
+        name: SUPERVISOR_TERM,
         cols: m.cols,
         rows: m.rows,
-        cwd: m.cwd ?? defaultCwd(id),
-        env: baseEnv(id, { TERM: m.term }),
+        cwd: '/',
+        env: command.env,
         encoding: null,
       });
     } catch (err) {
+      command?.cleanup();
       return fail(FleetErrorCode.PtySpawn, `cannot start ${argv[0]}: ${(err as Error).message}`);
     }
+    const cleanup = command.cleanup;
     const s: Session = { term, unacked: 0, paused: false, closing: false, exitWatch: null, draining: false, lastOutput: Date.now() };
     if (!keepLastOutput(term, (quietMs) => !s.paused && Date.now() - s.lastOutput >= quietMs)) {
       this.log.warn({ session: m.id }, 'cannot hold the terminal open: its last output may be cut at exit');
@@ -112,6 +122,7 @@ export class PtySessions {
       if (!s.paused && !s.draining && s.unacked > WINDOW) this.pause(s);
     });
     term.onExit(({ exitCode, signal }) => {
+      cleanup();
       this.sessions.delete(m.id);
       this.resume(s);
       // what the program left behind in its session goes with it
