@@ -2,6 +2,7 @@
 // environment, which program, pinned how (the launcher's own options or a wrapper).
 // Anything wrong here is a clear error from start() and leaves no trace on the node.
 import fs from 'node:fs';
+import { refuseLoaderEnvForRoot } from './caller-env.js';
 import { RankErrorCode, rankError } from './errors.js';
 import type { IdentityResolver, RankIdentity } from './identity.js';
 import type { Launcher } from './launcher.js';
@@ -20,6 +21,8 @@ export interface PreparedRank {
 
 export async function prepareRank(launch: RankLaunch, identities: IdentityResolver, pinning: PinningPreference, launcher: Launcher): Promise<PreparedRank> {
   const identity = await identities.resolve(launch.user);
+  // a root rank never drops privileges: nothing may act in its loader (caller-env.ts)
+  refuseLoaderEnvForRoot(launch.env, identity.uid, `rank ${launch.rank} of job ${launch.jobId}`);
   const cwd = rankCwd(launch.cwd, identity);
   const env = rankEnv(launch, identity);
   resolveProgram(launch.argv[0]!, env.PATH, cwd, identity);
