@@ -1,4 +1,5 @@
 export * from './errors.js';
+export * from './loader-env.js';
 export * from './wire.js';
 export * from './node-name.js';
 export * from './duration.js';

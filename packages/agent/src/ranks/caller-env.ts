@@ -8,57 +8,17 @@
 // for stdin records, writeEnvFile for the exec mode).
 //
 // A target that is root itself (allowed only with --allow-root) never drops privileges,
-// so there the loader's variables are refused outright: rootLoaderVariables.
+// so there the loader's variables are refused outright: refuseLoaderEnvForRoot.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ErrorCode, RankdError } from '@rankd/protocol';
+import { refuseLoaderEnv } from '@rankd/protocol';
 
 /** All a root helper of the agent is started with (plus the supervisor's own RANKD_* settings). */
 export const HELPER_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' });
 
-/**
- * The variables glibc removes for set-uid programs (sysdeps/generic/unsecvars.h), which
- * change what a process loads, which files libc reads, or how it allocates, before the
- * program's own code runs. TMPDIR is in that list for set-uid programs that the caller
- * did not choose; a root target's program is the caller's own choice and reads TMPDIR
- * only if it wants to, so TMPDIR is allowed.
- */
-const UNSECURE = new Set([
-  'GCONV_PATH',
-  'GETCONF_DIR',
-  'GLIBC_TUNABLES',
-  'HOSTALIASES',
-  'LOCALDOMAIN',
-  'LOCPATH',
-  'NIS_PATH',
-  'NLSPATH',
-  'RESOLV_HOST_CONF',
-  'RES_OPTIONS',
-  'TZDIR',
-]);
-/** Whole families: every LD_ variable is the loader's, every MALLOC_ one the allocator's. */
-const UNSECURE_PREFIXES = ['LD_', 'MALLOC_'];
-
-/** Names in `env` that act in the loader or libc of a process before its program runs; sorted. */
-export function loaderVariables(env: Record<string, string>): string[] {
-  return Object.keys(env)
-    .filter((k) => UNSECURE.has(k) || UNSECURE_PREFIXES.some((p) => k.startsWith(p)))
-    .sort();
-}
-
-/**
- * Refuses loader variables for a target that runs as root (RANKD_ROOT_LOADER_ENV): nothing
- * drops privileges before such a program's loader reads them. `what` names the request.
- */
+/** Refuses glibc's loader and libc variables (protocol's loader-env.ts) for a target that runs as root: RANKD_ROOT_LOADER_ENV. */
 export function refuseLoaderEnvForRoot(env: Record<string, string>, uid: number, what: string): void {
-  if (uid !== 0) return;
-  const names = loaderVariables(env);
-  if (names.length === 0) return;
-  throw new RankdError(
-    ErrorCode.RootLoaderEnv,
-    `${what} runs as root and sets ${names.join(', ')}: loader and libc variables are refused for root targets (run it as another user, or leave them out)`,
-    { variables: names },
-  );
+  if (uid === 0) refuseLoaderEnv(env, what);
 }
 
 /**

@@ -32,6 +32,7 @@ const statusOf: Record<string, number> = {
   [ErrorCode.NodeCertRevoked]: 401,
   [ErrorCode.NodeCertInvalid]: 401,
   [ErrorCode.NodeIdentityMismatch]: 403,
+  [ErrorCode.RootLoaderEnv]: 400,
 };
 
 const reason: Record<number, string> = {

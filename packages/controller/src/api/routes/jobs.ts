@@ -6,6 +6,7 @@ import Type from 'typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
 import { jobViewJson } from '../../jobs/rank-map-json.js';
 import { forbidden, type AccessControl } from '../auth.js';
+import { refuseRootLoaderEnv } from '../root-target.js';
 
 /**
  * Job views are serialized with JSON.stringify, not the schema's compiled serializer. A view
@@ -40,6 +41,7 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
     },
     async (request, reply) => {
       // the user of the job is checked (and defaulted) by the auth hook
+      refuseRootLoaderEnv(request.body.user, request.body.env, 'the job');
       const owner = request.principal?.user ?? null;
       const { view, created } = jobs.submit(request.body, owner);
       request.auditResource = { job: view.id };
