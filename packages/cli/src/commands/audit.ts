@@ -19,13 +19,15 @@ export function register(program: Command): void {
       if (opts.json) return void process.stdout.write(JSON.stringify(entries, null, 2) + '\n');
       process.stdout.write(
         renderTable(
-          ['TIME', 'USER', 'SOURCE', 'REQUEST', 'RESOURCE', 'DECISION', 'STATUS', 'MS'],
+          ['TIME', 'USER', 'SOURCE', 'REQUEST', 'RESOURCE', 'ENV', 'DECISION', 'STATUS', 'MS'],
           entries.map((e) => [
             e.time.replace('T', ' ').slice(0, 23),
             e.user ? `${e.user}/${e.accessor}` : '-',
             e.source,
             `${e.method} ${e.route}`,
             Object.entries(e.resource).map(([k, v]) => `${k}=${v}`).join(' ') || '-',
+            // names only: the log never holds the values
+            e.envNames?.join(',') || '-',
             e.decision === 'deny' ? `deny: ${e.reason}` : 'allow',
             e.status === null ? '-' : String(e.status),
             e.durationMs === null ? '-' : e.durationMs.toFixed(1),

@@ -21,7 +21,7 @@ declare module 'fastify' {
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REFUSALS = new Set([401, 403, 429]);
 
-/** The entry's request part: principal, source, route, the resource named in the path, argv. */
+/** The entry's request part: principal, source, route, the resource named in the path, argv, the names of its environment. */
 export function auditStart(request: FastifyRequest): AuditStart {
   const p = request.principal;
   const params = (request.params ?? {}) as Record<string, unknown>;
@@ -35,6 +35,9 @@ export function auditStart(request: FastifyRequest): AuditStart {
   if (typeof body['user'] === 'string') resource['unixUser'] = body['user'];
   const command = body['command'];
   const argv = Array.isArray(command) && command.every((a) => typeof a === 'string') ? (command as string[]) : typeof body['shell'] === 'string' ? ['/bin/sh', '-c', body['shell']] : null;
+  // a job's or exec's environment, by name only: its values may be secrets
+  const env = body['env'];
+  const envNames = env !== null && typeof env === 'object' && !Array.isArray(env) ? Object.keys(env) : null;
   return {
     user: p?.user ?? null,
     role: p?.role ?? null,
@@ -44,6 +47,7 @@ export function auditStart(request: FastifyRequest): AuditStart {
     route: route ?? request.url.split('?')[0]!.slice(0, 512),
     resource,
     argv,
+    envNames,
     decision: 'allow',
     reason: '',
   };

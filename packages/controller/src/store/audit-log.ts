@@ -12,7 +12,7 @@ import type { AuditEntry } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { Db } from './database.js';
 
-export type AuditStart = Omit<AuditEntry, 'id' | 'time' | 'status' | 'durationMs' | 'argv' | 'argvHash'> & { argv?: string[] | null };
+export type AuditStart = Omit<AuditEntry, 'id' | 'time' | 'status' | 'durationMs' | 'argv' | 'argvHash' | 'envNames'> & { argv?: string[] | null; envNames?: string[] | null };
 export interface AuditOutcome {
   status: number;
   durationMs: number;
@@ -38,8 +38,8 @@ export class AuditLog {
     dataDir: string,
     private readonly log: Logger,
   ) {
-    this.insert = db.prepare(`INSERT INTO audit (id, at, user_name, role, accessor, source, method, route, resource, argv, argv_hash, decision, reason, status, duration_ms)
-      VALUES (@id, @at, @user, @role, @accessor, @source, @method, @route, @resource, @argv, @argvHash, @decision, @reason, @status, @durationMs)`);
+    this.insert = db.prepare(`INSERT INTO audit (id, at, user_name, role, accessor, source, method, route, resource, argv, argv_hash, env_names, decision, reason, status, duration_ms)
+      VALUES (@id, @at, @user, @role, @accessor, @source, @method, @route, @resource, @argv, @argvHash, @envNames, @decision, @reason, @status, @durationMs)`);
     this.update = db.prepare('UPDATE audit SET status = @status, duration_ms = @durationMs, resource = @resource, decision = @decision, reason = @reason WHERE id = @id');
     this.byId = db.prepare('SELECT * FROM audit WHERE id = ?');
     this.file = join(dataDir, 'audit.jsonl');
@@ -80,7 +80,7 @@ export class AuditLog {
     const id = randomUUID();
     const params = this.params(id, start, outcome.status, outcome.durationMs === null ? null : round(outcome.durationMs));
     this.insert.run(params);
-    this.appendLine(toEntry({ ...params, seq: 0, user_name: params.user, argv_hash: params.argvHash, duration_ms: params.durationMs }));
+    this.appendLine(toEntry({ ...params, seq: 0, user_name: params.user, argv_hash: params.argvHash, env_names: params.envNames, duration_ms: params.durationMs }));
     return id;
   }
 
@@ -117,6 +117,7 @@ export class AuditLog {
       resource: JSON.stringify(s.resource),
       argv: argvJson !== null && argvJson.length <= MAX_ARGV_CHARS ? argvJson : null,
       argvHash: argvJson === null ? null : 'sha256:' + createHash('sha256').update(argvJson).digest('hex'),
+      envNames: s.envNames && s.envNames.length > 0 ? JSON.stringify([...s.envNames].sort()) : null,
       decision: s.decision,
       reason: s.reason,
       status,
@@ -140,6 +141,7 @@ function toEntry(r: Row): AuditEntry {
     resource: JSON.parse(r['resource'] as string) as Record<string, string>,
     argv: r['argv'] ? (JSON.parse(r['argv'] as string) as string[]) : null,
     argvHash: (r['argv_hash'] as string | null) ?? null,
+    envNames: r['env_names'] ? (JSON.parse(r['env_names'] as string) as string[]) : null,
     decision: r['decision'] as AuditEntry['decision'],
     reason: r['reason'] as string,
     status: (r['status'] as number | null) ?? null,

@@ -178,4 +178,9 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
   `,
+  `
+  -- The names (never the values) of the environment a job, exec or shell sets, as JSON:
+  -- a LD_PRELOAD or GCONV_PATH in a request shows in its audit entry.
+  ALTER TABLE audit ADD COLUMN env_names TEXT;
+  `,
 ];

@@ -3196,6 +3196,7 @@ export interface paths {
                                 };
                                 argv: string[] | null;
                                 argvHash: string | null;
+                                envNames: string[] | null;
                                 decision: "allow" | "deny";
                                 reason: string;
                                 status: number | null;

@@ -89,6 +89,8 @@ export const AuditEntry = Type.Object({
   resource: Type.Record(Type.String(), Type.String()),
   argv: Nullable(Type.Array(Type.String())),
   argvHash: Nullable(Type.String()),
+  /** The names of the environment variables a job, exec or shell set for its program (never their values), sorted; null when it sets none. */
+  envNames: Nullable(Type.Array(Type.String())),
   decision: Type.Union([Type.Literal('allow'), Type.Literal('deny')]),
   reason: Type.String(),
   /** The HTTP status; null while the request is still being served. */

@@ -95,6 +95,8 @@ export class ShellRelay {
       route: '/v1/shell',
       resource: { node: (q.get('node') ?? '').slice(0, 256), ...(q.get('user') ? { unixUser: q.get('user')!.slice(0, 64) } : {}) },
       argv: argv.length > 0 ? argv : null,
+      // the one variable a shell's client sets for its program
+      envNames: ['TERM'],
       decision: 'allow',
       reason: 'shell session',
     });
