@@ -36,8 +36,8 @@ export function auditStart(request: FastifyRequest): AuditStart {
   const command = body['command'];
   const argv = Array.isArray(command) && command.every((a) => typeof a === 'string') ? (command as string[]) : typeof body['shell'] === 'string' ? ['/bin/sh', '-c', body['shell']] : null;
   // a job's or exec's environment, by name only: its values may be secrets
-  const env = body['env'];
-  const envNames = env !== null && typeof env === 'object' && !Array.isArray(env) ? Object.keys(env) : null;
+  const placement = body['placement'];
+  const envNames = [...new Set([...keysOf(body['env']), ...keysOf(isObject(placement) ? placement['env'] : undefined)])];
   return {
     user: p?.user ?? null,
     role: p?.role ?? null,
@@ -47,11 +47,14 @@ export function auditStart(request: FastifyRequest): AuditStart {
     route: route ?? request.url.split('?')[0]!.slice(0, 512),
     resource,
     argv,
-    envNames,
+    envNames: envNames.length > 0 ? envNames : null,
     decision: 'allow',
     reason: '',
   };
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const keysOf = (v: unknown): string[] => (isObject(v) ? Object.keys(v) : []);
 
 export function installAudit(app: FastifyInstance, audit: AuditLog): void {
   app.decorateRequest('auditId', null);

@@ -41,7 +41,8 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
     },
     async (request, reply) => {
       // the user of the job is checked (and defaulted) by the auth hook
-      refuseRootLoaderEnv(request.body.user, request.body.env, 'the job');
+      // both reach every rank: the placement's (rankd run --env) and the job's own
+      refuseRootLoaderEnv(request.body.user, { ...request.body.placement?.env, ...request.body.env }, 'the job');
       const owner = request.principal?.user ?? null;
       const { view, created } = jobs.submit(request.body, owner);
       request.auditResource = { job: view.id };
