@@ -168,6 +168,21 @@ t.test('a root target with a loader variable is refused with RANKD_ROOT_LOADER_E
   t.equal(refused.length, 3, 'the refusals at submission are audited with the names');
 });
 
+const noOpenMpi =
+  process.env.CI === 'true' || spawnSync('sh', ['-c', 'command -v mpirun.openmpi && command -v orted']).status === 0 ? false : 'mpirun.openmpi and orted are not installed (Debian: openmpi-bin)';
+
+t.test('--mpi openmpi, which runs only as the agent itself (root here): a loader variable is refused for its ranks, and neither mpirun nor orted gets it', { skip: skip || noOpenMpi }, async (t) => {
+  const probe = buildProbe(t);
+  const f = await fleetUnderTest(t, ['env4']);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rankd-rootenv-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const r = await f.cli(['run', '--mpi', 'openmpi', '-n', '1', '--env', `LD_PRELOAD=${probe.lib}`, '--', 'touch', path.join(dir, 'ompi-rank')], 60_000);
+  t.not(r.code, 0);
+  t.match(r.stdout + r.stderr, /RANKD_ROOT_LOADER_ENV/);
+  t.same(fs.readdirSync(dir), [], 'no rank ran');
+  t.same(probe.lines(), [], 'the probe never loaded: not in mpirun, orted or the rank');
+});
+
 t.test("the shell's program gets its client's TERM only after the switch, and nothing of the agent's own environment reaches a rank, a command or a shell", { skip }, async (t) => {
   // what systemd or `rankd up` might have given the agent
   const saved = { NODE_OPTIONS: process.env.NODE_OPTIONS, RANKD_TEST_AGENT_ONLY: process.env.RANKD_TEST_AGENT_ONLY };

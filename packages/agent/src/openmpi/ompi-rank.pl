@@ -49,11 +49,12 @@ unlink $stdin;
 # the supervisor answers "started PID" to whoever started it; nobody here listens
 open(STDOUT, '>', '/dev/null');
 
-# Only what the supervisor itself reads: nothing of the job's environment (PERL5OPT, …)
-# reaches its interpreter.
+# Only what the supervisor itself reads, as the agent starts every supervisor (the fixed
+# environment of ranks/caller-env.ts): nothing of the job's or Open MPI's environment
+# (PERL5OPT, LD_PRELOAD, …) acts in the supervisor, which is root until it switches.
 my %keep;
 for my $k (qw(RANKD_SYSCALL_SETSID RANKD_SYSCALL_PRCTL)) { $keep{$k} = $ENV{$k} if defined $ENV{$k} }
-%ENV = (PATH => '/usr/sbin:/usr/bin:/sbin:/bin', %keep);
+%ENV = (PATH => '/usr/sbin:/usr/bin:/sbin:/bin', LANG => 'C', %keep);
 exec { $exec[0] } @exec;
 fail("$exec[0]: $!");
 
