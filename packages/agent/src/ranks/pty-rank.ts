@@ -55,6 +55,8 @@ export async function startPtyRank(a: SupervisorArgs, env: Record<string, string
     });
   } catch (err) {
     fs.closeSync(out);
+    // no supervisor will read it: the job's values leave the disk now
+    fs.rmSync(path.join(a.rankDir, 'env'), { force: true });
     throw err;
   }
   const record: RankRecord = { pid: term.pid, pgid: term.pid, supervisorPid: null, supervisorStartTicks: null, cgroup: a.cgroup, pty: true };
