@@ -69,6 +69,11 @@ export const ErrorCode = {
    * request names root, and by the agent, which knows, always.
    */
   RootLoaderEnv: 'RANKD_ROOT_LOADER_ENV',
+  /**
+   * An open log stream, event stream or shell was ended because what opened it no longer
+   * authenticates: its token was revoked, its user removed, or its dashboard session ended.
+   */
+  CredentialRevoked: 'RANKD_CREDENTIAL_REVOKED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

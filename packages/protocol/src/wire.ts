@@ -25,7 +25,11 @@ export const CloseCode = {
   ShuttingDown: 4503,
   /** The hello named a node other than the one in the connection's certificate. */
   IdentityMismatch: 4403,
-  /** The node's certificate was revoked (`rankd node remove`); do not reconnect with it. */
+  /**
+   * The node's certificate was revoked (`rankd node remove`); do not reconnect with it. A
+   * shell WebSocket is closed with the same code (reason RANKD_CREDENTIAL_REVOKED) when the
+   * token or user that opened it is revoked or removed.
+   */
   Revoked: 4401,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

@@ -18,7 +18,20 @@ export type LogStarted = Type.Static<typeof LogStarted>;
 export const LogEnd = Type.Object({ state: JobState, reason: Type.String(), exitCode: Nullable(Type.Integer()) });
 export type LogEnd = Type.Static<typeof LogEnd>;
 
+/**
+ * The stream was cut because the token, user or dashboard session that opened it was revoked
+ * or removed: its last line instead of `end`. `code` is RANKD_CREDENTIAL_REVOKED.
+ */
+export const LogRevoked = Type.Object({ code: Type.String(), message: Type.String() });
+export type LogRevoked = Type.Static<typeof LogRevoked>;
+
 /** One line of format=ndjson: an output record or a status line. */
-export const LogLine = Type.Union([LogRecord, Type.Object({ queued: LogQueued }), Type.Object({ started: LogStarted }), Type.Object({ end: LogEnd })]);
+export const LogLine = Type.Union([
+  LogRecord,
+  Type.Object({ queued: LogQueued }),
+  Type.Object({ started: LogStarted }),
+  Type.Object({ end: LogEnd }),
+  Type.Object({ revoked: LogRevoked }),
+]);
 export type LogLine = Type.Static<typeof LogLine>;
 
