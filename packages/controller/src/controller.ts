@@ -30,6 +30,7 @@ import { UsersRepo } from './store/users-repo.js';
 import { SessionsRepo } from './store/sessions-repo.js';
 import { AuditLog } from './store/audit-log.js';
 import { AccessControl } from './api/auth.js';
+import { OpenStreams } from './api/open-streams.js';
 import { ControllerMetrics } from './metrics/controller-metrics.js';
 import type { UserLimits } from './schedule/limits.js';
 
@@ -95,7 +96,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   const audit = new AuditLog(db, options.dataDir, log);
   let jobs: JobManager | undefined;
-  const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id) });
+  // revocation is a push: what a token, a user or a session holds open ends with it
+  const streams = new OpenStreams();
+  users.on('tokenRevoked', (accessor) => streams.revokeToken(accessor));
+  users.on('userRemoved', (name) => streams.removeUser(name));
+  const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id), streams });
   const fleet = createFleetServices({ db, registry, events, access, log });
   jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver(), options.limits);
   jobs.restore();

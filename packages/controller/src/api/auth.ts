@@ -11,6 +11,7 @@ import { DEFAULT_PRIORITY, ErrorCode, RankdError, type JobSubmit } from '@rankd/
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal, UsersRepo } from '../store/users-repo.js';
 import type { AuditLog } from '../store/audit-log.js';
+import type { OpenStreams, StreamOwner } from './open-streams.js';
 import { errorBody } from './errors.js';
 import { rolesWith, ruleFor, scopeOf, type Permission, type RouteRule } from './policy.js';
 import { ENROLL_OPEN_ROUTES } from './routes/enroll.js';
@@ -25,8 +26,8 @@ declare module 'fastify' {
     rule: RouteRule | null;
     /** What a handler acted on (a created job, a user, a token accessor), for the audit log. */
     auditResource: Record<string, string> | null;
-    /** Set when the request came with a dashboard session cookie instead of a bearer token. */
-    dashboardSession: { csrf: string; expiresAt: number } | null;
+    /** Set when the request came with a dashboard session cookie instead of a bearer token; `key` names it in api/open-streams.ts. */
+    dashboardSession: { key: string; csrf: string; expiresAt: number } | null;
   }
 }
 
@@ -55,10 +56,17 @@ export interface AccessDeps {
   audit: AuditLog;
   /** A job's owner: a name, null for jobs without one, undefined when there is no such job. */
   jobOwner: (id: string) => string | null | undefined;
+  /** The open streams and shells, ended when what opened them is revoked. */
+  streams: OpenStreams;
 }
 
 export function forbidden(message: string): RankdError {
   return new RankdError(ErrorCode.Forbidden, message);
+}
+
+/** Who a request's stream belongs to: its token, its user, and its dashboard session if it came with one. */
+export function streamOwner(principal: Principal, session: { key: string; expiresAt: number } | null = null): StreamOwner {
+  return { accessor: principal.accessor, user: principal.user, session: session?.key ?? null, expiresAt: session?.expiresAt ?? null };
 }
 
 /** The checks, shared by the REST hooks and the WebSocket upgrades. */
@@ -157,7 +165,7 @@ export function installAuth(app: FastifyInstance, access: AccessControl): void {
         return reply.code(403).send(errorBody(403, ErrorCode.CsrfRejected, `a dashboard session's ${request.method} request needs its CSRF token in the ${CSRF_HEADER} header`));
       }
       principal = session.principal;
-      request.dashboardSession = { csrf: session.csrf, expiresAt: session.expiresAt };
+      request.dashboardSession = { key: session.key, csrf: session.csrf, expiresAt: session.expiresAt };
     }
     if (!principal) {
       const refusal = await access.failed(request.ip);

@@ -4,7 +4,10 @@
 // SHA-256 of the whole token (a slow hash is for passwords, not for random secrets) and a
 // public accessor id, which names the token in lists and in the audit log. A presented
 // token is hashed, looked up by its hash, and the stored hash is compared to the computed
-// one in constant time. Nothing is cached: a revoked token fails on the very next request.
+// one in constant time. Nothing is cached: a revoked token fails on the very next request,
+// and the events `tokenRevoked` and `userRemoved` let what a token holds open
+// (api/open-streams.ts) end with it.
+import { EventEmitter } from 'node:events';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Role } from '@rankd/protocol';
 import type { Db } from './database.js';
@@ -52,11 +55,12 @@ const toToken = (r: Row): TokenRecord => ({
   lastUsedAt: (r['last_used_at'] as number | null) ?? null,
 });
 
-export class UsersRepo {
+export class UsersRepo extends EventEmitter<{ tokenRevoked: [accessor: string]; userRemoved: [name: string] }> {
   private readonly byHash;
   private readonly touch;
   private readonly byAccessor;
   constructor(private readonly db: Db) {
+    super();
     this.byAccessor = db.prepare('SELECT t.accessor, u.name, u.role, u.unix_user FROM api_tokens t JOIN users u ON u.name = t.user_name WHERE t.accessor = ?');
     this.byHash = db.prepare(
       `SELECT t.accessor, t.secret_sha256, t.last_used_at, u.name, u.role, u.unix_user FROM api_tokens t JOIN users u ON u.name = t.user_name WHERE t.secret_sha256 = ?`,
@@ -92,8 +96,11 @@ export class UsersRepo {
     })();
   }
 
+  /** Removes a user and its tokens (the foreign key cascades); emits `userRemoved`. */
   remove(name: string): boolean {
-    return this.db.prepare('DELETE FROM users WHERE name = ?').run(name).changes > 0;
+    const removed = this.db.prepare('DELETE FROM users WHERE name = ?').run(name).changes > 0;
+    if (removed) this.emit('userRemoved', name);
+    return removed;
   }
 
   addToken(user: string, description: string, secret = newTokenSecret()): { accessor: string; token: string } {
@@ -114,8 +121,11 @@ export class UsersRepo {
     return row ? toToken(row) : null;
   }
 
+  /** Revokes a token; emits `tokenRevoked`. */
   revoke(accessor: string): boolean {
-    return this.db.prepare('DELETE FROM api_tokens WHERE accessor = ?').run(accessor).changes > 0;
+    const revoked = this.db.prepare('DELETE FROM api_tokens WHERE accessor = ?').run(accessor).changes > 0;
+    if (revoked) this.emit('tokenRevoked', accessor);
+    return revoked;
   }
 
   /** The principal a token stands for now, by its accessor: null once revoked (dashboard sessions hold an accessor, never the secret). */

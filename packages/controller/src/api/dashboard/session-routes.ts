@@ -12,7 +12,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AccessControl } from '../auth.js';
 import { errorBody } from '../errors.js';
 import { GRANTS } from '../policy.js';
-import { SESSION_COOKIE, type DashboardSessions, type OpenedSession } from './sessions.js';
+import { SESSION_COOKIE, sessionKey, type DashboardSessions, type OpenedSession } from './sessions.js';
 
 export const SESSION_OPEN_ROUTES = ['POST /v1/session'];
 
@@ -82,7 +82,11 @@ export async function sessionRoutes(app: FastifyInstance, opts: { sessions: Dash
     { schema: { tags: ['dashboard'], summary: 'Sign out: ends the dashboard session and clears its cookie', response: { 204: { type: 'null', description: 'signed out' } } } },
     async (request, reply) => {
       const id = request.cookies[SESSION_COOKIE];
-      if (id) sessions.close(id);
+      if (id) {
+        sessions.close(id);
+        // what the browser holds open (its /v1/events, a followed log) ends with the session
+        access.deps.streams.endSession(sessionKey(id));
+      }
       reply.clearCookie(SESSION_COOKIE, { path: '/', secure: true, httpOnly: true, sameSite: 'strict' });
       return reply.code(204).send(null);
     },

@@ -35,6 +35,8 @@ export interface OpenedSession {
 }
 
 const key = (secret: string): string => sha256(secret).toString('base64url');
+/** The name a session is kept and tracked under (never its id). */
+export const sessionKey = key;
 const secret = (): string => randomBytes(32).toString('base64url');
 /** Only the holder of the session id (its HttpOnly cookie, so the controller) can compute it. */
 const csrfOf = (id: string): string => sha256(`rankd-csrf:${id}`).toString('base64url');
@@ -79,7 +81,7 @@ export class DashboardSessions {
   }
 
   /** The session of a cookie value and who it stands for now; null when it is unknown, expired or its token revoked. */
-  lookup(id: string): { principal: Principal; csrf: string; expiresAt: number } | null {
+  lookup(id: string): { key: string; principal: Principal; csrf: string; expiresAt: number } | null {
     const k = key(id);
     const session = this.sessions.get(k);
     if (!session) return null;
@@ -88,7 +90,7 @@ export class DashboardSessions {
       this.sessions.delete(k);
       return null;
     }
-    return { principal, csrf: csrfOf(id), expiresAt: session.expiresAt };
+    return { key: k, principal, csrf: csrfOf(id), expiresAt: session.expiresAt };
   }
 
   close(id: string): void {
