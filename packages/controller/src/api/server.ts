@@ -116,7 +116,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(planRoutes, { jobs: deps.jobs });
   await app.register(jobsRoutes, { jobs: deps.jobs, access: deps.access });
   await app.register(queueRoutes, { jobs: deps.jobs });
-  await app.register(logsRoutes, { jobs: deps.jobs });
+  await app.register(logsRoutes, { jobs: deps.jobs, access: deps.access });
   if (deps.fleet) {
     await app.register(inventoryRoutes, { inventory: deps.fleet.inventory });
     await app.register(execRoutes, { exec: deps.fleet.exec });

@@ -5,11 +5,14 @@
 // client reads that through the API, where every read is authorized as usual. Changes are
 // gathered and sent at most every FLUSH_MS; a client that reads slowly gets the distinct
 // names once it drains, so what a connection holds is bounded by the fleet, not by the
-// rate of change. Callers who may read only their own jobs hear only of those.
+// rate of change. Callers who may read only their own jobs hear only of those. When the
+// token, user or dashboard session behind the stream is revoked, a last `revoked` event
+// ({"code","message"}) is sent and the stream ends (api/open-streams.ts).
 import type { FastifyInstance } from 'fastify';
 import type { NodeRegistry } from '../../fleet/node-registry.js';
 import type { JobManager } from '../../jobs/job-manager.js';
-import type { AccessControl } from '../auth.js';
+import { streamOwner, type AccessControl } from '../auth.js';
+import { endResponse } from '../end-response.js';
 
 const FLUSH_MS = 100;
 const KEEPALIVE_MS = 15_000;
@@ -40,9 +43,10 @@ export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeR
       raw.write(': rankd events\n\n');
       let timer: NodeJS.Timeout | null = null;
       let blocked = false;
+      let stopped = false;
       const flush = (): void => {
         timer = null;
-        if (blocked) return;
+        if (blocked || stopped) return;
         let text = '';
         for (const name of nodes) text += `event: node\ndata: ${JSON.stringify({ name })}\n\n`;
         for (const id of jobIds) text += `event: job\ndata: ${JSON.stringify({ id })}\n\n`;
@@ -57,7 +61,7 @@ export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeR
         }
       };
       const schedule = (): void => {
-        if (!timer && !blocked && (nodes.size || jobIds.size)) timer = setTimeout(flush, FLUSH_MS);
+        if (!timer && !blocked && !stopped && (nodes.size || jobIds.size)) timer = setTimeout(flush, FLUSH_MS);
       };
       const onNode = (name: string): void => {
         nodes.add(name);
@@ -74,13 +78,20 @@ export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeR
       registry.on('state', onState);
       jobs.on('changed', onJob);
       const keepalive = setInterval(() => blocked || raw.write(': keepalive\n\n'), KEEPALIVE_MS);
-      raw.on('close', () => {
+      const stop = (): void => {
+        stopped = true;
+        forget();
         clearInterval(keepalive);
         if (timer) clearTimeout(timer);
         registry.off('changed', onNode);
         registry.off('state', onState);
         jobs.off('changed', onJob);
+      };
+      const forget = access.deps.streams.add(streamOwner(principal, request.dashboardSession), (why) => {
+        stop();
+        endResponse(raw, `event: revoked\ndata: ${JSON.stringify(why)}\n\n`);
       });
+      raw.on('close', stop);
     },
   );
 }

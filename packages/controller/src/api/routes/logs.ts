@@ -1,11 +1,16 @@
 // A job's output: stored, or followed live (SSE with Last-Event-ID, or NDJSON),
-// filtered by rank and stream, resumable from a byte offset.
+// filtered by rank and stream, resumable from a byte offset. A stream whose token, user
+// or dashboard session is revoked ends at once (api/open-streams.ts): with a last
+// `revoked` line or event where the format has one, cut without its final chunk in text.
 import { ErrorBody, ErrorCode, JobParams, LOG_FRAMES_CONTENT_TYPE, LogLine, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
 import { cursorKey, decodeCursors } from '@rankd/protocol/log-cursor';
 import { LogFollower, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
+import { streamOwner, type AccessControl } from '../auth.js';
+import { endResponse } from '../end-response.js';
+import type { StreamEnd } from '../open-streams.js';
 
 const KEEPALIVE_MS = 15_000;
 
@@ -25,8 +30,8 @@ const LOG_STREAM = {
   },
 };
 
-export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager }): Promise<void> {
-  const { jobs } = opts;
+export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager; access: AccessControl }): Promise<void> {
+  const { jobs, access } = opts;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   api.get(
     '/v1/jobs/:id/logs',
@@ -56,10 +61,18 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
       });
       raw.flushHeaders();
       const sink = sinkFor(format, raw);
+      let follower: LogFollower | null = null;
+      let revoked = false;
+      const forget = access.deps.streams.add(streamOwner(request.principal!, request.dashboardSession), (why) => {
+        revoked = true;
+        follower?.stop();
+        sink.revoked(why);
+      });
+      raw.on('close', forget);
       if (view.state === 'queued' && q.follow) {
         // followers of a queued job hear why it waits, then its output from the start
         const outcome = await whileQueued(jobs, view.id, raw, (reason) => sink.status({ queued: { reason } }));
-        if (outcome === 'closed') return;
+        if (outcome === 'closed' || revoked) return;
         view = jobs.view(view.id)!;
         if (outcome === 'started') sink.status({ started: { state: view.state } });
       }
@@ -69,13 +82,13 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager 
       const cursors: Cursor[] = ranks.flatMap((rank) =>
         streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
       );
-      const follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false);
-      const keepalive = format === 'sse' ? setInterval(() => raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
+      const reader = (follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false));
+      const keepalive = format === 'sse' ? setInterval(() => raw.writableEnded || raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
       raw.on('close', () => {
         if (keepalive) clearInterval(keepalive);
-        follower.stop();
+        reader.stop();
       });
-      follower.start();
+      reader.start();
     },
   );
 }
@@ -113,7 +126,7 @@ function whileQueued(jobs: JobManager, id: string, raw: FastifyReply['raw'], rep
   });
 }
 
-function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): LogSink & { status(record: Record<string, unknown>): void } {
+function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): LogSink & { status(record: Record<string, unknown>): void; revoked(why: StreamEnd): void } {
   const write = (s: string | Buffer) => raw.write(s);
   return {
     write(chunk: LogChunk, cursor: () => string) {
@@ -137,6 +150,12 @@ function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): 
       if (summary && format === 'sse') raw.write(`event: end\ndata: ${JSON.stringify(summary)}\n\n`);
       if (summary && (format === 'ndjson' || format === 'frames')) raw.write(JSON.stringify({ end: summary }) + '\n');
       raw.end();
+    },
+    revoked(why: StreamEnd) {
+      if (format === 'sse') endResponse(raw, `event: revoked\ndata: ${JSON.stringify(why)}\n\n`);
+      else if (format === 'ndjson' || format === 'frames') endResponse(raw, JSON.stringify({ revoked: why }) + '\n');
+      // plain text has no room for it: the connection is cut, so no reader takes this for the whole log
+      else endResponse(raw);
     },
   };
 }
