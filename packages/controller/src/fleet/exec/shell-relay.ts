@@ -8,11 +8,15 @@
 // to the agent only once the client's socket took it, so a slow client slows the remote
 // program down instead of filling the controller's memory. When either side goes away,
 // the other is ended: a lost client hangs the terminal up, a lost agent closes the client.
+// Revoking the token or removing the user that opened a shell ends it at once
+// (api/open-streams.ts): a last error event RANKD_CREDENTIAL_REVOKED, close code 4401 with
+// that code as its reason, the program on the node hung up, and the audit entry says so.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Compile } from 'typebox/compile';
 import {
+  CloseCode,
   ErrorCode,
   FleetErrorCode,
   MAX_FRAME_BYTES,
@@ -25,7 +29,8 @@ import {
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentHandler } from '../../gateway/agent-connection.js';
-import type { AccessControl } from '../../api/auth.js';
+import { streamOwner, type AccessControl } from '../../api/auth.js';
+import type { StreamEnd } from '../../api/open-streams.js';
 import type { AuditStart } from '../../store/audit-log.js';
 import type { Principal } from '../../store/users-repo.js';
 import type { AgentLink, NodeRegistry } from '../node-registry.js';
@@ -40,12 +45,16 @@ interface Session {
   /** Its audit entry, completed when the session ends. */
   auditId: string;
   startedAt: number;
+  /** Stops tracking it among the open streams. */
+  forget: () => void;
 }
 
 /** Raw input bytes per pty.input frame: well under the frame cap once base64'd. */
 const INPUT_CHUNK = 192 * 1024;
 const LINK_CHECK_MS = 250;
 const CLIENT_PING_MS = 30_000;
+/** A revoked client gets this long to answer the close before its socket is cut. */
+const REVOKED_CLOSE_MS = 500;
 const checkControl = Compile(ShellControl);
 
 export class ShellRelay {
@@ -156,7 +165,8 @@ export class ShellRelay {
       this.log.error({ err }, 'audit entry not written: shell refused');
       return refuse(socket, 503, ErrorCode.AuditUnavailable, `the audit log cannot be written (${(err as Error).message}); no shell was opened`);
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.start(ws, node, link, open, auditId, startedAt));
+    const principal = auth.principal;
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.start(ws, principal, node, link, open, auditId, startedAt));
   }
 
   close(): void {
@@ -166,9 +176,10 @@ export class ShellRelay {
     this.wss.close();
   }
 
-  private start(ws: WebSocket, node: string, link: AgentLink, open: { type: string } & Record<string, unknown>, auditId: string, startedAt: number): void {
-    const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false, auditId, startedAt };
+  private start(ws: WebSocket, principal: Principal, node: string, link: AgentLink, open: { type: string } & Record<string, unknown>, auditId: string, startedAt: number): void {
+    const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false, auditId, startedAt, forget: () => {} };
     this.sessions.set(session.id, session);
+    session.forget = this.access.deps.streams.add(streamOwner(principal), (why) => this.revoked(session, why));
     this.alive.add(ws);
     this.log.info({ node, session: session.id }, 'shell session opening');
     ws.on('pong', () => this.alive.add(ws));
@@ -227,6 +238,7 @@ export class ShellRelay {
     if (s.ended) return;
     s.ended = true;
     this.sessions.delete(s.id);
+    s.forget();
     // the remote program must not outlive its user's connection
     s.link.send({ type: 'pty.close', id: s.id, reason: why });
     this.finishAudit(s, why);
@@ -238,11 +250,18 @@ export class ShellRelay {
     if (s.ended) return;
     s.ended = true;
     this.sessions.delete(s.id);
+    s.forget();
     if (hangUp) s.link.send({ type: 'pty.close', id: s.id, reason: last.type === 'error' ? last.message : 'session ended' });
     this.sendEvent(s, last);
     s.ws.close(code, last.type === 'error' ? last.code : 'exit');
     this.finishAudit(s, last.type === 'error' ? `${last.code}: ${last.message}` : last.type === 'exit' ? `exit code ${last.code ?? '-'}${last.signal ? ` signal ${last.signal}` : ''}` : 'ended');
     this.log.info({ node: s.node, session: s.id, last }, 'shell session ended');
+  }
+
+  /** Its token or user was revoked: hang the program up, tell the client why, and do not wait on it to close. */
+  private revoked(s: Session, why: StreamEnd): void {
+    this.end(s, { type: 'error', code: why.code, message: why.message }, CloseCode.Revoked);
+    setTimeout(() => s.ws.terminate(), REVOKED_CLOSE_MS).unref();
   }
 
   private finishAudit(s: Session, reason: string): void {
