@@ -16,6 +16,8 @@ export type AgentHandler = (conn: AgentConnection, message: AgentMessage, payloa
 export type LinkRttObserver = (node: string, seconds: number) => void;
 
 const HELLO_TIMEOUT_MS = 10_000;
+/** A revoked node gets this long to answer the close before its socket is cut. */
+const REVOKED_CLOSE_MS = 500;
 
 export class AgentConnection implements AgentLink {
   /** Set once the hello is accepted. */
@@ -24,6 +26,8 @@ export class AgentConnection implements AgentLink {
   /** When the unanswered ping went out (hrtime, ns); null when none is out. */
   private pingSentAt: bigint | null = null;
   private readonly helloTimer: NodeJS.Timeout;
+  /** Set when its certificate was revoked: nothing it sends is heard any more. */
+  private revoked = false;
 
   constructor(
     private readonly ws: WebSocket,
@@ -61,8 +65,13 @@ export class AgentConnection implements AgentLink {
 
   close(code: number, reason: string): void {
     this.ws.close(code, reason);
-    // a revoked node does not get to keep its link by not answering the close
-    if (code === CloseCode.Revoked) setTimeout(() => this.ws.terminate(), 2000).unref();
+    if (code !== CloseCode.Revoked) return;
+    // A revoked node is cut off now, not when it answers the close: no frame of it is
+    // handled any more, the registry forgets the link (so no job, exec or shell uses it),
+    // and a node that does not answer loses its socket shortly after.
+    this.revoked = true;
+    if (this.name) this.registry.disconnected(this.name, this, `${code} ${reason}`);
+    setTimeout(() => this.ws.terminate(), REVOKED_CLOSE_MS).unref();
   }
 
   /** Called by the gateway's ping timer: a link that missed the last pong is dead. */
@@ -89,6 +98,7 @@ export class AgentConnection implements AgentLink {
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {
+    if (this.revoked) return;
     // binary frames carry bulk bytes after a validated header, and only after the hello
     const decoded: Decoded & { payload?: Buffer } = !isBinary
       ? decodeFrame(data, AgentMessages)
