@@ -84,6 +84,11 @@ function parseHeader(line: string): Header {
   }
   if (typeof h.queued === 'object' && h.queued !== null) return { kind: 'queued', reason: String((h.queued as Record<string, unknown>).reason ?? '') };
   if (typeof h.started === 'object' && h.started !== null) return { kind: 'started' };
+  if (typeof h.revoked === 'object' && h.revoked !== null) {
+    // the token, user or session behind this stream was revoked: reconnecting cannot help
+    const revoked = h.revoked as Record<string, unknown>;
+    throw new CliError(`the controller ended this log stream: ${String(revoked.message ?? '')} (${String(revoked.code ?? '')})`, ExitCode.Unauthorized);
+  }
   const { rank, stream, offset, bytes } = h;
   if (!isCount(rank) || (stream !== 'stdout' && stream !== 'stderr') || !isCount(offset) || !isCount(bytes)) {
     throw malformed(`an unexpected header: ${line.slice(0, 80)}`);
