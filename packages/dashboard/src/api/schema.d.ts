@@ -2232,6 +2232,11 @@ export interface paths {
                                 reason: string;
                                 exitCode: number | null;
                             };
+                        } | {
+                            revoked: {
+                                code: string;
+                                message: string;
+                            };
                         };
                         "text/event-stream": string;
                         "application/vnd.rankd.log-frames": string;
