@@ -2,17 +2,18 @@
 // the fences that join the nodes through the controller.
 //
 // A rank reaches it on an inherited socket (PMI_FD=3), which nobody else can open, or,
-// under a terminal where node-pty passes no extra descriptor, over loopback TCP with a
-// random single-use PMI_ID (PMI_PORT). Whatever a rank sends can end only its own job's
-// PMI; the agent and other jobs never see it.
-import { randomInt } from 'node:crypto';
-import net from 'node:net';
+// under a terminal where node-pty passes no extra descriptor, over its job's own loopback
+// TCP port with a random single-use PMI_ID (PMI_PORT; pmi-port.ts bounds guessing and
+// closes the port once no rank can still come). Whatever a rank sends can end only its own
+// job's PMI; the agent and other jobs never see it.
+import type net from 'node:net';
 import type { PmiChunk, PmiFenced, PmiJobSpec, PmiPairs } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
 import type { RankExit } from '../ranks/rank-spec.js';
 import { PmiConnection, type PmiEnd, type PmiTarget } from './pmi-connection.js';
 import { PmiJob, type FenceTransport } from './pmi-job.js';
+import { PmiPort } from './pmi-port.js';
 
 /** The descriptor number a rank finds its PMI socket on (the supervisor passes it through). */
 export const PMI_FD = 3;
@@ -37,15 +38,14 @@ interface JobEntry {
   failing: Map<number, { reason: string; timer: NodeJS.Timeout }>;
   /** Ranks reported to the controller already: one report each. */
   reported: Set<number>;
+  /** The job's PMI_PORT, for `--pty` ranks; null until the first of them asks for one. */
+  port: PmiPort | null;
 }
 
 export class PmiServer implements FenceTransport {
   private readonly jobs = new Map<string, JobEntry>();
-  /** PMI_PORT ids handed out and not yet claimed. */
-  private readonly ids = new Map<number, { jobId: string; rank: number }>();
   private readonly fetches = new Map<string, { resolve: (p: PmiPairs) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private fetchSeq = 0;
-  private listener: Promise<net.Server> | null = null;
 
   constructor(
     private readonly link: ControllerLink,
@@ -61,7 +61,7 @@ export class PmiServer implements FenceTransport {
   /** Opens a job's key-value space here; its local ranks are the ones every barrier waits for. */
   openJob(jobId: string, spec: PmiJobSpec, localRanks: readonly number[]): void {
     if (this.jobs.has(jobId)) return; // a job.start repeated after a reconnect
-    this.jobs.set(jobId, { job: new PmiJob(jobId, spec, new Set(localRanks), this), connections: new Map(), failing: new Map(), reported: new Set() });
+    this.jobs.set(jobId, { job: new PmiJob(jobId, spec, new Set(localRanks), this), connections: new Map(), failing: new Map(), reported: new Set(), port: null });
   }
 
   hasJob(jobId: string): boolean {
@@ -70,15 +70,12 @@ export class PmiServer implements FenceTransport {
 
   /** The environment that points a rank at its PMI server; `fd` says the rank needs the inherited socket. */
   async rankEnv(jobId: string, rank: number, pty: boolean): Promise<{ env: Record<string, string>; fd: boolean }> {
-    const { job } = this.require(jobId);
+    const entry = this.require(jobId);
+    const { job } = entry;
     const env: Record<string, string> = { ...NO_REPIN_ENV, PMI_RANK: String(rank), PMI_SIZE: String(job.spec.size) };
     if (!pty) return { env: { ...env, PMI_FD: String(PMI_FD) }, fd: true };
-    const server = await this.listen();
-    let id: number;
-    do id = randomInt(1, 2 ** 31 - 1);
-    while (this.ids.has(id));
-    this.ids.set(id, { jobId, rank });
-    const { port } = server.address() as net.AddressInfo;
+    entry.port ??= new PmiPort(jobId, job.localRanks, (r) => (this.jobs.get(jobId) === entry ? { job, rank: r } : null), this.hooks.ended, this.log);
+    const { port, id } = await entry.port.issue(rank);
     return { env: { ...env, PMI_PORT: `127.0.0.1:${port}`, PMI_ID: String(id) }, fd: false };
   }
 
@@ -96,6 +93,7 @@ export class PmiServer implements FenceTransport {
    */
   rankExited(exit: RankExit): void {
     const entry = this.jobs.get(exit.jobId);
+    entry?.port?.rankExited(exit.rank);
     const failing = entry?.failing.get(exit.rank);
     if (!entry || !failing) return;
     clearTimeout(failing.timer);
@@ -111,14 +109,12 @@ export class PmiServer implements FenceTransport {
     entry.job.fail(reason);
     for (const c of entry.connections.values()) c.close();
     for (const f of entry.failing.values()) clearTimeout(f.timer);
-    for (const [id, owner] of this.ids) if (owner.jobId === jobId) this.ids.delete(id);
+    entry.port?.close();
     this.jobs.delete(jobId);
   }
 
   close(): void {
     for (const jobId of [...this.jobs.keys()]) this.closeJob(jobId, 'the agent is stopping');
-    void this.listener?.then((s) => s.close());
-    this.listener = null;
   }
 
   // FenceTransport over the controller link (a star; a tree would implement the same two calls)
@@ -169,13 +165,8 @@ export class PmiServer implements FenceTransport {
   }
 
   private readonly hooks = {
-    claim: (pmiid: number): PmiTarget | null => {
-      const owner = this.ids.get(pmiid);
-      if (!owner) return null;
-      this.ids.delete(pmiid);
-      const entry = this.jobs.get(owner.jobId);
-      return entry ? { job: entry.job, rank: owner.rank } : null;
-    },
+    // PMI_FD connections know their rank from the start; PMI_PORT ones are claimed through their job's PmiPort
+    claim: (): PmiTarget | null => null,
     ended: (connection: PmiConnection, end: PmiEnd): void => {
       const jobId = connection.jobId;
       const rank = connection.rank;
@@ -209,18 +200,6 @@ export class PmiServer implements FenceTransport {
     entry.reported.add(rank);
     this.log.warn({ jobId: entry.job.jobId, rank, exitCode }, reason);
     this.link.send({ type: 'pmi.failed', jobId: entry.job.jobId, rank, exitCode, reason });
-  }
-
-  private listen(): Promise<net.Server> {
-    this.listener ??= new Promise((resolve, reject) => {
-      const server = net.createServer((socket) => {
-        // until initack names a rank, the connection belongs to no job
-        new PmiConnection(socket, null, this.hooks);
-      });
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve(server));
-    });
-    return this.listener;
   }
 
   private require(jobId: string): JobEntry {
