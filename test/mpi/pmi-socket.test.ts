@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
 import { localCluster, type LocalCluster } from '../helpers/cluster.js';
-import { runCli, waitForNode } from '../helpers/daemons.js';
+import { runCli, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { PMI_CLIENT, PYTHON, type MpiJobView } from './helpers.js';
 
 const skip = existsSync(PYTHON) ? false : `${PYTHON} is missing`;
@@ -137,9 +137,11 @@ t.test('under --pty the rank finds its server by PMI_PORT and a single-use PMI_I
 
 t.test('a connection to the PMI port that never names its rank is closed', { skip }, async (t) => {
   const cluster = await localCluster(t, ['solo']);
-  const r = await runCli(['run', '-q', '--no-label', '-n', '1', '--pty', '--', 'sh', '-c', 'echo "$PMI_PORT"'], cluster.env);
-  const port = /^127\.0\.0\.1:(\d+)\r?$/m.exec(r.stdout)?.[1];
-  t.ok(port, `the rank was told its PMI_PORT (${r.stdout.trim()})`);
+  // the rank stays (without connecting) so that the port is still open: it closes once no rank can come
+  const job = await cluster.controller.api<{ id: string }>('/v1/jobs', { method: 'POST', body: { command: ['sh', '-c', 'echo "$PMI_PORT"; sleep 60'], placement: { ntasks: 1 }, pty: true } });
+  t.teardown(() => cluster.controller.api(`/v1/jobs/${job.body.id}/cancel`, { method: 'POST', body: {} }));
+  const port = await waitUntil('the rank prints its PMI_PORT', 30_000, async () => /^127\.0\.0\.1:(\d+)\r?$/m.exec((await cluster.controller.api<string>(`/v1/jobs/${job.body.id}/logs`)).body)?.[1]);
+  t.ok(port, 'the rank was told its PMI_PORT');
   const socket = net.connect(Number(port), '127.0.0.1');
   let answer = '';
   socket.setEncoding('latin1').on('data', (d: string) => (answer += d));
