@@ -9,7 +9,7 @@ import tls from 'node:tls';
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { processAlive } from '../helpers/cluster.js';
-import { runCli, waitUntil, type ControllerHandle } from '../helpers/daemons.js';
+import { runCli, spawnDaemon, waitUntil, type ControllerHandle } from '../helpers/daemons.js';
 import { enrollIdentity } from '../helpers/tls.js';
 import { fleetUnderTest } from '../fleet/helpers.js';
 
@@ -147,7 +147,11 @@ t.test('revoking a token ends its follows, event stream and shell within 1 s; ot
   const c = f.controller;
   const jobId = await tickingJob(c);
   const otto = await addUser(f.env, 'otto', 'operator');
+  // `rankd logs -f` as otto: it follows until the revocation, then exits 77 with the reason
+  const cliFollow = spawnDaemon(['logs', jobId, '-f'], { ...f.env, RANKD_TOKEN: otto.token });
+  t.teardown(() => cliFollow.stop('SIGKILL'));
   const opened = await openAll(c, jobId, { token: otto.token }, 'rv1');
+  await waitUntil('rankd logs -f follows', 30_000, () => /tick/.test(cliFollow.output()));
   // a bystander: the admin's own follow of the same job
   const admin = await openStream(c, 'the admin follow', `/v1/jobs/${jobId}/logs?follow=true&format=ndjson`, { token: c.apiToken });
 
@@ -157,6 +161,9 @@ t.test('revoking a token ends its follows, event stream and shell within 1 s; ot
   await assertEnded(t, opened, answeredAt, /its API token [0-9a-f]{16} was revoked/);
 
   t.equal((await c.api('/v1/whoami', { token: otto.token })).status, 401, 'the revoked token is refused');
+  const follow = await Promise.race([cliFollow.exited, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
+  t.equal(follow?.code, 77, 'rankd logs -f exits 77');
+  t.match(cliFollow.output(), /the controller ended this log stream: ended: its API token [0-9a-f]{16} was revoked \(RANKD_CREDENTIAL_REVOKED\)/, 'and says why');
   const before = admin.body().length;
   await waitUntil("the admin's follow goes on", 5000, () => admin.body().length > before);
   t.equal((await c.api<{ state: string }>(`/v1/jobs/${jobId}`)).body.state, 'running', 'the job itself runs on');
