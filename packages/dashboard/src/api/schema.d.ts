@@ -193,7 +193,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Server-Sent Events naming what changed: `node` events ({"name"}) and `job` events ({"id"}) for the jobs the caller may read; read the thing itself through the API */
+        /** Server-Sent Events naming what changed: `node` events ({"name"}) and `job` events ({"id"}) for the jobs the caller may read; read the thing itself through the API. A last `revoked` event ({"code","message"}) ends it when its token, user or session is revoked */
         get: {
             parameters: {
                 query?: never;

@@ -26,7 +26,8 @@ export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeR
     {
       schema: {
         tags: ['dashboard'],
-        summary: 'Server-Sent Events naming what changed: `node` events ({"name"}) and `job` events ({"id"}) for the jobs the caller may read; read the thing itself through the API',
+        summary:
+          'Server-Sent Events naming what changed: `node` events ({"name"}) and `job` events ({"id"}) for the jobs the caller may read; read the thing itself through the API. A last `revoked` event ({"code","message"}) ends it when its token, user or session is revoked',
         produces: ['text/event-stream'],
         response: { 200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
       },

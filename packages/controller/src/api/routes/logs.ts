@@ -20,12 +20,17 @@ const LOG_STREAM = {
   description: 'The output from the offset or Last-Event-ID on, in the asked format; with follow=true it stays open until the job ends',
   content: {
     'text/plain': { schema: { type: 'string', description: 'The bytes alone, as the ranks wrote them' } },
-    'application/x-ndjson': { schema: { ...LogLine, description: 'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the queue, and last {"end"}' } },
+    'application/x-ndjson': {
+      schema: { ...LogLine, description: 'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the queue, and last {"end"} (or {"revoked"} when the caller\'s token, user or session was revoked)' },
+    },
     'text/event-stream': {
-      schema: { type: 'string', description: 'Events `output` (a LogRecord, its id the resume cursor for Last-Event-ID), `queued`, `started` and last `end`; comment lines keep the connection alive' },
+      schema: {
+        type: 'string',
+        description: 'Events `output` (a LogRecord, its id the resume cursor for Last-Event-ID), `queued`, `started` and last `end` (or `revoked`, {"code","message"}); comment lines keep the connection alive',
+      },
     },
     [LOG_FRAMES_CONTENT_TYPE]: {
-      schema: { type: 'string', description: 'Per record a JSON header line {"rank","stream","offset","bytes"} followed by exactly `bytes` raw bytes; status lines as in NDJSON, and last {"end"}' },
+      schema: { type: 'string', description: 'Per record a JSON header line {"rank","stream","offset","bytes"} followed by exactly `bytes` raw bytes; status lines as in NDJSON, and last {"end"} (or {"revoked"})' },
     },
   },
 };
