@@ -1,8 +1,11 @@
 // The open-streams registry on its own: each kind of revocation ends exactly the streams of
 // its principal, once, and a dashboard session's streams end at its expiry.
+import { pino } from 'pino';
 import t from 'tap';
 import { OpenStreams, type StreamEnd, type StreamOwner } from '@rankd/controller/api/open-streams';
 
+const logged: string[] = [];
+const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(line) });
 const owner = (accessor: string, user: string, session: string | null = null, expiresAt: number | null = null): StreamOwner => ({ accessor, user, session, expiresAt });
 
 function tracked(streams: OpenStreams, o: StreamOwner): { ends: StreamEnd[]; forget: () => void } {
@@ -12,7 +15,7 @@ function tracked(streams: OpenStreams, o: StreamOwner): { ends: StreamEnd[]; for
 }
 
 t.test('a revoked token, a removed user and a signed-out session end their own streams only', async (t) => {
-  const streams = new OpenStreams();
+  const streams = new OpenStreams(log);
   const aliceA = tracked(streams, owner('aaaa', 'alice'));
   const aliceB = tracked(streams, owner('bbbb', 'alice'));
   const aliceSession = tracked(streams, owner('aaaa', 'alice', 'sess1', Date.now() + 3_600_000));
@@ -41,7 +44,7 @@ t.test('a revoked token, a removed user and a signed-out session end their own s
 });
 
 t.test("a dashboard session's streams end when it expires", async (t) => {
-  const streams = new OpenStreams();
+  const streams = new OpenStreams(log);
   const expiring = tracked(streams, owner('dddd', 'dora', 'sess3', Date.now() + 50));
   const lasting = tracked(streams, owner('dddd', 'dora'));
   await new Promise((r) => setTimeout(r, 300));
@@ -50,4 +53,16 @@ t.test("a dashboard session's streams end when it expires", async (t) => {
   t.equal(lasting.ends.length, 0, 'an API token does not expire');
   t.equal(streams.size, 1);
   lasting.forget();
+});
+
+t.test('a stream that throws while ending is logged, and the others still end', async (t) => {
+  const streams = new OpenStreams(log);
+  streams.add(owner('eeee', 'erin'), () => {
+    throw new Error('socket gone');
+  });
+  const other = tracked(streams, owner('eeee', 'erin'));
+  t.equal(streams.revokeToken('eeee'), 2);
+  t.equal(other.ends.length, 1);
+  t.match(logged.at(-1), /an open stream failed to end on revocation/);
+  t.equal(streams.size, 0);
 });

@@ -97,7 +97,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const audit = new AuditLog(db, options.dataDir, log);
   let jobs: JobManager | undefined;
   // revocation is a push: what a token, a user or a session holds open ends with it
-  const streams = new OpenStreams();
+  const streams = new OpenStreams(log);
   users.on('tokenRevoked', (accessor) => streams.revokeToken(accessor));
   users.on('userRemoved', (name) => streams.removeUser(name));
   const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id), streams });

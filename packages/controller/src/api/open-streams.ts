@@ -7,6 +7,7 @@
 // dashboard session ends every matching stream here, synchronously, before the revoking
 // request is answered. A dashboard session's streams also end when the session expires.
 import { ErrorCode } from '@rankd/protocol';
+import type { Logger } from 'pino';
 
 /** Who opened a stream. */
 export interface StreamOwner {
@@ -40,7 +41,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export class OpenStreams {
   private readonly entries = new Set<Entry>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly log: Pick<Logger, 'error'>,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Tracks a stream until the returned function is called (call it when the stream closes for any reason). */
   add(owner: StreamOwner, end: EndStream): () => void {
@@ -85,7 +89,12 @@ export class OpenStreams {
 
   private endEntry(entry: Entry, why: StreamEnd): void {
     this.forget(entry);
-    entry.end(why);
+    try {
+      entry.end(why);
+    } catch (err) {
+      // one stream that fails to end must not keep the others open, nor undo the revocation
+      this.log.error({ err, owner: { accessor: entry.owner.accessor, user: entry.owner.user } }, 'an open stream failed to end on revocation');
+    }
   }
 
   private forget(entry: Entry): void {
