@@ -148,6 +148,8 @@ function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): 
       raw.once('drain', resume);
     },
     status(record: Record<string, unknown>) {
+      // a queued job's reason may change after the stream was ended by a revocation
+      if (raw.writableEnded) return;
       if (format === 'sse') raw.write(`event: ${Object.keys(record)[0]}\ndata: ${JSON.stringify(Object.values(record)[0])}\n\n`);
       else if (format === 'ndjson' || format === 'frames') raw.write(JSON.stringify(record) + '\n');
     },
