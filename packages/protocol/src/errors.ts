@@ -46,6 +46,10 @@ export const ErrorCode = {
   InvalidNodeName: 'RANKD_INVALID_NODE_NAME',
   /** The controller's CA does not match the pinned --ca-hash (agent side). */
   CaHashMismatch: 'RANKD_CA_HASH_MISMATCH',
+  /** A CA to pin that is not exactly one self-signed CA certificate (none, several, trailing text, not a CA). */
+  CaBundleInvalid: 'RANKD_CA_BUNDLE_INVALID',
+  /** The controller's TLS certificate does not verify against the pinned CA (agent side): nothing was sent. */
+  ServerCertUntrusted: 'RANKD_SERVER_CERT_UNTRUSTED',
   NodeCertRequired: 'RANKD_NODE_CERT_REQUIRED',
   NodeCertExpired: 'RANKD_NODE_CERT_EXPIRED',
   NodeCertRevoked: 'RANKD_NODE_CERT_REVOKED',
@@ -61,6 +65,8 @@ export const ErrorCode = {
   OverLimit: 'RANKD_OVER_LIMIT',
   /** A dashboard session's state-changing request without its CSRF token (X-Rankd-CSRF). */
   CsrfRejected: 'RANKD_CSRF_REJECTED',
+  /** A controller URL that is not https:// (CLI side): refused before anything, the token above all, is sent. */
+  InsecureUrl: 'RANKD_INSECURE_URL',
   /** Plain HTTP on the controller's TLS port. */
   PlaintextOnTlsPort: 'RANKD_PLAINTEXT_ON_TLS_PORT',
   /**

@@ -2,13 +2,16 @@
 // `--discovery-token-ca-cert-hash`), then a node certificate kept in the state directory
 // (node.key, node.crt, ca.crt, mode 0600), renewed before it expires.
 //
-// No trust on first use: the CA is fetched over TLS *without* trusting the server, its
-// public key hash must equal --ca-hash, and only then is it pinned; the CSR goes over a
-// connection verified against that CA. A man in the middle with another CA fails the
-// hash; one that relays the real CA fails the verified connection.
-import { X509Certificate, createHash } from 'node:crypto';
+// No trust on first use: the CA is fetched over TLS *without* trusting the server, it must
+// be exactly one CA certificate (protocol/ca-pin.ts: a second one appended by a man in the
+// middle is refused, never trusted under the first one's hash), its public key hash must
+// equal --ca-hash, and only then is it pinned, alone. The join token goes out only after
+// that, over a connection verified against that one CA: a man in the middle with another
+// CA fails the hash; one that relays the real CA fails the verified connection.
+import { X509Certificate } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pinnableCa } from '@rankd/protocol/ca-pin';
 import { ErrorCode, RankdError } from '@rankd/protocol/errors';
 import type { Logger } from 'pino';
 import { keyAndCsr } from './csr.js';
@@ -26,17 +29,18 @@ export interface NodeIdentity {
 
 const FILES = { key: 'node.key', cert: 'node.crt', ca: 'ca.crt' } as const;
 
-/** sha256:HEX of the first certificate's SubjectPublicKeyInfo (DER). */
+/** sha256:HEX of the SubjectPublicKeyInfo (DER) of the one CA certificate `pem` holds; throws RANKD_CA_BUNDLE_INVALID otherwise. */
 export function caHashOf(pem: string): string {
-  const spki = new X509Certificate(pem).publicKey.export({ type: 'spki', format: 'der' });
-  return 'sha256:' + createHash('sha256').update(spki).digest('hex');
+  return pinnableCa(pem, 'the CA').hash;
 }
 
 /** The identity kept in the state directory, or null when there is none. Throws when it belongs to another name. */
 export function loadIdentity(stateDir: string, name: string): NodeIdentity | null {
   const paths = Object.values(FILES).map((f) => join(stateDir, f));
   if (!paths.every((p) => existsSync(p))) return null;
-  const [key, cert, ca] = paths.map((p) => readFileSync(p, 'utf8')) as [string, string, string];
+  const [key, cert, caFile] = paths.map((p) => readFileSync(p, 'utf8')) as [string, string, string];
+  // a ca.crt of several certificates (pinned before this check existed) is refused, not trusted
+  const ca = pinnableCa(caFile, `the pinned CA ${join(stateDir, FILES.ca)}`).pem;
   const identity = describe(name, key, cert, ca);
   const subject = new X509Certificate(cert).subject;
   const cn = /(?:^|\n)CN=([^\n]*)/.exec(subject)?.[1];
@@ -104,6 +108,13 @@ function refusal(answer: HttpsAnswer, what: string): RankdError {
   }
 }
 
+/** A TLS verification failure in words, with a stable code; any other transport error as it is. */
+function untrusted(err: NodeJS.ErrnoException, controller: string): Error {
+  const code = err.code ?? '';
+  if (!/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|PURPOSE/.test(code)) return err;
+  return new RankdError(ErrorCode.ServerCertUntrusted, `the controller at ${controller} served the pinned CA but a TLS certificate that CA does not vouch for (${code}): someone in the middle relaying it? The join token was not sent`);
+}
+
 function base(controller: string, path: string): URL {
   const url = new URL(controller);
   if (url.protocol !== 'https:') throw new RankdError(ErrorCode.InvalidRequest, `the controller URL must be https:// (got ${controller})`);
@@ -111,29 +122,30 @@ function base(controller: string, path: string): URL {
   return url;
 }
 
-/** Fetches the controller's CA without trusting it and returns it only when its hash is the pinned one. */
+/**
+ * Fetches the controller's CA without trusting it and returns it (that one certificate,
+ * re-encoded) only when it is exactly one CA certificate whose hash is the pinned one.
+ */
 export async function fetchPinnedCa(controller: string, caHash: string): Promise<string> {
   const wanted = caHash.trim().toLowerCase();
   if (!/^sha256:[0-9a-f]{64}$/.test(wanted)) throw new RankdError(ErrorCode.InvalidRequest, `--ca-hash must be sha256:<64 hex digits> (got "${caHash.slice(0, 80)}")`);
   const answer = await httpsRequest(base(controller, '/v1/enroll/ca'), { pinless: true });
   if (answer.status !== 200) throw refusal(answer, 'fetching the CA');
-  let got: string;
-  try {
-    got = caHashOf(answer.body);
-  } catch {
-    throw new RankdError(ErrorCode.CaHashMismatch, `the controller at ${controller} served no CA certificate`);
+  const served = pinnableCa(answer.body, `the CA served by ${controller}/v1/enroll/ca (someone in the middle, or a controller older than this agent)`);
+  if (served.hash !== wanted) {
+    throw new RankdError(ErrorCode.CaHashMismatch, `the controller at ${controller} presents a CA whose hash is ${served.hash}, not the pinned ${wanted}: refusing it (a wrong --ca-hash, or someone in the middle)`);
   }
-  if (got !== wanted) {
-    throw new RankdError(ErrorCode.CaHashMismatch, `the controller at ${controller} presents a CA whose hash is ${got}, not the pinned ${wanted}: refusing it (a wrong --ca-hash, or someone in the middle)`);
-  }
-  return answer.body;
+  return served.pem;
 }
 
 /** Enrolls: pinned CA, a new key, a CSR with the join token; the identity is saved and returned. */
 export async function enroll(opts: { controller: string; joinToken: string; caHash: string; name: string; stateDir: string; log: Logger }): Promise<NodeIdentity> {
   const ca = await fetchPinnedCa(opts.controller, opts.caHash);
   const { key, csr } = await keyAndCsr(opts.name);
-  const answer = await httpsRequest(base(opts.controller, '/v1/enroll'), { method: 'POST', ca, body: { token: opts.joinToken, csr } });
+  // the token is written only once the TLS handshake verified the server against that one CA
+  const answer = await httpsRequest(base(opts.controller, '/v1/enroll'), { method: 'POST', ca, body: { token: opts.joinToken, csr } }).catch((err: NodeJS.ErrnoException) => {
+    throw untrusted(err, opts.controller);
+  });
   if (answer.status !== 200) throw refusal(answer, 'enrollment');
   const { certificate } = JSON.parse(answer.body) as { certificate: string };
   save(opts.stateDir, { key, cert: certificate, ca });

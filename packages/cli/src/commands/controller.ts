@@ -18,7 +18,7 @@ export function register(program: Command): void {
     .option('--restart-grace-ms <ms>', 'after a start, how long known nodes have to reconnect before any is judged', positiveInt)
     .option('--tls-cert <file>', "serve this certificate (PEM, chain) instead of one from the controller's own CA")
     .option('--tls-key <file>', 'the key of --tls-cert (PEM)')
-    .option('--tls-ca <file>', 'the CA that issued --tls-cert, as clients and agents pin it (default: the last certificate of the chain)')
+    .option('--tls-ca <file>', 'the root CA --tls-cert chains to, as clients and agents pin it: exactly one self-signed CA certificate (default: the last certificate of the chain)')
     .option('--node-cert-ttl <duration>', 'lifetime of node certificates; agents renew at about 2/3 of it (default 365d)', duration)
     .option('--admin <name>', 'name of the admin user created at first start, whose token is <data dir>/api-token', 'admin')
     .option('--max-jobs-per-user <n>', 'running jobs one user may have at once; more wait in the queue', nonNegativeInt)
@@ -43,6 +43,10 @@ export function register(program: Command): void {
           ...(opts.maxJobsPerUser !== undefined ? { maxJobs: opts.maxJobsPerUser } : {}),
           ...(opts.maxCoresPerUser !== undefined ? { maxCores: opts.maxCoresPerUser } : {}),
         },
+      }).catch((err: Error & { code?: string }) => {
+        // a refused setting (a --tls-ca bundle, …) is the user's to fix: its code, no stack
+        if (err.code?.startsWith('RANKD_')) throw new CliError(`${err.message} (${err.code})`, ExitCode.Usage);
+        throw err;
       });
       const signal = await untilSignal();
       controller.log.info({ signal }, 'controller stopping');

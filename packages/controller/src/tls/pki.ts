@@ -8,7 +8,7 @@
 // as the controller.
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
-import { X509Certificate, createHash, randomBytes, webcrypto } from 'node:crypto';
+import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
 import { isIP } from 'node:net';
@@ -26,12 +26,6 @@ export interface KeyPair {
   certPem: string;
   keyPem: string;
   key: CryptoKey;
-}
-
-/** SHA-256 of the certificate's SubjectPublicKeyInfo (DER), as `sha256:HEX`: the kubeadm pin. */
-export function caHashOf(certPem: string): string {
-  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' });
-  return 'sha256:' + createHash('sha256').update(spki).digest('hex');
 }
 
 /** Serials compared the way Node reports them: upper-case hex, no leading zeros. */

@@ -7,14 +7,15 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import { ErrorCode } from '@rankd/protocol';
+import { pinnableCa } from '@rankd/protocol/ca-pin';
 import type { Logger } from 'pino';
-import { caHashOf, issueServingCert, loadOrCreateCa, servingNames, type KeyPair } from './pki.js';
+import { issueServingCert, loadOrCreateCa, servingNames, type KeyPair } from './pki.js';
 
 export interface TlsOptions {
   /** PEM files of an organisation's own serving certificate (chain) and key. */
   certFile?: string;
   keyFile?: string;
-  /** The CA that issued certFile, as clients should trust it; default: the last certificate of certFile's chain. */
+  /** The root CA that certFile chains to, as clients should trust it (exactly one self-signed CA certificate); default: the last certificate of certFile's chain. */
   caFile?: string;
 }
 
@@ -23,9 +24,9 @@ export interface TlsMaterial {
   ca: KeyPair;
   serverCert: string;
   serverKey: string;
-  /** What clients and agents trust (served at GET /v1/enroll/ca). */
+  /** What clients and agents trust (served at GET /v1/enroll/ca): exactly one self-signed CA certificate. */
   trustPem: string;
-  /** sha256:HEX of trustPem's (first certificate's) SubjectPublicKeyInfo: the pin of `--ca-hash`. */
+  /** sha256:HEX of trustPem's SubjectPublicKeyInfo: the pin of `--ca-hash`. */
   caHash: string;
 }
 
@@ -35,18 +36,20 @@ export async function setupTls(dataDir: string, listenHost: string, options: Tls
     if (!options.certFile || !options.keyFile) throw new Error('--tls-cert and --tls-key go together');
     const serverCert = readFileSync(options.certFile, 'utf8');
     const serverKey = readFileSync(options.keyFile, 'utf8');
-    let trustPem: string;
-    if (options.caFile) trustPem = readFileSync(options.caFile, 'utf8');
+    let trust;
+    // agents pin exactly one certificate (protocol/ca-pin.ts): a bundle here would be refused by every one of them
+    if (options.caFile) trust = pinnableCa(readFileSync(options.caFile, 'utf8'), `--tls-ca ${options.caFile}`);
     else {
       const chain = serverCert.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-      if (chain.length < 2) throw new Error(`${options.certFile} holds no issuer certificate: pass --tls-ca FILE (the CA clients and agents pin)`);
-      trustPem = chain[chain.length - 1]! + '\n';
+      if (chain.length < 2) throw new Error(`${options.certFile} holds no issuer certificate: pass --tls-ca FILE (the root CA clients and agents pin)`);
+      trust = pinnableCa(chain[chain.length - 1]!, `the last certificate of --tls-cert ${options.certFile} (pass --tls-ca FILE to name the root CA)`);
     }
     new X509Certificate(serverCert); // throws on a file that is not a certificate
-    return { ca, serverCert, serverKey, trustPem, caHash: caHashOf(trustPem) };
+    return { ca, serverCert, serverKey, trustPem: trust.pem, caHash: trust.hash };
   }
   const { certPem, keyPem } = await issueServingCert(ca, dataDir, servingNames(listenHost));
-  return { ca, serverCert: certPem, serverKey: keyPem, trustPem: ca.certPem, caHash: caHashOf(ca.certPem) };
+  const own = pinnableCa(ca.certPem, `the controller's CA ${dataDir}/ca.crt`);
+  return { ca, serverCert: certPem, serverKey: keyPem, trustPem: own.pem, caHash: own.hash };
 }
 
 /** The fastify/https options: TLS always; client certificates requested, checked per route. */
