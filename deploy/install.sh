@@ -17,7 +17,8 @@
 # --dry-run           print each step and change nothing.
 #
 # Enrollment: `rankd join-command` on the controller prints the join token and the CA hash.
-# The token (single-use unless minted with --uses N) goes to --token-file, mode 0600; the
+# The token (single-use unless minted with --uses N) goes to --token-file, mode 0600 (give it
+# with --token-stdin: --token puts it in this script's argv, which ps shows); the
 # agent reads it only until it has enrolled, then lives on its node certificate in
 # /var/lib/rankd/agent (mode 0600) and renews it; the token file may then be deleted.
 set -eu
@@ -80,6 +81,8 @@ case $TOKEN_FILE in /*) ;; *) die "--token-file must be an absolute path" ;; esa
 case $PREFIX in /*) ;; *) die "--prefix must be an absolute path" ;; esac
 [ -z "$FROM_DIR" ] || [ -z "$FROM_TARBALL" ] || die "--from-dir and --from-tarball exclude each other"
 [ -n "$TOKEN" ] && [ "$TOKEN_STDIN" = 1 ] && die "--token and --token-stdin exclude each other"
+# argv is readable by every user of this node (ps) for as long as this script runs
+[ -n "$TOKEN" ] && note "warning: --token puts the join token in this script's command line, which ps shows to every user; prefer --token-stdin"
 if [ "$TOKEN_STDIN" = 1 ]; then IFS= read -r TOKEN || [ -n "$TOKEN" ] || die "no token on stdin"; fi
 
 NODE=$(command -v node || true)

@@ -121,8 +121,8 @@ async function obtainIdentity(config: AgentConfig, log: Logger): Promise<NodeIde
   }
   const joinToken = config.joinToken ?? (config.tokenFile ? readToken(config.tokenFile) : null);
   if (!joinToken || !config.caHash) {
-    if (kept) throw new RankdError(ErrorCode.NodeCertExpired, `the node certificate in ${config.stateDir} expired at ${new Date(kept.notAfter).toISOString()}: enroll again with --join-token and --ca-hash (rankd join-command prints them)`);
-    throw new RankdError(ErrorCode.NodeCertRequired, `node "${config.name}" is not enrolled (no certificate in ${config.stateDir}): pass --join-token and --ca-hash, as "rankd join-command" prints them`);
+    if (kept) throw new RankdError(ErrorCode.NodeCertExpired, `the node certificate in ${config.stateDir} expired at ${new Date(kept.notAfter).toISOString()}: enroll again with a new join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`);
+    throw new RankdError(ErrorCode.NodeCertRequired, `node "${config.name}" is not enrolled (no certificate in ${config.stateDir}): pass a join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`);
   }
   return enroll({ controller: config.controller, joinToken, caHash: config.caHash, name: config.name, stateDir: config.stateDir, log });
 }

@@ -9,6 +9,7 @@ interface AgentFlags {
   config?: string;
   controller?: string;
   tokenFile?: string;
+  joinTokenFile?: string;
   joinToken?: string;
   caHash?: string;
   stateDir?: string;
@@ -26,8 +27,9 @@ export function register(program: Command): void {
     .description('run the node agent in the foreground')
     .option('--config <file>', 'config file (default /etc/rankd/agent.json when present)')
     .option('--controller <url>', 'controller URL, e.g. https://10.0.0.1:7480')
-    .option('--join-token <token>', 'join token for the first enrollment (rankd join-command prints it)')
-    .option('--token-file <file>', 'file holding the join token (keeps it off the command line)')
+    .option('--join-token-file <file>', 'file (mode 0600) holding the join token for the first enrollment, as rankd join-command prints it; or set RANKD_JOIN_TOKEN')
+    .option('--token-file <file>', 'the same as --join-token-file')
+    .option('--join-token <token>', 'the join token itself: visible to every user in ps while the agent runs (prefer --join-token-file or RANKD_JOIN_TOKEN)')
     .option('--ca-hash <sha256:hex>', "the controller CA's public key hash to pin at enrollment")
     .option('--state-dir <dir>', 'where the node key, certificate and pinned CA live (default /var/lib/rankd/agent)')
     .option('--name <name>', 'node name (default: the hostname)')
@@ -41,11 +43,16 @@ export function register(program: Command): void {
       // comes from its bundle when current (load-daemon.ts): one module graph, a smaller daemon
       const { loadDaemon } = await import('@rankd/agent/load-daemon');
       const { DEFAULT_CONFIG_FILE, configFromEnv, factsSource, parseLabels, readConfigFile, resolveAgentConfig, startAgent } = await loadDaemon();
+      if (flags.joinToken) process.stderr.write('rankd: warning: --join-token puts the join token in this process\'s command line, which every user of this machine can read (ps); use --join-token-file FILE (mode 0600) or RANKD_JOIN_TOKEN instead\n');
+      const tokenFile = flags.joinTokenFile ?? flags.tokenFile;
       let config;
       try {
+        const fromEnv = configFromEnv(process.env);
+        // read once: ranks, helpers and shells the agent starts must not inherit the secret
+        delete process.env['RANKD_JOIN_TOKEN'];
         const fromFlags: AgentConfigFile = {
           ...(flags.controller ? { controller: flags.controller } : {}),
-          ...(flags.tokenFile ? { tokenFile: flags.tokenFile } : {}),
+          ...(tokenFile ? { tokenFile } : {}),
           ...(flags.joinToken ? { joinToken: flags.joinToken } : {}),
           ...(flags.caHash ? { caHash: flags.caHash } : {}),
           ...(flags.stateDir ? { stateDir: flags.stateDir } : {}),
@@ -56,7 +63,7 @@ export function register(program: Command): void {
           ...(flags.root ? { factsRoot: flags.root } : {}),
           ...(flags.allowRoot ? { allowRoot: true } : {}),
         };
-        config = resolveAgentConfig(readConfigFile(flags.config ?? DEFAULT_CONFIG_FILE, Boolean(flags.config)), configFromEnv(process.env), fromFlags);
+        config = resolveAgentConfig(readConfigFile(flags.config ?? DEFAULT_CONFIG_FILE, Boolean(flags.config)), fromEnv, fromFlags);
       } catch (err) {
         throw new CliError((err as Error).message, ExitCode.Usage);
       }

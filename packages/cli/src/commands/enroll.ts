@@ -1,10 +1,12 @@
 // Enrollment commands (admin, with the API token):
-//   rankd join-command [--ttl 24h] [--uses N] [--controller URL]   a join token, as the line an agent runs
+//   rankd join-command [--ttl 24h] [--uses N] [--controller URL] [--token-file PATH]
+//                                                                   a join token, as the lines that enroll an agent
 //   rankd join-token list|create|revoke ID                          join tokens (ids and state, never secrets)
 // (`rankd node remove`, which revokes a node's certificates, is with the node commands in nodes.ts.)
 import type { Command } from 'commander';
-import { loadClientConfig } from '../client/config.js';
+import { httpsUrl, loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { CliError, ExitCode } from '../exit-codes.js';
 import { duration, positiveInt } from '../options.js';
 import { renderTable } from '../table.js';
 
@@ -17,6 +19,7 @@ interface Minted {
 }
 
 interface MintFlags {
+  tokenFile?: string;
   ttl?: number;
   uses?: number;
   description?: string;
@@ -26,6 +29,8 @@ interface MintFlags {
 
 async function mint(flags: MintFlags): Promise<{ minted: Minted; controller: string }> {
   const config = loadClientConfig();
+  // agents refuse anything but https:// too: no token is minted for a line they would refuse
+  const controller = flags.controller ? httpsUrl(flags.controller, '--controller') : config.url;
   const minted = await request<Minted>(config, '/v1/join-tokens', {
     method: 'POST',
     body: {
@@ -34,7 +39,7 @@ async function mint(flags: MintFlags): Promise<{ minted: Minted; controller: str
       ...(flags.description ? { description: flags.description } : {}),
     },
   });
-  return { minted, controller: (flags.controller ?? config.url).replace(/\/+$/, '') };
+  return { minted, controller };
 }
 
 function mintOptions(command: Command): Command {
@@ -46,14 +51,35 @@ function mintOptions(command: Command): Command {
     .option('--json', 'print JSON');
 }
 
+/** Where join-command tells the node to keep the token: what deploy/install.sh writes too. */
+export const DEFAULT_JOIN_TOKEN_FILE = '/etc/rankd/token';
+
+/**
+ * The lines that enroll a node, with the token in a file of mode 0600 and never in a
+ * command line (which every user of the node can read in ps): the shell's own printf
+ * writes it, inside a subshell whose umask makes the file 0600 from its creation.
+ */
+export function joinLines(minted: Minted, controller: string, tokenFile: string): { writeToken: string; command: string } {
+  const quoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const dir = tokenFile.slice(0, Math.max(1, tokenFile.lastIndexOf('/')));
+  return {
+    writeToken: `(umask 077 && mkdir -p ${quoted(dir)} && printf '%s\\n' ${quoted(minted.token)} > ${quoted(tokenFile)})`,
+    command: `rankd agent --controller ${controller} --join-token-file ${quoted(tokenFile)} --ca-hash ${minted.caHash}`,
+  };
+}
+
 export function register(program: Command): void {
-  mintOptions(program.command('join-command').description('mint a join token and print the command that enrolls an agent with it')).action(async (flags: MintFlags) => {
-    const { minted, controller } = await mint(flags);
-    const line = `rankd agent --controller ${controller} --join-token ${minted.token} --ca-hash ${minted.caHash}`;
-    if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller, command: line }, null, 2) + '\n');
-    else process.stdout.write(line + '\n');
-    process.stderr.write(`rankd: join token ${minted.id} expires ${minted.expiresAt}, ${minted.maxUses} use(s)\n`);
-  });
+  mintOptions(program.command('join-command').description('mint a join token and print the lines that enroll an agent with it (the token goes to a 0600 file, never on a command line)'))
+    .option('--token-file <path>', `where the node keeps the token (default ${DEFAULT_JOIN_TOKEN_FILE})`)
+    .action(async (flags: MintFlags) => {
+      const { minted, controller } = await mint(flags);
+      const tokenFile = flags.tokenFile ?? DEFAULT_JOIN_TOKEN_FILE;
+      if (!tokenFile.startsWith('/')) throw new CliError(`--token-file must be an absolute path (got "${tokenFile}")`, ExitCode.Usage);
+      const lines = joinLines(minted, controller, tokenFile);
+      if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller, tokenFile, ...lines }, null, 2) + '\n');
+      else process.stdout.write(`# on the node, as root: the token goes to a file only root can read, then the agent reads it from there\n${lines.writeToken}\n${lines.command}\n`);
+      process.stderr.write(`rankd: join token ${minted.id} expires ${minted.expiresAt}, ${minted.maxUses} use(s)\n`);
+    });
 
   const tokens = program.command('join-token').description('list, create or revoke join tokens');
   mintOptions(tokens.command('create').description('mint a join token (printed once)')).action(async (flags: MintFlags) => {

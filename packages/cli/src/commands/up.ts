@@ -94,8 +94,6 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
       'agent',
       '--controller',
       url,
-      '--join-token',
-      minted.token,
       '--ca-hash',
       minted.caHash,
       '--state-dir',
@@ -108,6 +106,8 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
       ...(process.getuid?.() === 0 ? ['--allow-root'] : []),
     ],
     join(home, 'agent.log'),
+    // the token by environment, not argv: every user of this machine can read argv (ps)
+    { RANKD_JOIN_TOKEN: minted.token },
   );
   let nodes: NodeList['nodes'];
   try {

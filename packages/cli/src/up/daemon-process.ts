@@ -14,10 +14,12 @@ export class DaemonProcess {
     readonly label: string,
     args: readonly string[],
     readonly logFile: string,
+    /** Added to this process's environment: how a secret reaches the child without being in its argv. */
+    env: Readonly<Record<string, string>> = {},
   ) {
     const fd = openSync(logFile, 'a', 0o600);
     // stdin ignored, stdout/stderr to the log: the terminal stays for rankd's own output
-    this.child = spawn(process.execPath, [CLI_MAIN, ...args], { stdio: ['ignore', fd, fd] });
+    this.child = spawn(process.execPath, [CLI_MAIN, ...args], { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
     closeSync(fd);
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
