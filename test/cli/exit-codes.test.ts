@@ -17,9 +17,9 @@ t.test('no controller configured is a usage error naming the fix', async (t) => 
 
 t.test('an unreachable controller exits 69', async (t) => {
   // port 9 on loopback: nothing listens there
-  const r = await runCli(['nodes'], { RANKD_URL: 'http://127.0.0.1:9', RANKD_TOKEN: 'x' });
+  const r = await runCli(['nodes'], { RANKD_URL: 'https://127.0.0.1:9', RANKD_TOKEN: 'x' });
   t.equal(r.code, 69);
-  t.match(r.stderr, /cannot reach the controller at http:\/\/127\.0\.0\.1:9/);
+  t.match(r.stderr, /cannot reach the controller at https:\/\/127\.0\.0\.1:9/);
 });
 
 t.test('a wrong token exits 77', async (t) => {

@@ -86,7 +86,7 @@ t.test('bad flags are usage errors (64) that say what is wrong', async (t) => {
     t.equal(r.code, 64, args.join(' '));
     t.match(r.stderr, message);
   }
-  const noAddress = await runCli(['plan', '--address', 'a=1.2.3.4'], { RANKD_URL: 'http://127.0.0.1:9', RANKD_TOKEN: 'x' });
+  const noAddress = await runCli(['plan', '--address', 'a=1.2.3.4'], { RANKD_URL: 'https://127.0.0.1:9', RANKD_TOKEN: 'x' });
   t.equal(noAddress.code, 64);
   t.match(noAddress.stderr, /--address only applies with --facts-dir/);
 });

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { CliError, ExitCode } from '../exit-codes.js';
-import type { ClientConfig } from './config.js';
+import { httpsUrl, type ClientConfig } from './config.js';
 
 export interface RequestOptions {
   method?: string;
@@ -77,12 +77,12 @@ export async function send(config: ClientConfig, path: string, options: RequestO
 
 async function open(config: ClientConfig, path: string, options: RequestOptions): Promise<IncomingMessage> {
   const { method = 'GET', body, signal } = options;
-  // concatenated, not resolved: a controller behind a path prefix (http://gw/rankd) keeps it
-  const url = new URL(config.url.replace(/\/+$/, '') + path);
+  // concatenated, not resolved: a controller behind a path prefix (https://gw/rankd) keeps it;
+  // checked again here, whoever built the config: the token goes over TLS or not at all
+  const url = new URL(httpsUrl(config.url, 'the controller URL') + path);
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  const secure = url.protocol === 'https:';
-  const client = secure ? await import('node:https') : await import('node:http');
-  const agent = secure ? await httpsAgent(config) : agentFor('http:', () => new client.Agent({ keepAlive: true }));
+  const client = await import('node:https');
+  const agent = await httpsAgent(config);
   return new Promise<IncomingMessage>((resolve, reject) => {
     const req = client.request(url, {
       method,
