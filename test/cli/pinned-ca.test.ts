@@ -1,7 +1,8 @@
 // The CLI verifies the controller against the pinned CA alone, in JS (so that Node 20 never
 // builds its bundled root store: packages/cli/src/client/pinned-ca.ts). Each certificate
 // here is served by a real HTTPS server on loopback; a refused one must never see a request.
-import { webcrypto, X509Certificate } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { join } from 'node:path';
@@ -10,59 +11,14 @@ import * as x509 from '@peculiar/x509';
 import t, { type Test } from 'tap';
 import { request } from '@rankd/cli/client/http';
 import { pinnedCertificates, verifyPeer } from '@rankd/cli/client/pinned-ca';
+import { issueServer as issue, makeCa, makeIntermediate, type Issued } from '../helpers/test-pki.js';
 
-const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const DAY = 86_400_000;
 
-interface Issued {
-  certPem: string;
-  keyPem: string;
-  cert: x509.X509Certificate;
-  keys: webcrypto.CryptoKeyPair;
-}
-
-const pemKey = async (keys: webcrypto.CryptoKeyPair) => `-----BEGIN PRIVATE KEY-----\n${Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END PRIVATE KEY-----\n`;
-
-async function makeCa(name: string): Promise<Issued> {
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: '01',
-    name,
-    notBefore: new Date(Date.now() - DAY),
-    notAfter: new Date(Date.now() + 365 * DAY),
-    keys,
-    signingAlgorithm: ALG,
-    extensions: [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
-  });
-  return { cert, keys, certPem: cert.toString('pem') + '\n', keyPem: await pemKey(keys) };
-}
-
-/** A serving certificate as the controller's CA issues it, with what a case changes. */
-async function issue(ca: Issued, opts: { ips?: string[]; notAfter?: Date; usage?: string } = {}): Promise<Issued> {
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: '02',
-    subject: 'CN=rankd controller, O=rankd',
-    issuer: ca.cert.subject,
-    notBefore: new Date(Date.now() - 2 * DAY),
-    notAfter: opts.notAfter ?? new Date(Date.now() + 30 * DAY),
-    signingKey: ca.keys.privateKey,
-    publicKey: keys.publicKey,
-    signingAlgorithm: ALG,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([opts.usage ?? x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension((opts.ips ?? ['127.0.0.1']).map((value) => ({ type: 'ip' as const, value }))),
-    ],
-  });
-  return { cert, keys, certPem: cert.toString('pem') + '\n', keyPem: await pemKey(keys) };
-}
-
-/** Serves `leaf` on loopback; counts the requests that reached it. */
-async function serve(t: Test, leaf: Issued): Promise<{ url: string; requests: () => number }> {
+/** Serves `leaf` (followed by `chain`) on loopback; counts the requests that reached it. */
+async function serve(t: Test, leaf: Issued, chain: Issued[] = []): Promise<{ url: string; requests: () => number }> {
   let requests = 0;
-  const server: Server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_req, res) => {
+  const server: Server = createServer({ cert: leaf.certPem + chain.map((c) => c.certPem).join(''), key: leaf.keyPem }, (_req, res) => {
     requests++;
     res.setHeader('content-type', 'application/json');
     res.end('{"ok":true}');
@@ -84,8 +40,8 @@ function caFile(...cas: Issued[]): string {
 const ca = await makeCa('CN=rankd cluster CA 1, O=rankd');
 const pinned = caFile(ca);
 
-async function outcome(t: Test, leaf: Issued, caPath = pinned) {
-  const server = await serve(t, leaf);
+async function outcome(t: Test, leaf: Issued, caPath = pinned, chain: Issued[] = []) {
+  const server = await serve(t, leaf, chain);
   const result = await request({ url: server.url, token: 'x', ca: caPath }, '/v1/x', { timeoutMs: 10_000 }).then(
     (body) => ({ body, error: undefined }),
     (error: Error) => ({ body: undefined, error }),
@@ -140,4 +96,54 @@ t.test("rankd's own certificates are decided without Node's verification (so its
   t.same(verifyPeer(leaf, leaf.toLegacyObject(), pinnedCertificates(ca.certPem), '127.0.0.1'), { trusted: true });
   const other = new X509Certificate((await issue(await makeCa('CN=someone else, O=elsewhere'))).certPem);
   t.equal(verifyPeer(other, other.toLegacyObject(), pinnedCertificates(ca.certPem), '127.0.0.1').trusted, 'unsure', 'not issued by the pinned CA: left to Node');
+});
+
+/** What OpenSSL itself says of `leaf` with `caPath` as its only trust anchors and `chain` as untrusted intermediates. */
+function opensslVerify(leaf: Issued, caPath: string, chain: Issued[] = []): string {
+  const leafFile = join(dir, `leaf-${files++}.crt`);
+  writeFileSync(leafFile, leaf.certPem);
+  const untrusted = chain.length ? ['-untrusted', caFile(...chain)] : [];
+  try {
+    return execFileSync('openssl', ['verify', '-CAfile', caPath, ...untrusted, leafFile], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    return `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}`;
+  }
+}
+
+t.test('a pinned intermediate with no root: refused before any request, as OpenSSL refuses it', async (t) => {
+  const root = await makeCa('CN=org root, O=org');
+  const intermediate = await makeIntermediate(root, 'CN=org issuing CA, O=org');
+  const leaf = await issue(intermediate);
+  const intermediateOnly = caFile(intermediate);
+  t.match(opensslVerify(leaf, intermediateOnly, [intermediate]), /unable to get issuer certificate/, 'OpenSSL refuses it (no X509_V_FLAG_PARTIAL_CHAIN)');
+  const leafInfo = new X509Certificate(leaf.certPem);
+  t.same(verifyPeer(leafInfo, leafInfo.toLegacyObject(), pinnedCertificates(intermediate.certPem), '127.0.0.1'), { trusted: 'unsure', why: 'the pinned issuer is not a self-signed root' }, 'not decided in JS');
+  for (const chain of [[], [intermediate]]) {
+    const r = await outcome(t, leaf, intermediateOnly, chain);
+    t.match(r.error?.message, /not trusted \(UNABLE_TO_GET_ISSUER_CERT\)/, `served with ${chain.length} chain certificate(s)`);
+    t.equal(r.requests, 0, 'no request reached the server');
+  }
+});
+
+t.test('the root of the same chain pinned: accepted, as OpenSSL accepts it', async (t) => {
+  const root = await makeCa('CN=org root, O=org');
+  const intermediate = await makeIntermediate(root, 'CN=org issuing CA, O=org');
+  const leaf = await issue(intermediate);
+  const rootOnly = caFile(root);
+  t.match(opensslVerify(leaf, rootOnly, [intermediate]), /: OK/);
+  const r = await outcome(t, leaf, rootOnly, [intermediate]);
+  t.same(r.body, { ok: true });
+  t.equal(r.requests, 1);
+  const direct = await outcome(t, await issue(root), rootOnly);
+  t.same(direct.body, { ok: true }, 'and a certificate the root signed directly');
+});
+
+t.test('a pinned certificate that is the server certificate itself is left to OpenSSL', async (t) => {
+  const leaf = await issue(ca);
+  const info = new X509Certificate(leaf.certPem);
+  t.equal(verifyPeer(info, info.toLegacyObject(), pinnedCertificates(leaf.certPem), '127.0.0.1').trusted, 'unsure');
+  const r = await outcome(t, leaf, caFile(leaf));
+  t.match(opensslVerify(leaf, caFile(leaf)), /unable to get local issuer certificate|unable to get issuer certificate/, 'OpenSSL: not self-signed, so no anchor');
+  t.ok(r.error, 'refused');
+  t.equal(r.requests, 0);
 });

@@ -6,12 +6,15 @@
 // replaces them. The CLI's connections therefore trust nothing in OpenSSL (`ca: []`) and
 // verify here, before the socket is handed to HTTP, so before any request byte is sent.
 //
-// Only the common case is decided here: a certificate the pinned CA signed directly (as
-// the controller's own CA does), or the pinned certificate itself, with the algorithms,
-// key sizes and extensions the checks below know. Anything else (an intermediate, a critical
-// extension not read here, a name-constrained CA, another algorithm) is `unsure`, and the
-// connection is made again with Node's own verification against the same CA: this file can
-// only refuse sooner, never accept what OpenSSL would refuse for the checks it makes.
+// Only the common case is decided here: a certificate that a pinned, self-signed root CA
+// signed directly (as the controller's own CA does), with the algorithms, key sizes and
+// extensions the checks below know. That is a chain OpenSSL builds the same way with the
+// CA file as its only trust anchors. Anything else (an intermediate, a pinned certificate
+// that is not self-signed, which OpenSSL refuses as an anchor without
+// X509_V_FLAG_PARTIAL_CHAIN, the pinned certificate itself, a critical extension not read
+// here, a name-constrained CA, another algorithm) is `unsure`, and the connection is made
+// again with Node's own verification against the same CA: this file can only refuse
+// sooner, never accept what OpenSSL would refuse.
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { criticalExtensions, hasExtension, keyUsageBits, signatureAlgorithm } from './der.js';
@@ -99,19 +102,26 @@ export function verifyPeer(leaf: X509Certificate, peer: PeerCertificate, pinned:
   }
 }
 
+/** A self-signed certificate: its own issuer by name and key identifier, and its signature verifies with its own key. */
+function selfSigned(cert: X509Certificate): boolean {
+  return cert.checkIssued(cert) && cert.verify(cert.publicKey);
+}
+
 function verdict(leaf: X509Certificate, peer: PeerCertificate, pinned: readonly X509Certificate[], host: string, now: Date): PeerVerdict {
-  const self = pinned.find((ca) => ca.raw.equals(leaf.raw));
-  const issuer = self ?? pinned.find((ca) => leaf.checkIssued(ca));
-  if (!issuer) return { trusted: 'unsure', why: 'not issued directly by a pinned certificate' };
-  const outside = outsideChecks(leaf, 'leaf') ?? (self ? undefined : outsideChecks(issuer, 'ca'));
+  if (pinned.some((ca) => ca.raw.equals(leaf.raw))) return { trusted: 'unsure', why: 'the pinned certificate itself' };
+  const issuers = pinned.filter((ca) => leaf.checkIssued(ca));
+  if (issuers.length === 0) return { trusted: 'unsure', why: 'not issued directly by a pinned certificate' };
+  if (issuers.length > 1) return { trusted: 'unsure', why: 'several pinned certificates could have issued it' };
+  const issuer = issuers[0]!;
+  // OpenSSL takes a pinned intermediate as an anchor only with X509_V_FLAG_PARTIAL_CHAIN, which Node does not set
+  if (!selfSigned(issuer)) return { trusted: 'unsure', why: 'the pinned issuer is not a self-signed root' };
+  const outside = outsideChecks(leaf, 'leaf') ?? outsideChecks(issuer, 'ca');
   if (outside) return { trusted: 'unsure', why: outside };
-  if (!self) {
-    if (!issuer.ca) return { trusted: 'unsure', why: 'the issuer is not a CA' };
-    if (!servesTls(issuer)) return { trusted: 'unsure', why: "the CA's extended key usage leaves out TLS servers" };
-    if (!leaf.verify(issuer.publicKey)) return { trusted: false, error: tlsError('CERT_SIGNATURE_FAILURE', 'certificate signature failure: not signed by the pinned CA') };
-    const caTime = validAt(issuer, now);
-    if (caTime) return { trusted: false, error: caTime };
-  }
+  if (!issuer.ca) return { trusted: 'unsure', why: 'the issuer is not a CA' };
+  if (!servesTls(issuer)) return { trusted: 'unsure', why: "the CA's extended key usage leaves out TLS servers" };
+  if (!leaf.verify(issuer.publicKey)) return { trusted: false, error: tlsError('CERT_SIGNATURE_FAILURE', 'certificate signature failure: not signed by the pinned CA') };
+  const caTime = validAt(issuer, now);
+  if (caTime) return { trusted: false, error: caTime };
   const leafTime = validAt(leaf, now);
   if (leafTime) return { trusted: false, error: leafTime };
   const ku = keyUsageBits(leaf.raw);
