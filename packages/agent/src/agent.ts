@@ -35,10 +35,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { config } = options;
   const log = options.log ?? pino({ name: 'rankd-agent' });
   let identity = await obtainIdentity(config, log);
+  let renewing = false;
   let publisher: FactsPublisher | null = null;
   const link = new ControllerLink({
     controllerUrl: config.controller,
     tls: () => ({ ca: identity.ca, cert: identity.cert, key: identity.key }),
+    renewing: () => renewing,
     log,
     backoff: { baseMs: Math.min(250, config.reconnectMaxMs), capMs: config.reconnectMaxMs },
     hello: (): Hello => {
@@ -64,11 +66,15 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // ranks from before an agent restart are taken back before the controller hears from us
   await executor.adopt();
   const fatal = new Promise<RankdError>((resolve) => link.once('fatal', resolve));
-  // renewal at about 2/3 of the certificate's life; a failure retries sooner, never later than expiry
+  // renewal at about 2/3 of the certificate's life; a failure retries sooner, never later than expiry.
+  // The controller revokes the renewed certificate; the live link stays up (it was verified
+  // when it opened) and the next connection presents the new one (tls() above).
   let renewTimer: NodeJS.Timeout | null = null;
   const scheduleRenewal = (delayMs: number) => {
     renewTimer = setTimeout(() => {
+      renewing = true;
       renew(identity, { controller: config.controller, stateDir: config.stateDir, log })
+        .finally(() => (renewing = false))
         .then((next) => {
           identity = next;
           scheduleRenewal(renewalDelay(identity));

@@ -26,6 +26,8 @@ export interface ControllerLinkOptions {
   controllerUrl: string;
   /** The node's certificate, key and pinned CA, read at each connect (renewal replaces them). */
   tls: () => { ca: string; cert: string; key: string };
+  /** Whether a renewal is under way: its answer may revoke the certificate in use a moment before replacing it. */
+  renewing?: () => boolean;
   log: Logger;
   /** Builds the hello for each new connection (facts are re-read then). */
   hello: () => Hello;
@@ -124,8 +126,12 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   private connect(): void {
     const { log } = this.options;
     const url = ControllerLink.agentUrl(this.options.controllerUrl);
+    const tls = this.options.tls();
+    // A refusal of a certificate that a renewal has since replaced (renewal revokes the old
+    // one) says nothing about the current one: dial again with it instead of giving up.
+    const superseded = () => this.options.tls().cert !== tls.cert || (this.options.renewing?.() ?? false);
     const ws = new WebSocket(url, [SUBPROTOCOL], {
-      ...this.options.tls(),
+      ...tls,
       maxPayload: MAX_FRAME_BYTES,
       perMessageDeflate: false,
       handshakeTimeout: 10_000,
@@ -153,7 +159,7 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
         log.error({ url, status: res.statusCode, code }, why);
         ws.terminate();
         // a revoked or expired certificate will never be accepted again: stop, loudly
-        if (code === ErrorCode.NodeCertRevoked || code === ErrorCode.NodeCertExpired || code === ErrorCode.NodeCertInvalid) {
+        if ((code === ErrorCode.NodeCertRevoked || code === ErrorCode.NodeCertExpired || code === ErrorCode.NodeCertInvalid) && !superseded()) {
           this.stopped = true;
           this.emit('fatal', new RankdError(code, why));
           return;
@@ -164,7 +170,7 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     ws.on('error', (err) => log.warn({ url, err: err.message }, 'controller link error'));
     ws.on('close', (code, reason) => {
       if (this.ws !== ws) return;
-      if (code === CloseCode.Revoked || code === CloseCode.IdentityMismatch) {
+      if ((code === CloseCode.Revoked && !superseded()) || code === CloseCode.IdentityMismatch) {
         const why = `the controller closed the link for good: ${code} ${reason.toString()}`;
         log.error({ code }, why);
         this.stopped = true;

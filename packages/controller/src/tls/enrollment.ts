@@ -7,6 +7,7 @@
 // - A CSR whose public key was ever certified is a replay: RANKD_CSR_REPLAYED.
 // - A name that holds a valid (unexpired, unrevoked) certificate is in use:
 //   RANKD_NODE_NAME_IN_USE until an admin runs `rankd node remove NAME`.
+// - Renewal revokes the certificate it renews.
 // - Revoked serials stay revoked; the gateway checks every handshake against this store.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ErrorCode, JOIN_TOKEN_PATTERN, MAX_CSR_BYTES, RankdError, nodeNameProblem, type JoinTokenView } from '@rankd/protocol';
@@ -130,13 +131,25 @@ export class Enrollment {
     return { node: csr.name, certificate: issued.certPem, serial: issued.serial, notAfter: issued.notAfter };
   }
 
-  /** Renews the certificate of an authenticated node (mTLS): same name, a new key. */
+  /**
+   * Renews the certificate of an authenticated node (mTLS): same name, a new key. The
+   * certificate it renewed is revoked in the same transaction, so a copy of the old key is
+   * worth nothing from then on, and one certificate renews once: a second renewal with it
+   * (a thief racing the node) is refused as revoked.
+   */
   async renew(peer: { node: string; serial: string }, csrPem: string): Promise<Issued> {
     this.checkSerial(peer.serial, peer.node);
     const csr = await this.csr(csrPem);
     if (csr.name !== peer.node) throw new RankdError(ErrorCode.NodeIdentityMismatch, `node "${peer.node}" cannot request a certificate for "${csr.name}"`);
     const issued = await issueNodeCert(this.ca, csr, this.nodeCertTtlMs);
-    this.db.transaction(() => this.record(issued, csr.name, csr.spkiHash, `renewal:${normalSerial(peer.serial)}`))();
+    const old = normalSerial(peer.serial);
+    this.db.transaction(() => {
+      // re-checked inside the transaction: two renewals racing with one certificate
+      this.checkSerial(old, peer.node);
+      this.record(issued, csr.name, csr.spkiHash, `renewal:${old}`);
+      this.db.prepare('UPDATE node_certs SET revoked_at = ? WHERE serial = ? AND revoked_at IS NULL').run(this.now(), old);
+    })();
+    this.certs.set(old, { node: peer.node, revoked: true });
     return { node: csr.name, certificate: issued.certPem, serial: issued.serial, notAfter: issued.notAfter };
   }
 
