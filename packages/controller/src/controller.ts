@@ -1,5 +1,5 @@
 // Wires the controller together: store, registry, REST API and agent gateway on one port.
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
@@ -20,6 +20,7 @@ import { LogStore } from './jobs/log-store.js';
 import { RankEvents } from './jobs/rank-events.js';
 import { JobsRepo } from './store/jobs-repo.js';
 import { openDatabase, type Db } from './store/database.js';
+import { secureDataDir } from './store/data-dir.js';
 import { EventsRepo } from './store/events-repo.js';
 import { WriteBatch } from './store/write-batch.js';
 import { NodesRepo } from './store/nodes-repo.js';
@@ -70,7 +71,8 @@ export const DEFAULT_PORT = DEFAULT_CONTROLLER_PORT;
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   const log = options.log ?? pino({ name: 'rankd-controller' });
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const tightened = secureDataDir(options.dataDir);
+  if (tightened.length > 0) log.warn({ paths: tightened }, 'data directory: modes tightened to 0700 (directories) and 0600 (files)');
   const tokens = loadOrCreateTokens(options.dataDir);
   const host = options.host ?? '127.0.0.1';
   const tls = await setupTls(options.dataDir, host, options.tls);
