@@ -112,10 +112,11 @@ export async function startFleet(
       const spool = path.join(dir, 'spool', name);
       const stateDir = path.join(dir, 'state', name);
       mkdirSync(spool, { recursive: true });
-      const args = ['agent', '--controller', url, '--join-token', joinToken, '--ca-hash', caHash, '--state-dir', stateDir, '--name', name, '--config', '/dev/null', '--spool-dir', spool];
+      const args = ['agent', '--controller', url, '--ca-hash', caHash, '--state-dir', stateDir, '--name', name, '--config', '/dev/null', '--spool-dir', spool];
       // The bench runs as root on CI; ranks then run as root too, which the agent refuses unless told.
       if (process.getuid?.() === 0) args.push('--allow-root');
-      daemons.push(startDaemon(`rankd agent ${name}`, rankdArgv(ctx.repoRoot, args), { logFile: path.join(dir, `${name}.log`) }));
+      // the token by environment, as agents take it: never in argv (docs/security.md)
+      daemons.push(startDaemon(`rankd agent ${name}`, rankdArgv(ctx.repoRoot, args), { logFile: path.join(dir, `${name}.log`), env: { ...process.env, RANKD_JOIN_TOKEN: joinToken } }));
     }
     ctx.log(`rankd fleet: controller pid ${controller.pid} at ${url}, ${opts.agents} agent(s) starting`);
     const wanted = new Set(agentNames);
