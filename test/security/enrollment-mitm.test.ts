@@ -4,13 +4,14 @@
 // join token (in a 0600 file), is pointed at him. It must refuse with a stable code and
 // exit 77, no join token may reach him, and nothing may be saved in its state directory.
 import { X509Certificate, createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { fetchPinnedCa } from '@rankd/agent';
 import { spawnDaemon, startController, type ControllerHandle } from '../helpers/daemons.js';
+import { enrollIdentity } from '../helpers/tls.js';
 import { issueServer, makeCa, makeIntermediate, type Issued } from '../helpers/test-pki.js';
 
 interface Mitm {
@@ -141,4 +142,19 @@ t.test('whatever /v1/enroll/ca serves must be exactly one self-signed CA certifi
   }
   // and the real one, alone, is what is returned and pinned
   t.equal(await fetchPinnedCa(controller.url, controller.caHash), new X509Certificate(realCa).toString());
+});
+
+t.test('a state directory whose ca.crt holds a second certificate (pinned by an older agent) is refused at start, not trusted', async (t) => {
+  const stateDir = mkdtempSync(join(tmpdir(), 'rankd-old-state-'));
+  await enrollIdentity(controller, 'old-agent', stateDir);
+  appendFileSync(join(stateDir, 'ca.crt'), (await makeCa('CN=mitm, O=mitm')).certPem);
+  const agent = spawnDaemon(['agent', '--controller', controller.url, '--state-dir', stateDir, '--spool-dir', join(stateDir, 'spool'), '--name', 'old-agent', '--config', '/dev/null']);
+  const timer = setTimeout(() => void agent.stop('SIGKILL'), 20_000);
+  const exit = await agent.exited;
+  clearTimeout(timer);
+  t.equal(exit.code, 77, agent.output());
+  t.match(agent.output(), /RANKD_CA_BUNDLE_INVALID/);
+  t.match(agent.output(), /the pinned CA .*ca\.crt: holds 2 certificates/);
+  const nodes = await controller.api<{ nodes: Array<{ name: string }> }>('/v1/nodes');
+  t.notOk(nodes.body.nodes.some((n) => n.name === 'old-agent'), 'it never connected');
 });
