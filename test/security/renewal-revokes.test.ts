@@ -50,6 +50,12 @@ t.test('a renewed certificate is revoked: refused at the upgrade, and it renews 
   t.equal((await upgradeWith(controller.url, { ca: old.ca, cert: renewed.certificate, key })).status, 101, 'the new one connects');
   const again = await renewWith(controller.url, old, 'renewer');
   t.same([again.status, again.body.code], [401, 'RANKD_NODE_CERT_REVOKED'], 'a thief with the old key cannot renew it');
+  const audit = await controller.api<{ entries: Array<{ method: string; route: string; decision: string; status: number; reason: string }> }>('/v1/audit?limit=100');
+  t.match(
+    audit.body.entries.filter((e) => e.route === '/v1/enroll/renew' && e.decision === 'deny'),
+    [{ method: 'POST', status: 401, reason: /was revoked/ }],
+    'the refused renewal is in the audit log',
+  );
   const removed = await controller.api<{ revokedSerials: string[] }>('/v1/nodes/renewer', { method: 'DELETE' });
   t.same(removed.body.revokedSerials, [renewed.serial], 'only the new certificate was still live');
 });
