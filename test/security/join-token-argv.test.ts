@@ -3,7 +3,7 @@
 // `rankd join-command` prints, run as printed) and from RANKD_JOIN_TOKEN; then no process's
 // command line on this machine holds the secret. --join-token still works, and warns.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -55,7 +55,17 @@ t.test('--join-token-file: a real agent enrolls, and the secret is in no command
   writeFileSync(file, token + '\n', { mode: 0o600 });
   const agent = spawnDaemon(['agent', '--controller', controller.url, '--ca-hash', controller.caHash, '--join-token-file', file, ...baseArgs('by-file')]);
   await enrolled(t, agent, 'by-file', token.split('.')[1]!);
-  t.notMatch(agent.output(), /warning/);
+  t.notMatch(agent.output(), /readable by other users/);
+});
+
+t.test('a join token file that other users can read still enrolls, with a warning that says so', async (t) => {
+  const token = await mint();
+  const file = join(mkdtempSync(join(tmpdir(), 'rankd-tok-')), 'token');
+  writeFileSync(file, token + '\n');
+  chmodSync(file, 0o644);
+  const agent = spawnDaemon(['agent', '--controller', controller.url, '--ca-hash', controller.caHash, '--join-token-file', file, ...baseArgs('by-loose-file')]);
+  await enrolled(t, agent, 'by-loose-file', token.split('.')[1]!);
+  t.match(agent.output(), /the join token file .* is readable by other users \(mode 644\): keep it 0600/);
 });
 
 t.test('RANKD_JOIN_TOKEN: a real agent enrolls, and the secret is in no command line', async (t) => {

@@ -1,5 +1,5 @@
 // Wires the agent together: config, controller link, facts.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import { ErrorCode, RANKD_VERSION, RankdError, type Hello } from '@rankd/protocol';
 import type { AgentConfig } from './config.js';
@@ -125,7 +125,7 @@ async function obtainIdentity(config: AgentConfig, log: Logger): Promise<NodeIde
     log.info({ node: kept.name, serial: kept.serial, notAfter: new Date(kept.notAfter).toISOString(), stateDir: config.stateDir }, 'node certificate loaded');
     return kept;
   }
-  const joinToken = config.joinToken ?? (config.tokenFile ? readToken(config.tokenFile) : null);
+  const joinToken = config.joinToken ?? (config.tokenFile ? readToken(config.tokenFile, log) : null);
   if (!joinToken || !config.caHash) {
     if (kept) throw new RankdError(ErrorCode.NodeCertExpired, `the node certificate in ${config.stateDir} expired at ${new Date(kept.notAfter).toISOString()}: enroll again with a new join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`);
     throw new RankdError(ErrorCode.NodeCertRequired, `node "${config.name}" is not enrolled (no certificate in ${config.stateDir}): pass a join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`);
@@ -133,10 +133,13 @@ async function obtainIdentity(config: AgentConfig, log: Logger): Promise<NodeIde
   return enroll({ controller: config.controller, joinToken, caHash: config.caHash, name: config.name, stateDir: config.stateDir, log });
 }
 
-function readToken(path: string): string {
+function readToken(path: string, log: Logger): string {
   try {
     const token = readFileSync(path, 'utf8').trim();
     if (!token) throw new Error('file is empty');
+    // read anyway (the token is single-use and about to be spent), but say who else could have
+    const mode = statSync(path).mode & 0o777;
+    if (mode & 0o077) log.warn({ path, mode: mode.toString(8) }, `the join token file ${path} is readable by other users (mode ${mode.toString(8)}): keep it 0600`);
     return token;
   } catch (err) {
     throw new Error(`cannot read join token file ${path}: ${(err as Error).message}`, { cause: err });
