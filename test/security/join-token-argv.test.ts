@@ -81,7 +81,12 @@ t.test('rankd join-command prints lines that, run as printed, put the token in a
   const printed = JSON.parse(r.stdout) as { token: string; writeToken: string; command: string; tokenFile: string };
   const secret = printed.token.split('.')[1]!;
   t.notOk(printed.command.includes(secret), 'the agent command line holds no token');
-  t.match(printed.command, /^rankd agent --controller https:\/\/127\.0\.0\.1:\d+ --join-token-file '[^']+' --ca-hash sha256:[0-9a-f]{64}$/);
+  t.match(printed.command, /^rankd agent --controller 'https:\/\/127\.0\.0\.1:\d+' --join-token-file '[^']+' --ca-hash sha256:[0-9a-f]{64}$/);
+  const count = async () => (await controller.api<{ tokens: unknown[] }>('/v1/join-tokens')).body.tokens.length;
+  const before = await count();
+  const relative = await runCli(['join-command', '--token-file', 'token'], controller.clientEnv);
+  t.equal(relative.code, 64, 'a relative --token-file is refused…');
+  t.equal(await count(), before, '…before a token is minted');
   const text = await runCli(['join-command', '--token-file', tokenFile], controller.clientEnv);
   const lines = text.stdout.trim().split('\n');
   t.equal(lines.length, 3, 'a comment, the token line, the agent line');

@@ -57,14 +57,15 @@ export const DEFAULT_JOIN_TOKEN_FILE = '/etc/rankd/token';
 /**
  * The lines that enroll a node, with the token in a file of mode 0600 and never in a
  * command line (which every user of the node can read in ps): the shell's own printf
- * writes it, inside a subshell whose umask makes the file 0600 from its creation.
+ * writes it, inside a subshell whose umask makes the file 0600 from its creation. Every
+ * value is single-quoted: the lines are pasted into a root shell.
  */
 export function joinLines(minted: Minted, controller: string, tokenFile: string): { writeToken: string; command: string } {
   const quoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const dir = tokenFile.slice(0, Math.max(1, tokenFile.lastIndexOf('/')));
   return {
     writeToken: `(umask 077 && mkdir -p ${quoted(dir)} && printf '%s\\n' ${quoted(minted.token)} > ${quoted(tokenFile)})`,
-    command: `rankd agent --controller ${controller} --join-token-file ${quoted(tokenFile)} --ca-hash ${minted.caHash}`,
+    command: `rankd agent --controller ${quoted(controller)} --join-token-file ${quoted(tokenFile)} --ca-hash ${minted.caHash}`,
   };
 }
 
@@ -72,9 +73,9 @@ export function register(program: Command): void {
   mintOptions(program.command('join-command').description('mint a join token and print the lines that enroll an agent with it (the token goes to a 0600 file, never on a command line)'))
     .option('--token-file <path>', `where the node keeps the token (default ${DEFAULT_JOIN_TOKEN_FILE})`)
     .action(async (flags: MintFlags) => {
-      const { minted, controller } = await mint(flags);
       const tokenFile = flags.tokenFile ?? DEFAULT_JOIN_TOKEN_FILE;
       if (!tokenFile.startsWith('/')) throw new CliError(`--token-file must be an absolute path (got "${tokenFile}")`, ExitCode.Usage);
+      const { minted, controller } = await mint(flags);
       const lines = joinLines(minted, controller, tokenFile);
       if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller, tokenFile, ...lines }, null, 2) + '\n');
       else process.stdout.write(`# on the node, as root: the token goes to a file only root can read, then the agent reads it from there\n${lines.writeToken}\n${lines.command}\n`);
