@@ -12,7 +12,9 @@ const INVALID = 'RANKD_INVALID_MESSAGE';
 const UNKNOWN = 'RANKD_UNKNOWN_TYPE';
 const launch = { rank: 0, argv: ['/usr/bin/python3', 'prog.py'], env: { RANK: '0' }, cpus: [0], memNodes: [0] };
 const start = { type: 'ompi.start', jobId: 'j1', leaseMs: 15000, ranks: [launch] };
-const request = { type: 'ompi.daemon.request', jobId: 'j1', daemon: 0, host: 'host2', command: ' orted -mca ess "env" -mca ess_base_vpid 1' };
+const orted = { jobFamily: '2024669184', vpid: 1, numProcs: 3, nodeRegex: 'host[1:1-3]@0(3)', hnpUri: '2024669184.0;tcp://10.77.0.1:38787;tcp6://[fd00::2]:44529' };
+const request = { type: 'ompi.daemon.request', jobId: 'j1', daemon: 0, host: 'host2', orted };
+const run = { type: 'ompi.daemon.run', jobId: 'j1', daemon: 0, args: ['-mca', 'ess', 'env'] };
 const state = { type: 'ompi.daemon.state', jobId: 'j1', daemon: 0, host: 'host2', state: 'started', pid: 4242 };
 
 export const ompiGolden: Record<string, OmpiGolden[]> = {
@@ -30,14 +32,19 @@ export const ompiGolden: Record<string, OmpiGolden[]> = {
   ],
   'ompi.daemon.request': [
     { map: AgentMessages, frame: request },
-    { map: AgentMessages, frame: { ...request, command: '' }, error: INVALID },
+    // a node sends values, never a command
+    { map: AgentMessages, frame: { ...request, command: 'touch /tmp/x' }, error: INVALID },
+    { map: AgentMessages, frame: { ...request, orted: { ...orted, nodeRegex: 'a;touch /tmp/x' } }, error: INVALID },
+    { map: AgentMessages, frame: { ...request, orted: { ...orted, hnpUri: '1.0;tcp://$(id):1' } }, error: INVALID },
+    { map: AgentMessages, frame: { ...request, orted: { ...orted, prefix: '/tmp' } }, error: INVALID },
     { map: AgentMessages, frame: { ...request, host: '' }, error: INVALID },
     { map: ControllerMessages, frame: request, error: UNKNOWN },
   ],
   'ompi.daemon.run': [
-    { map: ControllerMessages, frame: { type: 'ompi.daemon.run', jobId: 'j1', daemon: 0, command: 'orted' } },
-    { map: ControllerMessages, frame: { type: 'ompi.daemon.run', jobId: 'j1', daemon: -1, command: 'orted' }, error: INVALID },
-    { map: AgentMessages, frame: { type: 'ompi.daemon.run', jobId: 'j1', daemon: 0, command: 'orted' }, error: UNKNOWN },
+    { map: ControllerMessages, frame: run },
+    { map: ControllerMessages, frame: { ...run, daemon: -1 }, error: INVALID },
+    { map: ControllerMessages, frame: { ...run, command: 'orted' }, error: INVALID },
+    { map: AgentMessages, frame: run, error: UNKNOWN },
   ],
   'ompi.daemon.state': [
     { map: AgentMessages, frame: state },

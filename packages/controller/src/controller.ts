@@ -11,6 +11,7 @@ import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
 import { createFleetServices } from './fleet/exec/fleet-services.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
 import type { AgentHandler } from './gateway/agent-connection.js';
+import { AgentRefusals } from './gateway/agent-refusal.js';
 import { jobHandlers } from './gateway/job-handlers.js';
 import { pmiHandlers } from './gateway/pmi-handlers.js';
 import { FenceExchange } from './pmi/fence-exchange.js';
@@ -136,7 +137,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
   for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs)]) gw.handle(type, batched(handler));
   fleet.attach(gw);
-  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, log).handlers()) gw.handle(type, batched(handler));
+  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, new AgentRefusals(audit, log), log).handlers()) gw.handle(type, batched(handler));
   await app.listen({ host, port: options.port ?? DEFAULT_PORT });
   registry.start();
 

@@ -59,6 +59,14 @@ export const ErrorCode = {
   NodeIdentityMismatch: 'RANKD_NODE_IDENTITY_MISMATCH',
   /** An agent message about a rank that runs on another node. */
   ForeignRank: 'RANKD_FOREIGN_RANK',
+  /** An agent message about a job the sending node has no part in (or no such live job). */
+  ForeignJob: 'RANKD_FOREIGN_JOB',
+  /** ompi.daemon.request from a node that does not run the job's launcher (mpirun). */
+  NotJobLauncher: 'RANKD_NOT_JOB_LAUNCHER',
+  /** An Open MPI daemon asked for out of turn: the job is ending, the host is not the job's, the daemon or host was already asked for, or its index is out of range. */
+  OmpiDaemonRefused: 'RANKD_OMPI_DAEMON_REFUSED',
+  /** An orted launch whose values break the grammar (orted-launch.ts), or whose HNP is not the launcher node's. */
+  OrtedLaunchInvalid: 'RANKD_ORTED_LAUNCH_INVALID',
   /** --immediate: the job cannot start now (it would have to wait in the queue). */
   WouldWait: 'RANKD_WOULD_WAIT',
   /** A job that no per-user limit lets run, however long it waits. */

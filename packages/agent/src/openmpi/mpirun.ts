@@ -20,6 +20,13 @@ export function findMpirun(): string {
   return mpirun;
 }
 
+/** Open MPI's daemon, from this node's own tool path (never a path another node named); throws when it is not installed. */
+export function findOrted(): string {
+  const orted = findTool('orted');
+  if (!orted) throw new Error('orted is not installed on this node (Debian: openmpi-bin)');
+  return orted;
+}
+
 export function mpirunArgv(mpirun: string, c: MpirunCommand): string[] {
   return [
     mpirun,

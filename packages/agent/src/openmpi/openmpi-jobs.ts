@@ -7,9 +7,11 @@
 //
 // Rank 0's node also runs mpirun (mpirun.ts; under a supervisor: own session, cgroup,
 // exit.json, supervised-process.ts) with rankd's rsh helper as its remote shell. The
-// helper talks to this agent over the job's Unix socket (rsh-socket.ts); the controller
-// relays each request to the agent of the named host, which runs the orted under a
-// supervisor of its own, as part of the job, and reports its end.
+// helper talks to this agent over the job's Unix socket (rsh-socket.ts), which keeps only the
+// launch's values of each request; the controller builds the orted's arguments from them and
+// sends them to the agent of the named host, which checks them against its own record of
+// the job and runs its own orted with them under a supervisor, as part of the job, and
+// reports its end.
 //
 // When the job ends (ompi.abort, or the lease running out without word from the
 // controller), mpirun and the daemons go and the ranks never started are reported.
@@ -19,14 +21,14 @@
 // reused before then), and the cgroups created here. Never by name.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { OmpiAbort, OmpiDaemonRun, OmpiDaemonState, OmpiStart } from '@rankd/protocol';
+import { ErrorCode, checkOrtedArgs, type OmpiAbort, type OmpiDaemonRun, type OmpiDaemonState, type OmpiStart } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { JobExecutor } from '../jobs/job-executor.js';
 import type { ControllerLink } from '../link/controller-link.js';
 import { IdentityResolver } from '../ranks/identity.js';
 import { rankCwd } from '../ranks/preflight.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
-import { findMpirun, mpirunArgv, openMpiSettings } from './mpirun.js';
+import { findMpirun, findOrted, mpirunArgv, openMpiSettings } from './mpirun.js';
 import { jobOmpiDir, ompiFiles, privateTmpdir, scriptPath, writePrivate } from './ompi-files.js';
 import { OpenMpiRanks, type RankJob } from './openmpi-ranks.js';
 import { RshSocket } from './rsh-socket.js';
@@ -45,6 +47,8 @@ import {
 interface OmpiJob extends RankJob {
   user: string | undefined;
   cwd: string | undefined;
+  /** The job's environment as this node was sent it: its OMPI_MCA_* settings are the orted's (orted-launch.ts). */
+  env: Record<string, string>;
   launcher: SupervisedProcess | null;
   launcherPending: boolean;
   daemons: Map<number, SupervisedProcess>;
@@ -105,6 +109,7 @@ export class OpenMpiJobs {
       aborted: null,
       user: m.ranks[0]?.user,
       cwd: m.ranks[0]?.cwd,
+      env: m.ranks[0]?.env ?? {},
       launcher: null,
       launcherPending: m.launcher !== undefined,
       daemons: new Map(),
@@ -133,9 +138,9 @@ export class OpenMpiJobs {
       const socket = ompiFiles.rshSocket(this.jobOmpiDir(job.jobId));
       job.rsh = await RshSocket.open(socket, {
         ending: () => job.aborted,
-        request: ({ daemon, host, command }) => {
-          this.log.info({ jobId: job.jobId, daemon, host }, 'mpirun asks for a daemon');
-          this.link.send({ type: 'ompi.daemon.request', jobId: job.jobId, daemon, host, command });
+        request: ({ daemon, host, orted }) => {
+          this.log.info({ jobId: job.jobId, daemon, host, vpid: orted.vpid }, 'mpirun asks for a daemon');
+          this.link.send({ type: 'ompi.daemon.request', jobId: job.jobId, daemon, host, orted });
         },
       });
       const env: Record<string, string> = {
@@ -180,18 +185,37 @@ export class OpenMpiJobs {
 
   // ---- daemons (any node of the job) -------------------------------------------------
 
+  /**
+   * Runs the job's orted here, when this node's own record of the job expects one: the job
+   * is known here and not ending, this node has no daemon of it yet, the arguments are
+   * exactly those the job's launch and settings make (orted-launch.ts), and the job's user
+   * passes the rule ranks obey. The program is this node's own `orted`, run without a shell.
+   */
   private async runDaemon(m: OmpiDaemonRun): Promise<void> {
     const job = this.jobs.get(m.jobId);
     const host = this.nodeName;
     const report = (state: ProcessEnd): void => {
       this.link.send({ type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host, ...state });
     };
-    if (!job) return report({ state: 'failed', message: `job ${m.jobId} is not an Open MPI job on ${host}` });
+    const refuse = (code: string, message: string): void => {
+      this.log.warn({ jobId: m.jobId, daemon: m.daemon, code }, `Open MPI daemon refused: ${message}`);
+      report({ state: 'failed', message: `${code}: ${message}` });
+    };
+    if (!job) return refuse(ErrorCode.ForeignJob, `job ${m.jobId} is not an Open MPI job on ${host}`);
     if (job.aborted) return report({ state: 'failed', message: `the job is ending on ${host}: ${job.aborted}` });
     if (job.daemons.has(m.daemon)) return;
+    if (job.daemons.size > 0) return refuse(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its Open MPI daemon on ${host}`);
+    try {
+      checkOrtedArgs(m.args, job.env);
+    } catch (err) {
+      return refuse(ErrorCode.OrtedLaunchInvalid, (err as Error).message);
+    }
     const dir = ompiFiles.daemonDir(this.jobOmpiDir(job.jobId), m.daemon);
     try {
+      const orted = findOrted();
+      // the root rule of ranks; and only the agent's own user (as the launcher: docs/mpi-openmpi.md, Limits)
       const identity = await this.identities.resolve(job.user);
+      if (identity.switchUser) throw new Error(`--mpi openmpi runs only as the agent's own user, not as ${identity.name}`);
       fs.mkdirSync(dir, { mode: 0o700 });
       const env: Record<string, string> = {
         ...this.baseEnv,
@@ -203,7 +227,7 @@ export class OpenMpiJobs {
       };
       const cgroup = processCgroup(this.runner.cgroupBase, job.jobId, `ompi-daemon${m.daemon}`);
       // the user's home, or '/'
-      const proc = await startSupervisedProcess(this.tools, dir, cgroup, ['/bin/sh', '-c', m.command], env, rankCwd(undefined, identity));
+      const proc = await startSupervisedProcess(this.tools, dir, cgroup, [orted, ...m.args], env, rankCwd(undefined, identity));
       job.daemons.set(m.daemon, proc);
       report({ state: 'started', pid: proc.pid });
       this.log.info({ jobId: job.jobId, daemon: m.daemon, pid: proc.pid }, 'Open MPI daemon started');

@@ -1,19 +1,20 @@
 // The launcher node's end of rankd's rsh helper (rsh-helper.pl, mpirun's
 // `--mca plm_rsh_agent`): a Unix socket per job in the spool. Each connection is one daemon
-// mpirun asks for: one line in, `HOST\tCOMMAND`, handed on (as ompi.daemon.request, by the
-// caller) to the controller, which relays it to HOST's agent; lines back as the controller
+// mpirun asks for: one line in, `HOST\tARG\tARG…` (mpirun's arguments to its remote shell,
+// one by one), parsed into the launch's values and handed on (as ompi.daemon.request, by the
+// caller) to the controller, which has HOST's agent start the daemon; lines back as the controller
 // relays what became of that daemon: `started PID`, then `exit CODE` or `failed MESSAGE`.
 // The helper exits with that code, as ssh would, and mpirun reads it as the daemon's.
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
-import type { OmpiDaemonState } from '@rankd/protocol';
+import { parseOrtedRequest, type OmpiDaemonState, type OrtedLaunch } from '@rankd/protocol';
 
-/** A daemon mpirun asks for: the helper's number for it, the host, and the command to run there with `sh -c`. */
+/** A daemon mpirun asks for: the helper's number for it, the host, and the values of its launch (never a command). */
 export interface DaemonRequest {
   daemon: number;
   host: string;
-  command: string;
+  orted: OrtedLaunch;
 }
 
 export interface RshSocketHooks {
@@ -78,16 +79,20 @@ export class RshSocket {
       const line = buf.slice(0, nl);
       buf = '';
       conn.removeAllListeners('data');
-      const tab = line.indexOf('\t');
-      const host = line.slice(0, tab);
-      const command = line.slice(tab + 1);
-      if (tab <= 0 || !command) return void conn.end('failed malformed request\n');
+      const [host, ...args] = line.split('\t');
+      if (!host || args.length === 0) return void conn.end('failed malformed request\n');
+      let orted: OrtedLaunch;
+      try {
+        orted = parseOrtedRequest(args);
+      } catch (err) {
+        return void conn.end(`failed ${(err as Error).message.replace(/\n/g, ' ')}\n`);
+      }
       const ending = this.hooks.ending();
       if (ending) return void conn.end(`failed the job is ending: ${ending}\n`);
       const daemon = this.nextDaemon++;
       this.helpers.set(daemon, conn);
       conn.on('close', () => this.helpers.delete(daemon));
-      this.hooks.request({ daemon, host, command });
+      this.hooks.request({ daemon, host, orted });
     });
   }
 }

@@ -1,14 +1,17 @@
 // The controller's side of `--mpi openmpi` jobs (docs/mpi-openmpi.md): sends each node its
-// ranks to prepare (ompi.start) and rank 0's node the launcher (mpirun); relays mpirun's
-// requests for daemons to the nodes of the job, and only to those; fails the job, with
+// ranks to prepare (ompi.start) and rank 0's node the launcher (mpirun); has the nodes of
+// the job, and only those, start the daemons mpirun asks for (from rank 0's node only, each
+// once, with arguments built here from the launch's checked values and the job's own
+// settings: orted-launch.ts; docs/security.md "Agent messages"); fails the job, with
 // the daemon's or mpirun's own last output as the reason, when either fails; and keeps
 // the job live until mpirun and its daemons have ended, so that nothing of a job runs
 // after it ended. What mpirun and each daemon did is in the job's history (events
 // ompi.launcher and ompi.daemon, with the last bytes of their output).
-import type { OmpiDaemonRequest, OmpiDaemonState, OmpiLauncherState, RankLaunch } from '@rankd/protocol';
+import { ErrorCode, checkOrtedLaunch, hnpAddresses, ortedArgs, type OmpiDaemonRequest, type OmpiDaemonState, type OmpiLauncherState, type OrtedLaunch, type RankLaunch } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
-import type { AgentHandler } from '../gateway/agent-connection.js';
+import type { AgentConnection, AgentHandler } from '../gateway/agent-connection.js';
+import type { AgentRefusals } from '../gateway/agent-refusal.js';
 import type { AgentSender, JobManager, LiveJob } from '../jobs/job-manager.js';
 import { graceSeconds } from '../jobs/job-view.js';
 
@@ -17,7 +20,9 @@ type ProcState = 'pending' | 'started' | 'ended';
 interface JobState {
   launcherNode: string;
   launcher: ProcState;
-  daemons: Map<number, { host: string; state: ProcState }>;
+  daemons: Map<number, { host: string; vpid: number; state: ProcState }>;
+  /** The first daemon's launch: every daemon of one mpirun shares its job family, count, node regex and HNP. */
+  launch: OrtedLaunch | null;
 }
 
 export class OpenMpiLaunch {
@@ -27,6 +32,7 @@ export class OpenMpiLaunch {
     private readonly manager: JobManager,
     private readonly agents: AgentSender,
     private readonly registry: NodeRegistry,
+    private readonly refusals: AgentRefusals,
     private readonly log: Logger,
   ) {
     manager.startRanks = (live, byNode, leaseMs) => this.dispatch(live, byNode, leaseMs);
@@ -37,7 +43,7 @@ export class OpenMpiLaunch {
 
   handlers(): Array<[string, AgentHandler]> {
     return [
-      ['ompi.daemon.request', (conn, m) => this.daemonRequest(conn.name!, m as unknown as OmpiDaemonRequest)],
+      ['ompi.daemon.request', (conn, m) => this.daemonRequest(conn, m as unknown as OmpiDaemonRequest)],
       ['ompi.daemon.state', (conn, m) => this.daemonState(conn.name!, m as unknown as OmpiDaemonState)],
       ['ompi.launcher.state', (conn, m) => this.launcherState(conn.name!, m as unknown as OmpiLauncherState)],
     ];
@@ -49,7 +55,7 @@ export class OpenMpiLaunch {
     const launcherNode = job.rankMap!.ranks[0]!.node;
     let state = this.jobs.get(job.id);
     const first = !state;
-    if (!state) this.jobs.set(job.id, (state = { launcherNode, launcher: 'pending', daemons: new Map() }));
+    if (!state) this.jobs.set(job.id, (state = { launcherNode, launcher: 'pending', daemons: new Map(), launch: null }));
     for (const [node, ranks] of byNode) {
       const launcher = first && node === launcherNode ? { hosts: job.rankMap!.ranks.map((r) => r.node), env: job.submit.env ?? {} } : undefined;
       if (!this.agents.send(node, { type: 'ompi.start', jobId: job.id, leaseMs, ranks, ...(launcher ? { launcher } : {}) })) {
@@ -61,26 +67,75 @@ export class OpenMpiLaunch {
     return null;
   }
 
-  /** Only rank 0's node runs mpirun, and its daemons go only to nodes of the job. */
-  private daemonRequest(node: string, m: OmpiDaemonRequest): void {
+  /**
+   * mpirun asks for a daemon: only rank 0's node, which runs it, may ask; only for a node of
+   * the job, each node and each daemon once, with a launch that passes the grammar and names
+   * the launcher node's own addresses. The daemon's arguments are built here; what the node
+   * sent is never relayed.
+   */
+  private daemonRequest(conn: AgentConnection, m: OmpiDaemonRequest): void {
+    const node = conn.name!;
     const live = this.manager.live.get(m.jobId);
     const state = this.jobs.get(m.jobId);
-    const refuse = (message: string): void => {
-      this.log.warn({ node, jobId: m.jobId, daemon: m.daemon, host: m.host }, `Open MPI daemon refused: ${message}`);
-      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message });
+    const refuse = (code: string, message: string): void => {
+      this.refusals.refuse(conn, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
     };
-    if (!live || !state) return refuse(`job ${m.jobId} is not a live Open MPI job`);
-    if (node !== state.launcherNode) return refuse(`${node} does not run the launcher of job ${m.jobId}`);
-    if (state.daemons.has(m.daemon)) return;
-    if (!this.manager.nodesOf(live).includes(m.host)) return refuse(`${m.host} is not a node of job ${m.jobId}`);
-    if (live.stopping) return refuse(`the job is ending: ${live.stopping.reason}`);
-    state.daemons.set(m.daemon, { host: m.host, state: 'pending' });
+    // the launcher's own helper waits for an answer about its daemon: it fails with this
+    const fail = (code: string, message: string): void => {
+      refuse(code, message);
+      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `${code}: ${message}` });
+    };
+    if (!live || !state || !this.manager.nodesOf(live).includes(node)) return refuse(ErrorCode.ForeignJob, `${node} has no part in a live Open MPI job ${m.jobId}`);
+    if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
+    if (state.daemons.has(m.daemon)) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was already asked for`);
+    const nodes = this.manager.nodesOf(live);
+    if (m.daemon >= nodes.length) return fail(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} is out of range: job ${m.jobId} has ${nodes.length} nodes`);
+    if (!nodes.includes(m.host)) return fail(ErrorCode.OmpiDaemonRefused, `${m.host} is not a node of job ${m.jobId}`);
+    if ([...state.daemons.values()].some((d) => d.host === m.host)) return fail(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its daemon on ${m.host}`);
+    const bad = this.badLaunch(state, nodes.length, m.orted);
+    if (bad) return fail(ErrorCode.OrtedLaunchInvalid, bad);
+    if (live.stopping) {
+      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `the job is ending: ${live.stopping.reason}` });
+      return;
+    }
+    state.launch ??= m.orted;
+    state.daemons.set(m.daemon, { host: m.host, vpid: m.orted.vpid, state: 'pending' });
     this.manager.events.append('ompi.daemon', m.jobId, { daemon: m.daemon, host: m.host, state: 'requested' });
-    if (!this.agents.send(m.host, { type: 'ompi.daemon.run', jobId: m.jobId, daemon: m.daemon, command: m.command })) {
+    const args = ortedArgs(m.orted, live.job.submit.env ?? {});
+    if (!this.agents.send(m.host, { type: 'ompi.daemon.run', jobId: m.jobId, daemon: m.daemon, args })) {
       state.daemons.get(m.daemon)!.state = 'ended';
-      refuse(`node ${m.host} is not connected`);
+      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `node ${m.host} is not connected` });
       this.fail(live, `Open MPI daemon on ${m.host} could not start: node ${m.host} is not connected`);
     }
+  }
+
+  /** Why this launch is not one of this job's mpirun, or null. */
+  private badLaunch(state: JobState, nodeCount: number, launch: OrtedLaunch): string | null {
+    try {
+      checkOrtedLaunch(launch);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    if (launch.numProcs > nodeCount + 1) return `${launch.numProcs} daemons for a job of ${nodeCount} nodes`;
+    if ([...state.daemons.values()].some((d) => d.vpid === launch.vpid)) return `vpid ${launch.vpid} was already asked for`;
+    const first = state.launch;
+    if (first && (first.jobFamily !== launch.jobFamily || first.numProcs !== launch.numProcs || first.nodeRegex !== launch.nodeRegex || first.hnpUri !== launch.hnpUri)) {
+      return 'the launch differs from the first daemon\'s of this mpirun';
+    }
+    const own = this.addressesOf(state.launcherNode);
+    if (own.size === 0) return `${state.launcherNode} has reported no addresses: its mpirun cannot be checked`;
+    const foreign = hnpAddresses(launch.hnpUri).filter((a) => !own.has(a.toLowerCase()));
+    if (foreign.length) return `the HNP URI names ${foreign.join(', ')}, not an address of ${state.launcherNode}`;
+    return null;
+  }
+
+  /** The node's addresses, as its facts and its link report them. */
+  private addressesOf(node: string): Set<string> {
+    const n = this.registry.get(node);
+    const out = new Set<string>();
+    if (n?.address) out.add(n.address.toLowerCase());
+    for (const nic of n?.facts?.nics ?? []) for (const a of nic.addresses) out.add(a.address.toLowerCase());
+    return out;
   }
 
   private daemonState(node: string, m: OmpiDaemonState): void {

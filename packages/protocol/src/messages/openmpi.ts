@@ -9,6 +9,7 @@
 import Type from 'typebox';
 import { message } from './envelope.js';
 import { RankLaunch } from './jobs.js';
+import { OrtedLaunch } from '../orted-launch.js';
 
 const JobId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
 const NodeName = Type.String({ minLength: 1, maxLength: 253 });
@@ -42,20 +43,29 @@ export const OmpiAbort = message('ompi.abort', {
 });
 export type OmpiAbort = Type.Static<typeof OmpiAbort>;
 
-/** launcher agent → controller: mpirun asks for a daemon on `host` (its rsh agent's arguments, joined as ssh joins them). */
+/**
+ * launcher agent → controller: mpirun asks for a daemon on `host`. Only the launch's own
+ * values travel, as typed fields (orted-launch.ts); never a command: the controller builds
+ * the daemon's arguments itself.
+ */
 export const OmpiDaemonRequest = message('ompi.daemon.request', {
   jobId: JobId,
   daemon: DaemonId,
   host: NodeName,
-  command: Type.String({ minLength: 1, maxLength: 65536 }),
+  orted: OrtedLaunch,
 });
 export type OmpiDaemonRequest = Type.Static<typeof OmpiDaemonRequest>;
 
-/** controller → agent of the host: run this daemon command (`sh -c`) as part of the job. */
+/**
+ * controller → agent of the host: run the job's orted, the node's own `orted` program, with
+ * these arguments (built by the controller: orted-launch.ts ortedArgs), as the job's user,
+ * without a shell. The agent rebuilds them from its own record of the job and refuses
+ * anything else.
+ */
 export const OmpiDaemonRun = message('ompi.daemon.run', {
   jobId: JobId,
   daemon: DaemonId,
-  command: Type.String({ minLength: 1, maxLength: 65536 }),
+  args: Type.Array(Type.String({ maxLength: 131072 }), { minItems: 1, maxItems: 3072 }),
 });
 export type OmpiDaemonRun = Type.Static<typeof OmpiDaemonRun>;
 
