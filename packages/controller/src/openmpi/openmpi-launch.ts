@@ -44,8 +44,8 @@ export class OpenMpiLaunch {
   handlers(): Array<[string, AgentHandler]> {
     return [
       ['ompi.daemon.request', (conn, m) => this.daemonRequest(conn, m as unknown as OmpiDaemonRequest)],
-      ['ompi.daemon.state', (conn, m) => this.daemonState(conn.name!, m as unknown as OmpiDaemonState)],
-      ['ompi.launcher.state', (conn, m) => this.launcherState(conn.name!, m as unknown as OmpiLauncherState)],
+      ['ompi.daemon.state', (conn, m) => this.daemonState(conn, m as unknown as OmpiDaemonState)],
+      ['ompi.launcher.state', (conn, m) => this.launcherState(conn, m as unknown as OmpiLauncherState)],
     ];
   }
 
@@ -138,19 +138,23 @@ export class OpenMpiLaunch {
     return out;
   }
 
-  private daemonState(node: string, m: OmpiDaemonState): void {
+  /** What became of a daemon: only from the node it was asked of, about itself. */
+  private daemonState(conn: AgentConnection, m: OmpiDaemonState): void {
+    const node = conn.name!;
     const live = this.manager.live.get(m.jobId);
     const state = this.jobs.get(m.jobId);
     const daemon = state?.daemons.get(m.daemon);
-    if (live && !state && live.job.submit.mpi === 'openmpi' && m.host === node && this.manager.nodesOf(live).includes(node)) {
+    const refuse = (code: string, message: string): void => {
+      this.refusals.refuse(conn, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
+    };
+    if (!live || live.job.submit.mpi !== 'openmpi' || !this.manager.nodesOf(live).includes(node)) return refuse(ErrorCode.ForeignJob, `${node} has no part in a live Open MPI job ${m.jobId}`);
+    if (m.host !== node) return refuse(ErrorCode.OmpiDaemonRefused, `${node} reports a daemon of ${m.host}`);
+    if (!state) {
       // this controller restarted since the request: still let mpirun's helper hear of its daemon
       this.agents.send(live.job.rankMap!.ranks[0]!.node, { ...m });
       return;
     }
-    if (!live || !state || !daemon || daemon.host !== node || m.host !== node) {
-      this.log.warn({ node, jobId: m.jobId, daemon: m.daemon }, 'state of an Open MPI daemon not asked of this node');
-      return;
-    }
+    if (!daemon || daemon.host !== node) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was not asked of ${node}`);
     if (daemon.state === 'ended') return;
     daemon.state = m.state === 'started' ? 'started' : 'ended';
     this.manager.events.append('ompi.daemon', m.jobId, describe(m));
@@ -161,10 +165,17 @@ export class OpenMpiLaunch {
     if (daemon.state === 'ended') this.manager.recheck(m.jobId);
   }
 
-  private launcherState(node: string, m: OmpiLauncherState): void {
+  /** What became of mpirun: only from the node that runs it. */
+  private launcherState(conn: AgentConnection, m: OmpiLauncherState): void {
+    const node = conn.name!;
     const live = this.manager.live.get(m.jobId);
     const state = this.jobs.get(m.jobId);
-    if (!live || !state || node !== state.launcherNode || state.launcher === 'ended') return;
+    const refuse = (code: string, message: string): void => {
+      this.refusals.refuse(conn, { type: m.type, code, message, resource: { job: m.jobId } });
+    };
+    if (!live || !state || !this.manager.nodesOf(live).includes(node)) return refuse(ErrorCode.ForeignJob, `${node} has no part in a live Open MPI job ${m.jobId}`);
+    if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
+    if (state.launcher === 'ended') return;
     state.launcher = m.state === 'started' ? 'started' : 'ended';
     this.manager.events.append('ompi.launcher', m.jobId, { node, ...describe(m) });
     if (m.state === 'started') return;
