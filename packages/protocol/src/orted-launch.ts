@@ -147,7 +147,11 @@ export function checkOrtedArgs(args: readonly string[], env: Readonly<Record<str
   }
   const launch = checkOrtedLaunch(found);
   const expected = ortedArgs(launch, env);
-  if (expected.length !== args.length || expected.some((a, i) => a !== args[i])) throw new OrtedLaunchError('the orted arguments are not those of this job');
+  const differs = expected.findIndex((a, i) => a !== args[i]);
+  if (differs >= 0 || expected.length !== args.length) {
+    const at = differs >= 0 ? differs : Math.min(expected.length, args.length);
+    throw new OrtedLaunchError(`the orted arguments are not those of this job: argument ${at} is ${JSON.stringify(args[at]?.slice(0, 64) ?? null)}, this node's record of the job makes it ${JSON.stringify(expected[at]?.slice(0, 64) ?? null)}`);
+  }
   return launch;
 }
 

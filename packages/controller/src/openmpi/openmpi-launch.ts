@@ -101,7 +101,7 @@ export class OpenMpiLaunch {
     state.launch ??= m.orted;
     state.daemons.set(m.daemon, { host: m.host, vpid: m.orted.vpid, state: 'pending' });
     this.manager.events.append('ompi.daemon', m.jobId, { daemon: m.daemon, host: m.host, state: 'requested' });
-    const args = ortedArgs(m.orted, live.job.submit.env ?? {});
+    const args = ortedArgs(m.orted, launchEnv(live));
     if (!this.agents.send(m.host, { type: 'ompi.daemon.run', jobId: m.jobId, daemon: m.daemon, args })) {
       state.daemons.get(m.daemon)!.state = 'ended';
       this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `node ${m.host} is not connected` });
@@ -205,6 +205,11 @@ export class OpenMpiLaunch {
     for (const d of state.daemons.values()) if (d.state !== 'ended' && connected(d.host)) return true;
     return false;
   }
+}
+
+/** The environment rank 0 is launched with (the planner's, the placement's and the submit's variables, as rank-launches.ts merges them): its OMPI_MCA_* settings are the orteds'. */
+function launchEnv(live: LiveJob): Record<string, string> {
+  return { ...live.job.rankMap!.ranks[0]!.env, ...live.job.submit.env };
 }
 
 function describe(m: OmpiDaemonState | OmpiLauncherState): Record<string, unknown> {
