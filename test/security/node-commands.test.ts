@@ -116,12 +116,27 @@ t.test('a tampered node is refused every Open MPI message not its own, audited, 
     t.equal(refusal.inReplyTo, frame['type']);
   }
 
-  // audited under mallory's name, with the code
-  const audit = (await controller.api<{ entries: Array<{ route: string; resource: Record<string, string>; decision: string; reason: string }> }>('/v1/audit')).body.entries;
-  const mine = audit.filter((e) => e.resource['node'] === 'mallory' && e.decision === 'deny');
-  const audited = cases.filter(([, , code]) => code.startsWith('RANKD_FOREIGN_JOB') || code === 'RANKD_NOT_JOB_LAUNCHER' || code === 'RANKD_OMPI_DAEMON_REFUSED');
-  t.equal(mine.length, audited.length, `each refusal of an Open MPI message is audited (${mine.map((e) => e.reason).join(' | ')})`);
-  for (const [, frame, code] of audited) t.ok(mine.some((e) => e.route === frame['type'] && e.reason.startsWith(code) && e.resource['job'] === frame['jobId']), `audited: ${String(frame['type'])} ${code}`);
+  // audited under mallory's name, with the code: one entry per kind of refusal a minute
+  const auditedCodes = new Set(['RANKD_FOREIGN_JOB', 'RANKD_NOT_JOB_LAUNCHER', 'RANKD_OMPI_DAEMON_REFUSED', 'RANKD_FOREIGN_RANK']);
+  const kinds = new Map(cases.filter(([, , code]) => auditedCodes.has(code)).map(([, frame, code]) => [`${String(frame['type'])} ${code}`, frame] as const));
+  const audited = async () =>
+    (await controller.api<{ entries: Array<{ route: string; role: string; resource: Record<string, string>; decision: string; reason: string; status: number }> }>('/v1/audit')).body.entries.filter(
+      (e) => e.resource['node'] === 'mallory' && e.decision === 'deny',
+    );
+  const mine = await audited();
+  t.equal(mine.length, kinds.size, `one audit entry per kind of refusal (${mine.map((e) => e.reason).join(' | ')})`);
+  for (const [kind, frame] of kinds) {
+    const entry = mine.find((e) => `${e.route} ${e.reason.split(':')[0]}` === kind);
+    t.ok(entry, `audited: ${kind}`);
+    t.match(entry, { role: 'node', status: 403, resource: { job: frame['jobId'] } });
+  }
+  // a node repeating itself is refused every time, and does not flood the audit log
+  const flood = 200;
+  const errorsBefore = mallory.frames.filter((f) => f.type === 'error').length;
+  for (let i = 0; i < flood; i++) mallory.send({ type: 'ompi.daemon.request', jobId: shared, daemon: 1, host: 'victim', orted });
+  await waitUntil(`${flood} refusals`, 10_000, () => mallory.frames.filter((f) => f.type === 'error').length >= errorsBefore + flood);
+  t.ok(mallory.frames.slice(-flood).every((f) => f.type === 'error' && f.code === 'RANKD_NOT_JOB_LAUNCHER'), `each of ${flood} repeats is refused`);
+  t.equal((await audited()).length, kinds.size, 'and the audit log holds no more entries than before');
 
   // nothing ran: no daemon asked of anyone, no daemon directory beyond the launcher's own on any agent, both jobs untouched
   const history = readHistory(controller.dataDir).events;

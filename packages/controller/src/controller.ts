@@ -107,7 +107,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const fleet = createFleetServices({ db, registry, events, access, log });
   jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver(), options.limits);
   jobs.restore();
-  const rankEvents = new RankEvents(jobs, agents, jobsRepo, log);
+  const refusals = new AgentRefusals(audit, agents, registry, log);
+  const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);
   const metrics = new ControllerMetrics(registry, jobs);
   const fences = new FenceExchange(
     { nodes: (jobId) => jobs.pmiNodes(jobId), fail: (jobId, reason) => jobs.fail(jobId, reason) },
@@ -137,7 +138,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
   for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs)]) gw.handle(type, batched(handler));
   fleet.attach(gw);
-  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, new AgentRefusals(audit, log), log).handlers()) gw.handle(type, batched(handler));
+  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, refusals, log).handlers()) gw.handle(type, batched(handler));
   await app.listen({ host, port: options.port ?? DEFAULT_PORT });
   registry.start();
 

@@ -2,6 +2,7 @@
 // reconnect — the ranks they hold, which the controller reconciles with its records.
 import { ErrorCode, type RankExit, type RankOutput, type RankStarted, type RanksReport, type StreamName } from '@rankd/protocol';
 import type { Logger } from 'pino';
+import type { AgentRefusals } from '../gateway/agent-refusal.js';
 import type { RankRecord } from '../store/jobs-repo.js';
 import type { AgentSender, JobManager } from './job-manager.js';
 import { allStarted, type LiveJob, type PendingExit } from './live-job.js';
@@ -16,6 +17,7 @@ export class RankEvents {
     private readonly jobs: JobManager,
     private readonly agents: AgentSender,
     private readonly repo: { updateBytes(r: RankRecord): void; updateRank(r: RankRecord): void },
+    private readonly refusals: AgentRefusals,
     private readonly log: Logger,
   ) {
     // The byte counts in the database are an index; the files are the truth. Batch them.
@@ -151,8 +153,7 @@ export class RankEvents {
     if (!live || !r) return null;
     if (r.node !== node) {
       // never legitimate (a misconfigured node name, or an impostor): refuse it out loud
-      this.log.warn({ node, jobId, rank, owner: r.node }, 'agent reported a rank it does not own');
-      this.agents.send(node, { type: 'error', code: ErrorCode.ForeignRank, message: `rank ${rank} of job ${jobId} does not run on ${node}`, inReplyTo: type });
+      this.refusals.refuse(node, { type, code: ErrorCode.ForeignRank, message: `rank ${rank} of job ${jobId} does not run on ${node}`, resource: { job: jobId, rank: String(rank) } });
       return FOREIGN;
     }
     return { live, r };

@@ -75,17 +75,17 @@ export class OpenMpiLaunch {
    */
   private daemonRequest(conn: AgentConnection, m: OmpiDaemonRequest): void {
     const node = conn.name!;
-    const live = this.manager.live.get(m.jobId);
-    const state = this.jobs.get(m.jobId);
     const refuse = (code: string, message: string): void => {
-      this.refusals.refuse(conn, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
+      this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
     };
     // the launcher's own helper waits for an answer about its daemon: it fails with this
     const fail = (code: string, message: string): void => {
       refuse(code, message);
       this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `${code}: ${message}` });
     };
-    if (!live || !state || !this.manager.nodesOf(live).includes(node)) return refuse(ErrorCode.ForeignJob, `${node} has no part in a live Open MPI job ${m.jobId}`);
+    const job = this.jobOf(node, m, fail, () => this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `job ${m.jobId} is not live` }));
+    if (!job) return;
+    const { live, state } = job;
     if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
     if (state.daemons.has(m.daemon)) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was already asked for`);
     const nodes = this.manager.nodesOf(live);
@@ -141,13 +141,13 @@ export class OpenMpiLaunch {
   /** What became of a daemon: only from the node it was asked of, about itself. */
   private daemonState(conn: AgentConnection, m: OmpiDaemonState): void {
     const node = conn.name!;
-    const live = this.manager.live.get(m.jobId);
-    const state = this.jobs.get(m.jobId);
-    const daemon = state?.daemons.get(m.daemon);
     const refuse = (code: string, message: string): void => {
-      this.refusals.refuse(conn, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
+      this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
     };
-    if (!live || live.job.submit.mpi !== 'openmpi' || !this.manager.nodesOf(live).includes(node)) return refuse(ErrorCode.ForeignJob, `${node} has no part in a live Open MPI job ${m.jobId}`);
+    const job = this.jobOf(node, m, refuse, () => {}, true);
+    if (!job) return;
+    const { live, state } = job;
+    const daemon = state?.daemons.get(m.daemon);
     if (m.host !== node) return refuse(ErrorCode.OmpiDaemonRefused, `${node} reports a daemon of ${m.host}`);
     if (!state) {
       // this controller restarted since the request: still let mpirun's helper hear of its daemon
@@ -168,12 +168,12 @@ export class OpenMpiLaunch {
   /** What became of mpirun: only from the node that runs it. */
   private launcherState(conn: AgentConnection, m: OmpiLauncherState): void {
     const node = conn.name!;
-    const live = this.manager.live.get(m.jobId);
-    const state = this.jobs.get(m.jobId);
     const refuse = (code: string, message: string): void => {
-      this.refusals.refuse(conn, { type: m.type, code, message, resource: { job: m.jobId } });
+      this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId } });
     };
-    if (!live || !state || !this.manager.nodesOf(live).includes(node)) return refuse(ErrorCode.ForeignJob, `${node} has no part in a live Open MPI job ${m.jobId}`);
+    const job = this.jobOf(node, m, refuse);
+    if (!job) return;
+    const { live, state } = job;
     if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
     if (state.launcher === 'ended') return;
     state.launcher = m.state === 'started' ? 'started' : 'ended';
@@ -185,6 +185,41 @@ export class OpenMpiLaunch {
     // and end any daemon still there
     if (this.manager.live.has(m.jobId)) this.abortNodes(live, 'mpirun ended', Math.round(graceSeconds(live.job) * 1000));
     this.manager.recheck(m.jobId);
+  }
+
+  /**
+   * The live Open MPI job `m` is about, when `node` is one of its nodes; otherwise the
+   * message is refused (audited) or, for a job no longer live, answered as stale (and
+   * `stale` told). `restarted`: the job may have no state here yet (this controller
+   * restarted since its start).
+   */
+  private jobOf<R extends boolean = false>(
+    node: string,
+    m: { type: string; jobId: string },
+    refuse: (code: string, message: string) => void,
+    stale: () => void = () => {},
+    restarted?: R,
+  ): { live: LiveJob; state: R extends true ? JobState | undefined : JobState } | null {
+    const live = this.manager.live.get(m.jobId);
+    const state = this.jobs.get(m.jobId);
+    if (!live) {
+      this.refusals.stale(node, { type: m.type, code: ErrorCode.ForeignJob, message: `job ${m.jobId} is not live` });
+      stale();
+      return null;
+    }
+    if (!this.manager.nodesOf(live).includes(node)) {
+      refuse(ErrorCode.ForeignJob, `${node} has no part in job ${m.jobId}`);
+      return null;
+    }
+    if (live.job.submit.mpi !== 'openmpi') {
+      refuse(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} is not an Open MPI job`);
+      return null;
+    }
+    if (!state && !restarted) {
+      refuse(ErrorCode.OmpiDaemonRefused, `this controller has no record of job ${m.jobId}'s launch (it restarted since the job started)`);
+      return null;
+    }
+    return { live, state: state as JobState };
   }
 
   private fail(live: LiveJob, reason: string): void {
