@@ -173,6 +173,13 @@ t.test("a tampered launcher node gets only a checked orted started on another no
     await controller.api(`/v1/jobs/${id}/cancel`, { method: 'POST', body: {} });
   });
   t.equal((await job(controller, id)).ranks[0]?.node, 'mallory', 'mallory runs the launcher');
+  // and a PMI job of victim's alone
+  const pmiJob = await controller.api<{ id: string }>('/v1/jobs', { method: 'POST', body: { command: ['sleep', '120'], placement: { ntasks: 1, nodelist: ['victim'], cpusPerRank: 1 } } });
+  t.ok(pmiJob.status < 300, JSON.stringify(pmiJob.body));
+  t.teardown(async () => {
+    await controller.api(`/v1/jobs/${pmiJob.body.id}/cancel`, { method: 'POST', body: {} });
+  });
+  await waitUntil('the PMI job running', 20_000, async () => (await job(controller, pmiJob.body.id)).ranks[0]?.state === 'running');
   const start = await waitUntil('ompi.start with the launcher', 20_000, () => mallory.frames.find((f) => f.type === 'ompi.start' && f.jobId === id));
   t.ok(start['launcher'], 'mallory was sent the launcher spec');
 
@@ -190,6 +197,10 @@ t.test("a tampered launcher node gets only a checked orted started on another no
     ['more daemons than the job has nodes', request({ orted: { ...orted, numProcs: 9, vpid: 8 } }), 'RANKD_ORTED_LAUNCH_INVALID'],
     ['a daemon index out of range', request({ daemon: 2 }), 'RANKD_OMPI_DAEMON_REFUSED'],
     ['a host that is not a node of the job', request({ host: 'alpha' }), 'RANKD_OMPI_DAEMON_REFUSED'],
+    ['a daemon for a job that is not Open MPI', request({ jobId: pmiJob.body.id }), 'RANKD_FOREIGN_JOB'],
+    ["a fence of victim's PMI job", { type: 'pmi.fence', jobId: pmiJob.body.id, epoch: 0, part: 0, pairs: [['k', 'v']] }, 'RANKD_FOREIGN_JOB'],
+    ["a fetch of victim's PMI job's fence", { type: 'pmi.fetch', id: 'f1', jobId: pmiJob.body.id, epoch: 0, chunk: 0 }, 'RANKD_FOREIGN_JOB'],
+    ["a PMI failure of victim's rank", { type: 'pmi.failed', jobId: pmiJob.body.id, rank: 0, exitCode: 1, reason: 'x' }, 'RANKD_FOREIGN_RANK'],
   ];
   for (const [what, frame, code] of cases) {
     const refusal = await mallory.refused(frame);
@@ -211,5 +222,6 @@ t.test("a tampered launcher node gets only a checked orted started on another no
   const again = await mallory.refused(request({ daemon: 1, orted: { ...orted } }));
   t.equal(again.code, 'RANKD_OMPI_DAEMON_REFUSED', `a second daemon on victim is refused (${again.message})`);
   t.equal(history().filter((e) => e.data['state'] === 'requested').length, 1, 'one daemon asked of victim, no more');
+  t.equal((await job(controller, pmiJob.body.id)).state, 'running', "victim's PMI job runs on");
   t.notOk(existsSync(marker), 'no marker file');
 });

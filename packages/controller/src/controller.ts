@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { CloseCode, DEFAULT_CONTROLLER_PORT } from '@rankd/protocol';
+import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode } from '@rankd/protocol';
 import { buildApi } from './api/server.js';
 import { NodeRegistry } from './fleet/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
@@ -111,7 +111,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);
   const metrics = new ControllerMetrics(registry, jobs);
   const fences = new FenceExchange(
-    { nodes: (jobId) => jobs.pmiNodes(jobId), fail: (jobId, reason) => jobs.fail(jobId, reason) },
+    {
+      nodes: (jobId) => jobs.pmiNodes(jobId),
+      fail: (jobId, reason) => jobs.fail(jobId, reason),
+      foreign: (node, jobId, type) => refusals.refuse(node, { type, code: ErrorCode.ForeignJob, message: `${node} has no rank of job ${jobId}`, resource: { job: jobId } }),
+    },
     { sendEncoded: (node, frame) => registry.link(node)?.sendEncoded(frame) ?? false },
     log,
     (seconds) => metrics.fence(seconds),
@@ -136,7 +140,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log);
   const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
   const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
-  for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs)]) gw.handle(type, batched(handler));
+  for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs, refusals)]) gw.handle(type, batched(handler));
   fleet.attach(gw);
   for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, refusals, log).handlers()) gw.handle(type, batched(handler));
   await app.listen({ host, port: options.port ?? DEFAULT_PORT });

@@ -21,6 +21,8 @@ export interface FenceJobs {
   nodes(jobId: string): readonly string[] | null;
   /** Fails the job with a reason (a node that broke the exchange). */
   fail(jobId: string, reason: string): void;
+  /** Told of a frame from a node that has no rank of the live job it names (it is refused, and changes nothing). */
+  foreign?(node: string, jobId: string, type: string): void;
 }
 
 export interface FenceNetwork {
@@ -48,6 +50,8 @@ interface JobExchange {
   epochs: Map<number, Epoch>;
 }
 
+const FOREIGN = Symbol('a node with no rank of the job');
+
 export class FenceExchange {
   private readonly jobs = new Map<string, JobExchange>();
 
@@ -61,8 +65,8 @@ export class FenceExchange {
 
   /** A frame of a node's fence. */
   fence(node: string, m: PmiFence): void {
-    const job = this.job(m.jobId, node);
-    if (!job) return;
+    const job = this.job(m.jobId, node, m.type);
+    if (!job || job === FOREIGN) return;
     // Two open epochs mean the nodes disagree on where the job is: after a controller
     // restart during a fence, some nodes had the answer and moved on, and it is lost.
     const other = [...job.epochs].find(([n, e]) => n !== m.epoch && e.answer === null);
@@ -96,7 +100,8 @@ export class FenceExchange {
 
   /** A node pulls a chunk of a lazily answered epoch. */
   fetch(node: string, m: PmiFetch): void {
-    const job = this.job(m.jobId, node);
+    const job = this.job(m.jobId, node, m.type);
+    if (job === FOREIGN) return;
     const chunk = job?.epochs.get(m.epoch)?.chunks[m.chunk];
     const head = `{"type":"pmi.chunk",${m.id ? `"id":${JSON.stringify(m.id)},` : ''}"jobId":${JSON.stringify(m.jobId)},"epoch":${m.epoch},"chunk":${m.chunk},`;
     const body = chunk !== undefined ? `"pairs":${chunk}}` : `"pairs":[],"error":${JSON.stringify(`no chunk ${m.chunk} of fence ${m.epoch} of job ${m.jobId}`)}}`;
@@ -108,7 +113,8 @@ export class FenceExchange {
     this.jobs.delete(jobId);
   }
 
-  private job(jobId: string, node: string): JobExchange | null {
+  /** The job's exchange; null when it is not live or has no PMI; FOREIGN when the node has no rank of it (refused). */
+  private job(jobId: string, node: string, type: string): JobExchange | typeof FOREIGN | null {
     let job = this.jobs.get(jobId);
     if (!job) {
       const nodes = this.live.nodes(jobId);
@@ -120,7 +126,8 @@ export class FenceExchange {
     }
     if (!job.members.has(node)) {
       this.log.warn({ jobId, node }, 'PMI frame from a node that has no rank of the job');
-      return null;
+      this.live.foreign?.(node, jobId, type);
+      return FOREIGN;
     }
     return job;
   }
