@@ -51,6 +51,8 @@ interface OmpiJob extends RankJob {
   env: Record<string, string>;
   launcher: SupervisedProcess | null;
   launcherPending: boolean;
+  /** The one daemon this node runs for the job, once the controller has asked for it (set before it starts). */
+  daemonAsked: number | null;
   daemons: Map<number, SupervisedProcess>;
   /** Launcher node: where the rsh helpers ask for their daemons. */
   rsh: RshSocket | null;
@@ -112,6 +114,7 @@ export class OpenMpiJobs {
       env: m.ranks[0]?.env ?? {},
       launcher: null,
       launcherPending: m.launcher !== undefined,
+      daemonAsked: null,
       daemons: new Map(),
       rsh: null,
     };
@@ -203,13 +206,15 @@ export class OpenMpiJobs {
     };
     if (!job) return refuse(ErrorCode.ForeignJob, `job ${m.jobId} is not an Open MPI job on ${host}`);
     if (job.aborted) return report({ state: 'failed', message: `the job is ending on ${host}: ${job.aborted}` });
-    if (job.daemons.has(m.daemon)) return;
-    if (job.daemons.size > 0) return refuse(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its Open MPI daemon on ${host}`);
+    if (job.daemonAsked === m.daemon) return; // a repeated run after a reconnect
+    if (job.daemonAsked !== null) return refuse(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its Open MPI daemon on ${host}`);
     try {
       checkOrtedArgs(m.args, job.env);
     } catch (err) {
       return refuse(ErrorCode.OrtedLaunchInvalid, (err as Error).message);
     }
+    // taken before anything is awaited: a second run, whatever its index, finds it taken
+    job.daemonAsked = m.daemon;
     const dir = ompiFiles.daemonDir(this.jobOmpiDir(job.jobId), m.daemon);
     try {
       const orted = findOrted();
