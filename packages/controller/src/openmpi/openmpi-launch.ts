@@ -129,10 +129,12 @@ export class OpenMpiLaunch {
     return null;
   }
 
-  /** The node's addresses, as its facts and its link report them. */
+  /** The node's addresses: those its facts and hello claim, and the one its link comes from. */
   private addressesOf(node: string): Set<string> {
     const n = this.registry.get(node);
     const out = new Set<string>();
+    const link = this.registry.link(node)?.remoteAddress;
+    if (link) out.add(link.replace(/^::ffff:/, '').toLowerCase());
     if (n?.address) out.add(n.address.toLowerCase());
     for (const nic of n?.facts?.nics ?? []) for (const a of nic.addresses) out.add(a.address.toLowerCase());
     return out;
