@@ -6,7 +6,7 @@
 // stable code and audited under its name; the marker never appears, no daemon is asked of
 // the other agents, and both jobs run on untouched. The daemon that the real launcher asks
 // of the tampered node arrives as arguments the controller built, never as a command.
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -69,7 +69,10 @@ t.test('a tampered node is refused every Open MPI message not its own, audited, 
   for (const name of ['alpha', 'victim']) {
     spools[name] = mkdtempSync(join(tmpdir(), `rankd-spool-${name}-`));
     const agent = startAgent(controller, { name, spoolDir: spools[name] });
-    t.teardown(() => agent.stop());
+    t.teardown(async () => {
+      await agent.stop();
+      rmSync(spools[name]!, { recursive: true, force: true });
+    });
   }
   for (const name of ['alpha', 'victim']) await waitForNode(controller, name, 'ready');
   const facts = (await controller.api('/v1/nodes/victim/facts')).body;
@@ -159,7 +162,10 @@ t.test("a tampered launcher node gets only a checked orted started on another no
   t.teardown(() => controller.stop());
   const spool = mkdtempSync(join(tmpdir(), 'rankd-spool-victim-'));
   const victim = startAgent(controller, { name: 'victim', spoolDir: spool });
-  t.teardown(() => victim.stop());
+  t.teardown(async () => {
+    await victim.stop();
+    rmSync(spool, { recursive: true, force: true });
+  });
   await waitForNode(controller, 'victim', 'ready');
   // mallory reports the victim's facts: the same machine, so the same addresses
   const facts = (await controller.api<{ nics: Array<{ addresses: Array<{ family: string; address: string }> }> }>('/v1/nodes/victim/facts')).body;
