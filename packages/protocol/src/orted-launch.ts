@@ -150,7 +150,8 @@ export function checkOrtedArgs(args: readonly string[], env: Readonly<Record<str
   const differs = expected.findIndex((a, i) => a !== args[i]);
   if (differs >= 0 || expected.length !== args.length) {
     const at = differs >= 0 ? differs : Math.min(expected.length, args.length);
-    throw new OrtedLaunchError(`the orted arguments are not those of this job: argument ${at} is ${JSON.stringify(args[at]?.slice(0, 64) ?? null)}, this node's record of the job makes it ${JSON.stringify(expected[at]?.slice(0, 64) ?? null)}`);
+    const shown = (a: string | undefined) => (a === undefined ? 'missing' : JSON.stringify(a.slice(0, 64)));
+    throw new OrtedLaunchError(`the orted arguments are not those of this job: argument ${at} is ${shown(args[at])}, this node's record of the job makes it ${shown(expected[at])}`);
   }
   return launch;
 }

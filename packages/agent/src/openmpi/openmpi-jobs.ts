@@ -245,7 +245,9 @@ export class OpenMpiJobs {
         this.maybeForget(job);
       });
     } catch (err) {
-      report({ state: 'failed', message: (err as Error).message, output: outputTail(dir, 'stderr') });
+      const code = (err as { code?: unknown }).code;
+      const message = typeof code === 'string' && code.startsWith('RANKD_') ? `${code}: ${(err as Error).message}` : (err as Error).message;
+      report({ state: 'failed', message, output: outputTail(dir, 'stderr') });
     }
   }
 
