@@ -88,6 +88,10 @@ export const ErrorCode = {
    * authenticates: its token was revoked, its user removed, or its dashboard session ended.
    */
   CredentialRevoked: 'RANKD_CREDENTIAL_REVOKED',
+  /** A JSON body nested deeper than the controller parses (MAX_JSON_DEPTH). */
+  JsonTooDeep: 'RANKD_JSON_TOO_DEEP',
+  /** A connection refused because its source address holds too many connections that carry no node certificate. */
+  TooManyConnections: 'RANKD_TOO_MANY_CONNECTIONS',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -15,6 +15,7 @@ const statusOf: Record<string, number> = {
   [ErrorCode.NotFound]: 404,
   [ErrorCode.NodeNotFound]: 404,
   [ErrorCode.TooLarge]: 413,
+  [ErrorCode.JsonTooDeep]: 400,
   [ErrorCode.JobEnded]: 409,
   [ErrorCode.WouldWait]: 409,
   [ErrorCode.OverLimit]: 400,

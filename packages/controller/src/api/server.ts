@@ -16,6 +16,7 @@ import { usersRoutes } from './routes/users.js';
 import { auditRoutes, installAudit } from './audit.js';
 import type { AuditLog } from '../store/audit-log.js';
 import { installErrorHandlers } from './errors.js';
+import { installJsonParser } from './json-body.js';
 import { openapiRoutes, swaggerOptions } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { jobsRoutes } from './routes/jobs.js';
@@ -72,6 +73,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     ...(deps.https ? { https: deps.https } : {}),
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  installJsonParser(app);
   await app.register(swagger, swaggerOptions);
   installErrorHandlers(app);
   // Failed authentications are counted per source address and answered 429 with Retry-After

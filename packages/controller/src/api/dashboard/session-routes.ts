@@ -15,6 +15,8 @@ import { GRANTS } from '../policy.js';
 import { SESSION_COOKIE, sessionKey, type DashboardSessions, type OpenedSession } from './sessions.js';
 
 export const SESSION_OPEN_ROUTES = ['POST /v1/session'];
+/** A sign-in body holds one code or token: anything bigger is RANKD_TOO_LARGE before it is read. */
+export const SESSION_BODY_LIMIT = 4096;
 
 export async function sessionRoutes(app: FastifyInstance, opts: { sessions: DashboardSessions; access: AccessControl }): Promise<void> {
   const { sessions, access } = opts;
@@ -39,12 +41,13 @@ export async function sessionRoutes(app: FastifyInstance, opts: { sessions: Dash
   api.post(
     '/v1/session',
     {
+      bodyLimit: SESSION_BODY_LIMIT,
       schema: {
         tags: ['dashboard'],
         summary: 'Open a dashboard session with a login code or an API token; sets the HttpOnly session cookie and answers the CSRF token',
         security: [],
         body: SessionLogin,
-        response: { 201: SessionView, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
+        response: { 201: SessionView, 400: ErrorBody, 401: ErrorBody, 413: ErrorBody, 429: ErrorBody },
       },
     },
     async (request, reply) => {
