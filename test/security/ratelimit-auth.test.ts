@@ -1,6 +1,7 @@
 // Failed authentication is rate-limited per source address: a bounded loop of bad tokens
 // gets 429 with Retry-After, on REST and on the shell WebSocket alike, while requests with
-// a valid token from the same address are never limited; the audit log records the 429s.
+// a valid token from the same address are never limited; the audit log counts the 401s and 429s
+// per source and minute.
 import t from 'tap';
 import https from 'node:https';
 import { randomBytes } from 'node:crypto';
@@ -77,10 +78,17 @@ t.test('a bounded loop of bad tokens gets 429 with Retry-After; valid tokens are
 
   const audit = await runCli(['audit', '--json'], { ...controller.clientEnv, RANKD_HOME: controller.dataDir });
   t.equal(audit.code, 0, audit.stderr);
-  const entries = JSON.parse(audit.stdout) as Array<{ status: number; route: string; decision: string; reason: string; user: string | null; source: string }>;
-  t.equal(entries.filter((e) => e.status === 401 && e.route === '/v1/nodes').length, LIMIT, 'each 401 is in the audit log');
-  const rest429 = entries.filter((e) => e.status === 429 && e.route === '/v1/nodes');
-  t.equal(rest429.length, 10, 'each 429 is in the audit log');
-  t.match(rest429[0], { decision: 'deny', user: null, source: '127.0.0.1', reason: /too many failed authentications/ });
-  t.ok(entries.some((e) => e.status === 429 && e.route === '/v1/shell'), 'the refused shell too');
+  const entries = JSON.parse(audit.stdout) as Array<{ status: number; route: string; method: string; decision: string; reason: string; user: string | null; source: string; count: number }>;
+  // refusals are counted per source and minute: one entry each for 401 and 429 (two if the
+  // loop crossed a minute), whose counts add up to every refusal
+  const sum = (es: typeof entries) => es.reduce((n, e) => n + e.count, 0);
+  const rest401 = entries.filter((e) => e.status === 401);
+  t.equal(sum(rest401), LIMIT, 'every 401 is counted in the audit log');
+  t.ok(rest401.length >= 1 && rest401.length <= 2, `in one entry a minute (${rest401.length})`);
+  t.match(rest401[0], { decision: 'deny', user: null, source: '127.0.0.1', method: 'GET', route: '/v1/nodes', reason: /^RANKD_UNAUTHORIZED: missing, wrong or revoked API token/ });
+  const refused429 = entries.filter((e) => e.status === 429);
+  t.equal(sum(refused429), 12, 'every 429 is counted: 10 on /v1/nodes, no token on /v1/jobs, the shell');
+  t.ok(refused429.length >= 1 && refused429.length <= 2, `in one entry a minute (${refused429.length})`);
+  t.match(refused429[0], { decision: 'deny', user: null, source: '127.0.0.1', reason: /^RANKD_RATE_LIMITED: too many failed authentications/ });
+  t.ok(refused429.some((e) => e.route === '(several)'), 'the entry says it counts refusals of several routes (REST and the shell)');
 });

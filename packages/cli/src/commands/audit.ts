@@ -28,7 +28,8 @@ export function register(program: Command): void {
             Object.entries(e.resource).map(([k, v]) => `${k}=${v}`).join(' ') || '-',
             // names only: the log never holds the values
             e.envNames?.join(',') || '-',
-            e.decision === 'deny' ? `deny: ${e.reason}` : 'allow',
+            // refusals counted per source and minute: how many this line stands for
+            (e.decision === 'deny' ? `deny: ${e.reason}` : 'allow') + (e.count > 1 ? ` (×${e.count})` : ''),
             e.status === null ? '-' : String(e.status),
             e.durationMs === null ? '-' : e.durationMs.toFixed(1),
           ]),

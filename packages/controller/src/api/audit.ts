@@ -2,7 +2,9 @@
 //
 // Recorded: every mutating request (POST, PUT, PATCH, DELETE), begun before its handler
 // runs and failing with 503 RANKD_AUDIT_UNAVAILABLE when that entry cannot be written;
-// dashboard sign-ins, once answered; and every refusal (401, 403, 429), whatever the method.
+// dashboard sign-ins, once answered; and every refusal (401, 403, 429, 413, a JSON body too
+// deep), whatever the method. The store counts 401, 429, 413 and too-deep per source and
+// minute rather than one entry each (store/audit-refusals.ts); a 403 is always its own entry.
 // Reads that succeed are not recorded (log streams would drown the log). Shell sessions are
 // recorded by ShellRelay.
 import { AuditList, AuditQuery, ErrorBody, ErrorCode, RankdError } from '@rankd/protocol';
@@ -15,11 +17,15 @@ declare module 'fastify' {
     auditId: string | null;
     /** The message of an error answer, for the entry's reason. */
     auditReason: string | null;
+    /** The stable code of an error answer. */
+    auditCode: string | null;
   }
 }
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-const REFUSALS = new Set([401, 403, 429]);
+const REFUSALS = new Set([401, 403, 413, 429]);
+/** Refused for its body, not for its caller: 400, but recorded like the other refusals. */
+const REFUSED_CODES = new Set<string>([ErrorCode.JsonTooDeep]);
 
 /** The entry's request part: principal, source, route, the resource named in the path, argv, the names of its environment. */
 export function auditStart(request: FastifyRequest): AuditStart {
@@ -59,6 +65,7 @@ const keysOf = (v: unknown): string[] => (isObject(v) ? Object.keys(v) : []);
 export function installAudit(app: FastifyInstance, audit: AuditLog): void {
   app.decorateRequest('auditId', null);
   app.decorateRequest('auditReason', null);
+  app.decorateRequest('auditCode', null);
   // registered after the auth hooks: it runs only for requests they let through
   app.addHook('preHandler', async (request) => {
     if (!MUTATING.has(request.method) || !request.principal) return;
@@ -72,7 +79,9 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode >= 400 && typeof payload === 'string') {
       try {
-        request.auditReason = (JSON.parse(payload) as { message?: string }).message ?? null;
+        const body = JSON.parse(payload) as { message?: string; code?: string };
+        request.auditReason = body.message ?? null;
+        request.auditCode = body.code ?? null;
       } catch {
         // not our error shape
       }
@@ -82,7 +91,7 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
     const durationMs = reply.elapsedTime;
-    const denied = REFUSALS.has(status);
+    const denied = REFUSALS.has(status) || REFUSED_CODES.has(request.auditCode ?? '');
     if (request.auditId) {
       audit.finish(request.auditId, {
         status,
@@ -101,7 +110,7 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
       const start = auditStart(request);
       const resource = { ...start.resource, ...(request.auditResource ?? {}) };
       const decision = denied ? ('deny' as const) : ('allow' as const);
-      audit.record({ ...start, resource, decision, reason: denied ? (request.auditReason ?? String(status)) : '' }, { status, durationMs });
+      audit.record({ ...start, resource, decision, reason: denied ? (request.auditReason ?? String(status)) : '' }, { status, durationMs, ...(request.auditCode ? { code: request.auditCode } : {}) });
     } catch (err) {
       request.log.error({ err }, 'cannot record a request in the audit log');
     }

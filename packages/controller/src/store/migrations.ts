@@ -183,4 +183,9 @@ export const migrations: readonly string[] = [
   -- a LD_PRELOAD or GCONV_PATH in a request shows in its audit entry.
   ALTER TABLE audit ADD COLUMN env_names TEXT;
   `,
+  `
+  -- Refusals anyone can cause at will (401, 429, 413, too deep, too many connections) are
+  -- one row per source, minute and reason, with how many there were.
+  ALTER TABLE audit ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+  `,
 ];

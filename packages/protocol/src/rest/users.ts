@@ -96,6 +96,8 @@ export const AuditEntry = Type.Object({
   /** The HTTP status; null while the request is still being served. */
   status: Nullable(Type.Integer()),
   durationMs: Nullable(Type.Number()),
+  /** How many requests or connections the entry stands for: 1, or more for refusals counted per source and minute. */
+  count: Type.Integer({ minimum: 1 }),
 });
 export type AuditEntry = Type.Static<typeof AuditEntry>;
 export const AuditList = Type.Object({ entries: Type.Array(AuditEntry) });

@@ -1,0 +1,91 @@
+// Refusals anyone can cause at will, counted instead of written one by one.
+//
+// A password-guessing storm or a flood of oversized bodies must not fill the disk, nor drown
+// the entries that matter: each (source, minute, principal, status, code) gets one audit
+// entry, written at its first refusal, whose `count` grows as more arrive. The store's row is
+// brought up to date every few seconds; the line in audit.jsonl is written once, when the
+// minute is over (or the controller stops), with the final count.
+//
+// The keys of one minute are bounded: past MAX_KEYS, new sources share one entry whose
+// source is "(other)", so many addresses cannot make many entries either.
+
+export interface RefusalEvent {
+  source: string;
+  user: string | null;
+  method: string;
+  route: string;
+  status: number | null;
+  /** The stable error code, part of the key. */
+  code: string;
+  /** The first refusal's message. */
+  reason: string;
+}
+
+/** Where tallies are kept: the audit log's store and file. */
+export interface TallySink {
+  /** Writes the entry of a key's first refusal; returns its id. */
+  open(event: RefusalEvent, at: number): string;
+  /** Brings the entry's count (and method and route, which may have become "several") up to date. */
+  update(id: string, tally: { count: number; method: string; route: string }): void;
+  /** The minute is over: appends the entry's final line to the file. */
+  close(id: string): void;
+}
+
+export const MAX_KEYS = 10_000;
+const MINUTE_MS = 60_000;
+const SEVERAL = '(several)';
+
+interface Tally {
+  id: string;
+  minute: number;
+  count: number;
+  method: string;
+  route: string;
+  dirty: boolean;
+}
+
+export class RefusalTally {
+  private readonly tallies = new Map<string, Tally>();
+
+  constructor(
+    private readonly sink: TallySink,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  count(event: RefusalEvent): void {
+    const at = this.now();
+    const minute = Math.floor(at / MINUTE_MS);
+    let key = keyOf(minute, event);
+    if (!this.tallies.has(key) && this.tallies.size >= MAX_KEYS) {
+      event = { ...event, source: '(other)' };
+      key = keyOf(minute, event);
+    }
+    const tally = this.tallies.get(key);
+    if (!tally) {
+      this.tallies.set(key, { id: this.sink.open(event, at), minute, count: 1, method: event.method, route: event.route, dirty: false });
+      return;
+    }
+    tally.count++;
+    if (tally.method !== event.method) tally.method = SEVERAL;
+    if (tally.route !== event.route) tally.route = SEVERAL;
+    tally.dirty = true;
+  }
+
+  /** Writes what changed to the store, and closes the entries of minutes that are over (all of them when `all`). */
+  flush(all = false): void {
+    const minute = Math.floor(this.now() / MINUTE_MS);
+    for (const [key, tally] of this.tallies) {
+      if (tally.dirty) this.sink.update(tally.id, tally);
+      tally.dirty = false;
+      if (!all && tally.minute >= minute) continue;
+      this.sink.close(tally.id);
+      this.tallies.delete(key);
+    }
+  }
+
+  get size(): number {
+    return this.tallies.size;
+  }
+}
+
+const keyOf = (minute: number, e: RefusalEvent): string => JSON.stringify([minute, e.source, e.user, e.status, e.code]);
