@@ -30,7 +30,8 @@ import { DEFAULT_NODE_CERT_TTL_MS, Enrollment } from './tls/enrollment.js';
 import { answerPlaintext, httpsOptions, setupTls, type TlsMaterial, type TlsOptions } from './tls/tls-setup.js';
 import { UsersRepo } from './store/users-repo.js';
 import { SessionsRepo } from './store/sessions-repo.js';
-import { AuditLog } from './store/audit-log.js';
+import { AuditLog, type AuditOptions } from './store/audit-log.js';
+import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, serverTimeouts, type ConnectionLimits } from './tls/connection-guard.js';
 import { AccessControl } from './api/auth.js';
 import { OpenStreams } from './api/open-streams.js';
 import { ControllerMetrics } from './metrics/controller-metrics.js';
@@ -52,6 +53,10 @@ export interface ControllerOptions {
   bootstrapAdmin?: string;
   /** Per-user limits on running jobs and cores; over one, a job waits in the queue. */
   limits?: UserLimits;
+  /** What a connection without a node certificate may hold, and for how long (tls/connection-guard.ts). */
+  connections?: Partial<ConnectionLimits>;
+  /** The audit log's retention and file rotation. */
+  audit?: AuditOptions;
 }
 
 export interface RunningController {
@@ -97,7 +102,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
       return true;
     },
   };
-  const audit = new AuditLog(db, options.dataDir, log);
+  const audit = new AuditLog(db, options.dataDir, log, options.audit);
+  const connections = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections };
   let jobs: JobManager | undefined;
   // revocation is a push: what a token, a user or a session holds open ends with it
   const streams = new OpenStreams(log);
@@ -132,12 +138,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
     registry,
     jobs,
     fleet,
-    https: httpsOptions(tls),
+    https: { ...httpsOptions(tls), ...serverTimeouts(connections) },
+    timeouts: connections,
     metrics,
     flushWrites: () => batch.flush(),
     enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
   });
   answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log);
+  new ConnectionGuard(app.server as unknown as import('node:https').Server, connections, (source) =>
+    audit.countRefusal({ source, user: null, method: 'CONNECT', route: '(connection)', status: null, code: ErrorCode.TooManyConnections, reason: `more than ${connections.perSource} connections without a node certificate from one address` }),
+  );
   const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
   const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
   for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs, refusals)]) gw.handle(type, batched(handler));

@@ -4,9 +4,27 @@ import { join } from 'node:path';
 import { DEFAULT_CONTROLLER_PORT as DEFAULT_PORT } from '@rankd/protocol/wire';
 import { rankdHome } from '../client/config.js';
 import { parseListen } from '../listen-address.js';
-import { duration, nonNegativeInt, positiveInt } from '../options.js';
+import { byteSize, duration, nonNegativeInt, positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+
+interface ControllerFlags {
+  listen: string;
+  dataDir?: string;
+  heartbeatMs?: number;
+  restartGraceMs?: number;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  nodeCertTtl?: number;
+  admin: string;
+  maxJobsPerUser?: number;
+  maxCoresPerUser?: number;
+  maxConnsPerSource?: number;
+  auditRetention?: number;
+  auditFileSize?: number;
+  auditFileKeep?: number;
+}
 
 export function register(program: Command): void {
   program
@@ -23,11 +41,15 @@ export function register(program: Command): void {
     .option('--admin <name>', 'name of the admin user created at first start, whose token is <data dir>/api-token', 'admin')
     .option('--max-jobs-per-user <n>', 'running jobs one user may have at once; more wait in the queue', nonNegativeInt)
     .option('--max-cores-per-user <n>', "cores one user's running jobs may use at once; more wait in the queue", nonNegativeInt)
-    .action(async (opts: { listen: string; dataDir?: string; heartbeatMs?: number; restartGraceMs?: number; tlsCert?: string; tlsKey?: string; tlsCa?: string; nodeCertTtl?: number; admin: string; maxJobsPerUser?: number; maxCoresPerUser?: number }) => {
+    .option('--max-conns-per-source <n>', 'connections without a node certificate one address may hold at once; more are closed as they arrive (default 256)', positiveInt)
+    .option('--audit-retention <duration>', 'audit entries older than this are deleted from the store (default 90d)', duration)
+    .option('--audit-file-size <size>', 'audit.jsonl is rotated to audit.jsonl.1 before it grows past this (default 64MiB)', byteSize)
+    .option('--audit-file-keep <n>', 'rotated audit files kept, audit.jsonl.1 … .N (default 5)', nonNegativeInt)
+    .action(async (opts: ControllerFlags) => {
       if (!/^[a-z_][a-z0-9_.-]{0,31}$/.test(opts.admin)) throw new CliError(`--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`, ExitCode.Usage);
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
       // loaded here, not at the top: other commands must not pay for fastify and SQLite
-      const { fleetTimingFromHeartbeat, startController } = await import('@rankd/controller');
+      const { fleetTimingFromHeartbeat, startController, DEFAULT_AUDIT_FILE_LIMITS } = await import('@rankd/controller');
       const controller = await startController({
         dataDir: opts.dataDir ?? join(rankdHome(), 'controller'),
         bootstrapAdmin: opts.admin,
@@ -42,6 +64,11 @@ export function register(program: Command): void {
         limits: {
           ...(opts.maxJobsPerUser !== undefined ? { maxJobs: opts.maxJobsPerUser } : {}),
           ...(opts.maxCoresPerUser !== undefined ? { maxCores: opts.maxCoresPerUser } : {}),
+        },
+        ...(opts.maxConnsPerSource ? { connections: { perSource: opts.maxConnsPerSource } } : {}),
+        audit: {
+          ...(opts.auditRetention ? { retentionMs: opts.auditRetention } : {}),
+          file: { maxBytes: opts.auditFileSize ?? DEFAULT_AUDIT_FILE_LIMITS.maxBytes, keep: opts.auditFileKeep ?? DEFAULT_AUDIT_FILE_LIMITS.keep },
         },
       }).catch((err: Error & { code?: string }) => {
         // a refused setting (a --tls-ca bundle, …) is the user's to fix: its code, no stack

@@ -52,6 +52,8 @@ export interface ApiDeps {
   fleet?: FleetServices;
   /** fastify's https options (always given by the controller; tests of routes alone may omit them). */
   https?: Record<string, unknown>;
+  /** fastify sets these two on its server itself, over what the https options say (tls/connection-guard.ts). */
+  timeouts?: { keepAliveMs: number; requestMs: number };
   /** Enrollment routes; without them those routes are not served. */
   enroll?: EnrollDeps;
   /** GET /metrics and the request counters; without it neither is served. */
@@ -71,6 +73,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     // requests carry ids in logs; clients may pass their own for correlation
     requestIdHeader: 'x-request-id',
     ...(deps.https ? { https: deps.https } : {}),
+    ...(deps.timeouts ? { keepAliveTimeout: deps.timeouts.keepAliveMs, requestTimeout: deps.timeouts.requestMs } : {}),
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installJsonParser(app);
