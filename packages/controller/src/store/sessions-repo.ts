@@ -11,16 +11,17 @@ export class SessionsRepo {
   private readonly byKey;
   private readonly remove;
   private readonly expire;
-  private readonly count;
-  private readonly evictOldest;
+  private readonly evictUsersOldest;
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO dashboard_sessions (key, accessor, created_at, expires_at) VALUES (?, ?, ?, ?)');
     this.byKey = db.prepare('SELECT accessor, expires_at AS expiresAt FROM dashboard_sessions WHERE key = ?');
     this.remove = db.prepare('DELETE FROM dashboard_sessions WHERE key = ?');
     this.expire = db.prepare('DELETE FROM dashboard_sessions WHERE expires_at < ?');
-    this.count = db.prepare('SELECT count(*) AS n FROM dashboard_sessions').pluck();
-    this.evictOldest = db.prepare('DELETE FROM dashboard_sessions WHERE key IN (SELECT key FROM dashboard_sessions ORDER BY created_at, rowid LIMIT ?)');
+    // a session belongs to the user of the token it stands for; all but the user's newest `keep` go
+    this.evictUsersOldest = db.prepare(`DELETE FROM dashboard_sessions WHERE key IN (
+      SELECT s.key FROM dashboard_sessions s JOIN api_tokens t ON t.accessor = s.accessor
+      WHERE t.user_name = ? ORDER BY s.created_at DESC, s.rowid DESC LIMIT -1 OFFSET ?)`);
   }
 
   add(key: string, row: SessionRow, now: number): void {
@@ -35,10 +36,9 @@ export class SessionsRepo {
     this.remove.run(key);
   }
 
-  /** Drops expired sessions, then the oldest until fewer than `max` are left. */
-  prune(now: number, max: number): void {
+  /** Drops expired sessions, then `user`'s oldest until fewer than `max` of theirs are left; nobody else's. */
+  prune(now: number, user: string, max: number): void {
     this.expire.run(now);
-    const over = (this.count.get() as number) - max + 1;
-    if (over > 0) this.evictOldest.run(over);
+    this.evictUsersOldest.run(user, max - 1);
   }
 }

@@ -18,12 +18,15 @@ export const CSRF_HEADER = 'x-rankd-csrf';
 /** A login code is good for one use within this time. */
 export const LOGIN_CODE_TTL_MS = 5 * 60_000;
 export const SESSION_TTL_MS = 12 * 3600_000;
-// Bounds on what a caller can make the controller hold: past them the oldest entry goes.
-const MAX_CODES = 1_000;
-const MAX_SESSIONS = 10_000;
+// Bounds on what one user can make the controller hold: past them that user's oldest entry
+// goes, never another user's (a global bound would let one reader sign everyone else out).
+// Only signed-in users mint codes and open sessions, so the whole is bounded by the users.
+export const MAX_CODES_PER_USER = 10;
+export const MAX_SESSIONS_PER_USER = 20;
 
 interface Pending {
   accessor: string;
+  user: string;
   expiresAt: number;
 }
 
@@ -42,7 +45,7 @@ const secret = (): string => randomBytes(32).toString('base64url');
 const csrfOf = (id: string): string => sha256(`rankd-csrf:${id}`).toString('base64url');
 
 export class DashboardSessions {
-  // Map keeps insertion order: the first entry is the oldest, evicted first
+  // Map keeps insertion order: a user's first entry is their oldest, evicted first
   private readonly codes = new Map<string, Pending>();
 
   constructor(
@@ -54,9 +57,10 @@ export class DashboardSessions {
   /** A one-time login code for the token `principal` authenticated with. */
   mintCode(principal: Principal): { code: string; expiresAt: number } {
     this.prune(this.codes);
+    this.dropOldestCodes(principal.user, MAX_CODES_PER_USER - 1);
     const code = secret();
     const expiresAt = this.now() + LOGIN_CODE_TTL_MS;
-    bounded(this.codes, MAX_CODES).set(key(code), { accessor: principal.accessor, expiresAt });
+    this.codes.set(key(code), { accessor: principal.accessor, user: principal.user, expiresAt });
     return { code, expiresAt };
   }
 
@@ -73,7 +77,7 @@ export class DashboardSessions {
   /** A new session for an authenticated principal (a code redeemed, or an API token pasted). */
   open(principal: Principal): OpenedSession {
     const now = this.now();
-    this.sessions.prune(now, MAX_SESSIONS);
+    this.sessions.prune(now, principal.user, MAX_SESSIONS_PER_USER);
     const id = secret();
     const expiresAt = now + SESSION_TTL_MS;
     this.sessions.add(key(id), { accessor: principal.accessor, expiresAt }, now);
@@ -101,6 +105,12 @@ export class DashboardSessions {
     const now = this.now();
     for (const [k, v] of map) if (v.expiresAt < now) map.delete(k);
   }
+
+  /** Leaves `user` at most `keep` codes, dropping the oldest (the Map's first). */
+  private dropOldestCodes(user: string, keep: number): void {
+    const mine = [...this.codes].filter(([, v]) => v.user === user);
+    for (const [k] of mine.slice(0, Math.max(0, mine.length - keep))) this.codes.delete(k);
+  }
 }
 
 /** Whether a presented CSRF token is the session's, in constant time. */
@@ -109,9 +119,4 @@ export function csrfMatches(presented: string | string[] | undefined, expected: 
   const a = Buffer.from(presented);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-function bounded<V>(map: Map<string, V>, max: number): Map<string, V> {
-  while (map.size >= max) map.delete(map.keys().next().value!);
-  return map;
 }
