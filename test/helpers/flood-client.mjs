@@ -1,0 +1,109 @@
+// A hostile client for test/security/unauth-flood.test.ts, run as its own process so that its
+// work never shares the event loop that measures /healthz. Every loop is bounded in count and
+// time, and every connection goes to the loopback controller under test, from `source` (an
+// address of 127.0.0.0/8, which is all this machine's own).
+//
+//   node flood-client.mjs '{"mode":"nested"|"badtoken"|"idle", "url", "ca", "source", ...}'
+//
+// Prints one JSON summary line on stdout when done.
+import https from 'node:https';
+import net from 'node:net';
+import tls from 'node:tls';
+
+const opts = JSON.parse(process.argv[2]);
+const { url, ca, source } = opts;
+const u = new URL(url);
+const port = Number(u.port);
+
+function request(agent, { method, path, headers = {}, body }) {
+  return new Promise((resolve) => {
+    const req = https.request({ agent, host: u.hostname, port, method, path, headers: { ...headers, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) }, timeout: 20_000 });
+    req.on('response', (res) => {
+      const chunks = [];
+      res.on('data', (d) => chunks.push(d));
+      res.on('end', () => {
+        let code = null;
+        try {
+          code = JSON.parse(Buffer.concat(chunks).toString()).code ?? null;
+        } catch {
+          // not JSON
+        }
+        resolve({ status: res.statusCode, code, cookie: res.headers['set-cookie'] !== undefined });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (err) => resolve({ status: 0, code: err.code ?? err.message, cookie: false }));
+    req.end(body);
+  });
+}
+
+/** `workers` loops sending requests until `max` were sent or `durationMs` passed; tallies status and code. */
+async function loop(make) {
+  const agent = new https.Agent({ keepAlive: true, maxSockets: opts.workers, ca, localAddress: source });
+  const deadline = Date.now() + opts.durationMs;
+  const tally = {};
+  let sent = 0;
+  let cookies = 0;
+  await Promise.all(
+    Array.from({ length: opts.workers }, async () => {
+      while (sent < opts.max && Date.now() < deadline) {
+        const i = sent++;
+        const r = await request(agent, make(i));
+        const k = `${r.status} ${r.code}`;
+        tally[k] = (tally[k] ?? 0) + 1;
+        if (r.cookie) cookies++;
+      }
+    }),
+  );
+  agent.destroy();
+  return { sent, tally, cookies };
+}
+
+const nested = (bytes) => '['.repeat(bytes / 2) + ']'.repeat(bytes / 2);
+
+async function nestedFlood() {
+  const big = nested(1024 * 1024);
+  // under the 4 KiB limit of POST /v1/session: the depth check must refuse it
+  const deep = nested(3000);
+  return loop((i) => ({ method: 'POST', path: '/v1/session', body: i % 2 === 0 ? big : deep }));
+}
+
+async function badTokenFlood() {
+  return loop((i) => ({ method: 'GET', path: '/v1/nodes', headers: { authorization: `Bearer rankd_wrong-${i}` } }));
+}
+
+/** Opens `tcp` bare TCP connections and `tlsIdle` finished TLS handshakes that never send a request; reports when each closed. */
+async function idleFlood() {
+  const opened = [];
+  const watch = (socket, kind) =>
+    new Promise((resolve) => {
+      const start = Date.now();
+      let handshook = false;
+      socket.on('secureConnect', () => (handshook = true));
+      socket.on('error', () => {});
+      socket.on('close', () => resolve({ kind, handshook, closedAfterMs: Date.now() - start }));
+      setTimeout(() => {
+        socket.destroy();
+        resolve({ kind, handshook, closedAfterMs: null });
+      }, opts.holdMs).unref();
+    });
+  const tcp = (n) => {
+    for (let i = 0; i < n; i++) opened.push(watch(net.connect({ host: u.hostname, port, localAddress: source }), 'tcp'));
+  };
+  tcp(opts.tcp);
+  for (let i = 0; i < opts.tlsIdle; i++) {
+    const s = tls.connect({ host: u.hostname, port, localAddress: source, ca, servername: 'localhost', checkServerIdentity: () => undefined });
+    opened.push(watch(s, 'tls'));
+    await new Promise((r) => {
+      s.once('secureConnect', r);
+      s.once('close', r);
+    });
+  }
+  tcp(opts.tcpAfter);
+  const results = await Promise.all(opened);
+  return { results };
+}
+
+const run = { nested: nestedFlood, badtoken: badTokenFlood, idle: idleFlood }[opts.mode];
+const summary = await run();
+process.stdout.write(JSON.stringify(summary) + '\n');
