@@ -145,6 +145,20 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -3206,6 +3220,7 @@ export interface paths {
                                 reason: string;
                                 status: number | null;
                                 durationMs: number | null;
+                                count: number;
                             }[];
                         };
                     };
