@@ -90,7 +90,7 @@ t.test('the store: entries past the retention are deleted, refusal counts close 
   audit.record({ ...refused, route: '/v1/jobs' }, { status: 401, durationMs: 1 });
   const counted = audit.list(null, 100).filter((e) => e.source === '10.0.0.9');
   t.equal(counted.length, 1, '501 refusals from one source in one minute are one entry');
-  t.match(counted[0], { count: 501, status: 401, route: '(several)', method: 'GET', user: null, reason: 'RANKD_UNAUTHORIZED: bad token' });
+  t.match(counted[0], { count: 501, status: 401, route: '(several)', method: 'GET', user: null, reason: 'RANKD_UNAUTHORIZED: bad token', resource: { routes: '/v1/nodes /v1/jobs' } });
   const file = join(dir, 'audit.jsonl');
   t.notOk(lines(file).some((l) => l.source === '10.0.0.9'), 'its line waits for the minute to end');
   now += 60_000;

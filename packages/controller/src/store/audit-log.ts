@@ -72,7 +72,7 @@ export class AuditLog {
       VALUES (@id, @at, @user, @role, @accessor, @source, @method, @route, @resource, @argv, @argvHash, @envNames, @decision, @reason, @status, @durationMs)`);
     this.update = db.prepare('UPDATE audit SET status = @status, duration_ms = @durationMs, resource = @resource, decision = @decision, reason = @reason WHERE id = @id');
     this.byId = db.prepare('SELECT * FROM audit WHERE id = ?');
-    this.updateCount = db.prepare('UPDATE audit SET count = @count, method = @method, route = @route WHERE id = @id');
+    this.updateCount = db.prepare('UPDATE audit SET count = @count, method = @method, route = @route, resource = @resource WHERE id = @id');
     this.expire = db.prepare('DELETE FROM audit WHERE at < ?');
     this.file = join(dataDir, 'audit.jsonl');
     this.out = new AuditFile(this.file, options.file ?? DEFAULT_AUDIT_FILE_LIMITS);
@@ -80,7 +80,8 @@ export class AuditLog {
     this.refusals = new RefusalTally(
       {
         open: (event, at) => this.openTally(event, at),
-        update: (id, { count, method, route }) => this.updateCount.run({ id, count, method, route }),
+        update: (id, { count, method, route, routes }) =>
+          this.updateCount.run({ id, count, method, route, resource: JSON.stringify(routes.length > 1 ? { routes: routes.join(' ') } : {}) }),
         close: (id) => this.appendRow(id),
       },
       now,

@@ -25,13 +25,15 @@ export interface RefusalEvent {
 export interface TallySink {
   /** Writes the entry of a key's first refusal; returns its id. */
   open(event: RefusalEvent, at: number): string;
-  /** Brings the entry's count (and method and route, which may have become "several") up to date. */
-  update(id: string, tally: { count: number; method: string; route: string }): void;
+  /** Brings the entry's count, method and route (which may have become "several") and the routes it saw up to date. */
+  update(id: string, tally: { count: number; method: string; route: string; routes: string[] }): void;
   /** The minute is over: appends the entry's final line to the file. */
   close(id: string): void;
 }
 
 export const MAX_KEYS = 10_000;
+/** Routes named in an entry of several (resource.routes); more are left out. */
+export const MAX_ROUTES = 8;
 const MINUTE_MS = 60_000;
 const SEVERAL = '(several)';
 
@@ -41,6 +43,7 @@ interface Tally {
   count: number;
   method: string;
   route: string;
+  routes: string[];
   dirty: boolean;
 }
 
@@ -62,12 +65,13 @@ export class RefusalTally {
     }
     const tally = this.tallies.get(key);
     if (!tally) {
-      this.tallies.set(key, { id: this.sink.open(event, at), minute, count: 1, method: event.method, route: event.route, dirty: false });
+      this.tallies.set(key, { id: this.sink.open(event, at), minute, count: 1, method: event.method, route: event.route, routes: [event.route], dirty: false });
       return;
     }
     tally.count++;
     if (tally.method !== event.method) tally.method = SEVERAL;
     if (tally.route !== event.route) tally.route = SEVERAL;
+    if (tally.routes.length < MAX_ROUTES && !tally.routes.includes(event.route)) tally.routes.push(event.route);
     tally.dirty = true;
   }
 
