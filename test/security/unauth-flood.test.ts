@@ -214,3 +214,20 @@ t.test('floods from one address are bounded; agents and other addresses are not 
     t.ok(lines.length < 30, `the whole file is ${lines.length} lines`);
   });
 });
+
+t.test('agents take no place among the connections an address may hold', async (t) => {
+  // two places per address: three agents and the test's own requests all come from 127.0.0.1
+  const controller = await startController({ extra: ['--max-conns-per-source', '2'] });
+  t.teardown(() => controller.stop());
+  const agents: Daemon[] = [];
+  t.teardown(() => Promise.all(agents.map((a) => a.stop())));
+  for (const name of ['a1', 'a2', 'a3']) {
+    const agent = startAgent(controller, { name });
+    agents.push(agent);
+    await waitForNode(controller, name, 'ready', 30_000);
+  }
+  const answers = [];
+  for (let i = 0; i < 5; i++) answers.push((await controller.api('/v1/nodes')).status);
+  t.same(answers, [200, 200, 200, 200, 200], 'with three agent links open, the address still has its places for requests');
+  for (const agent of agents) t.equal(agent.output().split('connected to controller').length - 1, 1, 'each agent connected once');
+});
