@@ -82,10 +82,12 @@ async function idleFlood() {
       socket.on('secureConnect', () => (handshook = true));
       socket.on('error', () => {});
       socket.on('close', () => resolve({ kind, handshook, closedAfterMs: Date.now() - start }));
-      setTimeout(() => {
+      // held (not unref'd) so that the process waits for every connection's end or this bound
+      const bound = setTimeout(() => {
         socket.destroy();
         resolve({ kind, handshook, closedAfterMs: null });
-      }, opts.holdMs).unref();
+      }, opts.holdMs);
+      socket.on('close', () => clearTimeout(bound));
     });
   const tcp = (n) => {
     for (let i = 0; i < n; i++) opened.push(watch(net.connect({ host: u.hostname, port, localAddress: source }), 'tcp'));
