@@ -75,7 +75,9 @@ export async function startFleet(
   });
   try {
     const spawnController = (listen: string): Daemon => {
-      const controller = startDaemon('rankd controller', [...rankdArgv(ctx.repoRoot, ['controller', '--listen', listen, '--data-dir', dataDir])], {
+      // every simulated node connects from 127.0.0.1, where a real fleet has an address each:
+      // the per-address cap on connections still in their handshake would stand for 2,000 hosts
+      const controller = startDaemon('rankd controller', [...rankdArgv(ctx.repoRoot, ['controller', '--listen', listen, '--data-dir', dataDir, '--max-conns-per-source', '100000'])], {
         logFile: path.join(dir, 'controller.log'),
         ...(opts.controllerEnv ? { env: opts.controllerEnv } : {}),
       });
