@@ -3,7 +3,10 @@
 // time, and every connection goes to the loopback controller under test, from `source` (an
 // address of 127.0.0.0/8, which is all this machine's own).
 //
-//   node flood-client.mjs '{"mode":"nested"|"badtoken"|"idle", "url", "ca", "source", ...}'
+//   node flood-client.mjs '{"mode":"nested"|"badtoken"|"idle"|"probe", "url", "ca", "source", ...}'
+//
+// "probe" is the measuring side, in a process of its own too: no flood's work, and none of
+// the test runner's, stands between it and its timings.
 //
 // Prints one JSON summary line on stdout when done.
 import https from 'node:https';
@@ -101,11 +104,41 @@ async function idleFlood() {
       s.once('close', r);
     });
   }
+  // slow headers: a request begun, then one header byte every 500 ms, never finished
+  for (let i = 0; i < (opts.slowHeaders ?? 0); i++) {
+    const s = tls.connect({ host: u.hostname, port, localAddress: source, ca, servername: 'localhost', checkServerIdentity: () => undefined });
+    opened.push(watch(s, 'slow-headers'));
+    s.once('secureConnect', () => {
+      s.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+      const drip = setInterval(() => (s.writable ? s.write('a') : clearInterval(drip)), 500);
+      s.once('close', () => clearInterval(drip));
+    });
+  }
   tcp(opts.tcpAfter);
   const results = await Promise.all(opened);
   return { results };
 }
 
-const run = { nested: nestedFlood, badtoken: badTokenFlood, idle: idleFlood }[opts.mode];
+/** Not a flood: times GET /healthz every 20 ms over one kept-alive connection until stdin closes (or `maxMs`). */
+async function probe() {
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca, localAddress: source });
+  const samples = [];
+  let running = true;
+  process.stdin.resume();
+  process.stdin.once('end', () => (running = false));
+  const stopAt = Date.now() + opts.maxMs;
+  while (running && Date.now() < stopAt) {
+    const started = performance.now();
+    const r = await request(agent, { method: 'GET', path: '/healthz' });
+    if (r.status !== 200) throw new Error(`/healthz answered ${r.status} ${r.code}`);
+    samples.push(performance.now() - started);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  agent.destroy();
+  process.stdin.destroy();
+  return { samples };
+}
+
+const run = { nested: nestedFlood, badtoken: badTokenFlood, idle: idleFlood, probe }[opts.mode];
 const summary = await run();
 process.stdout.write(JSON.stringify(summary) + '\n');

@@ -1,12 +1,11 @@
 // Unauthenticated work is bounded (issue 24, finding 4). Three floods, each from one loopback
 // source address and each bounded in count and time, run by a hostile client in its own
 // process (test/helpers/flood-client.mjs): nested JSON on the open sign-in route, bad tokens,
-// and idle connections that never finish a handshake or never send a request. Throughout,
+// and idle connections that never finish a handshake, never send a request, or drip headers. Throughout,
 // /healthz is timed from another address (p99 < 100 ms, the issue's bound), a real agent stays
 // connected (its node stays ready, it never reconnects), and the audit log stays a few
 // counted entries in the store and in audit.jsonl, however many refusals there were.
 import t, { type Test } from 'tap';
-import https from 'node:https';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,37 +47,22 @@ function flood<T>(opts: Record<string, unknown>, timeoutMs = 60_000): Promise<T>
   });
 }
 
-/** Times GET /healthz from PROBER every 20 ms over one kept-alive connection until stopped. */
+/** Times GET /healthz from PROBER, in a process of its own, until stopped. */
 function probeHealth(controller: ControllerHandle): { stop(): Promise<number[]> } {
-  const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: controller.ca, localAddress: PROBER });
-  const samples: number[] = [];
-  let running = true;
-  const once = () =>
-    new Promise<void>((resolve, reject) => {
-      const started = performance.now();
-      const req = https.get(controller.url + '/healthz', { agent, timeout: 10_000 }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          if (res.statusCode !== 200) return reject(new Error(`/healthz answered ${res.statusCode}`));
-          samples.push(performance.now() - started);
-          resolve();
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error('/healthz timed out')));
-      req.on('error', reject);
-    });
-  const loop = (async () => {
-    while (running) {
-      await once();
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
+  const child = spawn(process.execPath, [FLOOD_CLIENT, JSON.stringify({ mode: 'probe', url: controller.url, ca: controller.ca, source: PROBER, maxMs: 60_000 })], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
   return {
     async stop() {
-      running = false;
-      await loop;
-      agent.destroy();
-      return samples;
+      child.stdin.end();
+      const code = await closed;
+      clearTimeout(timer);
+      if (code !== 0 || !out.trim()) throw new Error(`the /healthz prober exited ${code}: ${err}`);
+      return (JSON.parse(out) as { samples: number[] }).samples;
     },
   };
 }
@@ -165,9 +149,10 @@ t.test('floods from one address are bounded; agents and other addresses are not 
     const TCP = 200;
     const TLS_IDLE = 40;
     const TCP_AFTER = 60;
+    const SLOW_HEADERS = 10;
     const refusedFromElsewhere: string[] = [];
     const { results } = await underFlood(t, controller, agent, 'idle connections', async () => {
-      const running = flood<{ results: Array<{ kind: string; handshook: boolean; closedAfterMs: number | null }> }>({ mode: 'idle', url: controller.url, ca: controller.ca, source: IDLE_SOURCE, tcp: TCP, tlsIdle: TLS_IDLE, tcpAfter: TCP_AFTER, holdMs: 20_000 });
+      const running = flood<{ results: Array<{ kind: string; handshook: boolean; closedAfterMs: number | null }> }>({ mode: 'idle', url: controller.url, ca: controller.ca, source: IDLE_SOURCE, tcp: TCP, tlsIdle: TLS_IDLE, slowHeaders: SLOW_HEADERS, tcpAfter: TCP_AFTER, holdMs: 20_000 });
       // while the idle source is over its cap, another address still gets answers (the prober
       // shows it) and so does a new connection of the same address's neighbour
       await waitUntil('the idle flood to fill its cap', 15_000, async () => {
@@ -181,11 +166,15 @@ t.test('floods from one address are bounded; agents and other addresses are not 
     t.same(refusedFromElsewhere, [], 'requests from 127.0.0.1 were served while 127.0.0.5 was over its cap');
     const refused = results.filter((r) => r.closedAfterMs !== null && r.closedAfterMs < 1000);
     const held = results.filter((r) => !refused.includes(r));
-    t.equal(results.length, TCP + TLS_IDLE + TCP_AFTER, 'every connection was opened');
+    const opened = TCP + TLS_IDLE + SLOW_HEADERS + TCP_AFTER;
+    t.equal(results.length, opened, 'every connection was opened');
     t.ok(held.length <= PER_SOURCE, `at most ${PER_SOURCE} were held at once (${held.length})`);
-    t.ok(refused.length >= TCP + TLS_IDLE + TCP_AFTER - PER_SOURCE, `the rest were closed as they arrived (${refused.length})`);
+    t.ok(refused.length >= opened - PER_SOURCE, `the rest were closed as they arrived (${refused.length})`);
     t.ok(held.every((r) => r.closedAfterMs !== null && r.closedAfterMs <= 13_000), `every held connection was closed by the controller within 13 s (the latest after ${Math.max(...held.map((r) => r.closedAfterMs ?? Infinity))} ms)`);
     t.ok(held.some((r) => r.kind === 'tls' && r.handshook), 'connections that finished a handshake and sent nothing were among them');
+    const slow = held.filter((r) => r.kind === 'slow-headers');
+    t.equal(slow.length, SLOW_HEADERS, 'so were requests whose headers trickled in');
+    t.ok(slow.every((r) => r.closedAfterMs! >= 9_000), 'which were not cut before their 10 s were up');
 
     const rows = await auditOf(controller, IDLE_SOURCE);
     t.equal(sum(rows), refused.length, 'every refused connection is counted in the audit log');
