@@ -36,6 +36,7 @@ const COUNTED_STATUSES = new Set([401, 413, 429]);
 const COUNTED_CODES = new Set<string>([ErrorCode.JsonTooDeep, ErrorCode.TooManyConnections]);
 /** The code of a counted refusal whose caller did not say (the shell's upgrade answers). */
 const CODE_OF_STATUS: Record<number, string> = { 401: ErrorCode.Unauthorized, 413: ErrorCode.TooLarge, 429: ErrorCode.RateLimited };
+
 export interface AuditOutcome {
   status: number;
   durationMs: number;

@@ -11,6 +11,7 @@ export class SessionsRepo {
   private readonly byKey;
   private readonly remove;
   private readonly expire;
+  private readonly orphans;
   private readonly evictUsersOldest;
 
   constructor(db: Db) {
@@ -18,6 +19,8 @@ export class SessionsRepo {
     this.byKey = db.prepare('SELECT accessor, expires_at AS expiresAt FROM dashboard_sessions WHERE key = ?');
     this.remove = db.prepare('DELETE FROM dashboard_sessions WHERE key = ?');
     this.expire = db.prepare('DELETE FROM dashboard_sessions WHERE expires_at < ?');
+    // a revoked token's sessions can never be used again, and belong to no user's count
+    this.orphans = db.prepare('DELETE FROM dashboard_sessions WHERE accessor NOT IN (SELECT accessor FROM api_tokens)');
     // a session belongs to the user of the token it stands for; all but the user's newest `keep` go
     this.evictUsersOldest = db.prepare(`DELETE FROM dashboard_sessions WHERE key IN (
       SELECT s.key FROM dashboard_sessions s JOIN api_tokens t ON t.accessor = s.accessor
@@ -36,9 +39,10 @@ export class SessionsRepo {
     this.remove.run(key);
   }
 
-  /** Drops expired sessions, then `user`'s oldest until fewer than `max` of theirs are left; nobody else's. */
+  /** Drops expired sessions and those of revoked tokens, then `user`'s oldest until fewer than `max` of theirs are left; nobody else's. */
   prune(now: number, user: string, max: number): void {
     this.expire.run(now);
+    this.orphans.run();
     this.evictUsersOldest.run(user, max - 1);
   }
 }
