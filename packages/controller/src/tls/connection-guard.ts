@@ -2,7 +2,7 @@
 //
 // Each source address may hold at most `perSource` connections that carry no node
 // certificate of this CA: TLS handshakes in progress, REST clients, browsers. One more is
-// destroyed as it is accepted, before any TLS work, and counted in the audit log
+// destroyed as it is accepted, before any handshake, and counted in the audit log
 // (RANKD_TOO_MANY_CONNECTIONS, one entry per source and minute). A connection whose handshake
 // presents a valid node certificate leaves the count at once, so enrolled agents never
 // compete with anyone for these places, and a flood from one address takes no place from
@@ -68,7 +68,7 @@ export class ConnectionGuard {
     private readonly limits: ConnectionLimits,
     private readonly onRefused: RefusedConnection,
   ) {
-    // before tls.Server's own listener: a refused socket is closed before any TLS state exists for it
+    // before tls.Server's own listener: a refused socket is closed before its handshake can begin
     server.prependListener('connection', (socket: Socket) => this.accept(socket));
     server.on('secureConnection', (socket: TLSSocket) => this.secured(socket));
     const firstRequest = (req: { socket: Socket }) => this.requestBegan(req.socket);
