@@ -3,7 +3,7 @@
 // time, and every connection goes to the loopback controller under test, from `source` (an
 // address of 127.0.0.0/8, which is all this machine's own).
 //
-//   node flood-client.mjs '{"mode":"nested"|"badtoken"|"idle"|"probe", "url", "ca", "source", ...}'
+//   node flood-client.mjs '{"mode":"nested"|"badtoken"|"idle"|"handshake"|"probe", "url", "ca", "source", ...}'
 //
 // "probe" is the measuring side, in a process of its own too: no flood's work, and none of
 // the test runner's, stands between it and its timings.
@@ -119,6 +119,31 @@ async function idleFlood() {
   return { results };
 }
 
+/** `workers` loops that each finish a TLS handshake and close at once, until `max` or `durationMs`. */
+async function handshakeFlood() {
+  const deadline = Date.now() + opts.durationMs;
+  let started = 0;
+  const tally = {};
+  await Promise.all(
+    Array.from({ length: opts.workers }, async () => {
+      while (started < opts.max && Date.now() < deadline) {
+        started++;
+        const outcome = await new Promise((resolve) => {
+          const s = tls.connect({ host: u.hostname, port, localAddress: source, ca, servername: 'localhost', checkServerIdentity: () => undefined });
+          s.once('secureConnect', () => {
+            s.destroy();
+            resolve('handshake');
+          });
+          s.once('error', (err) => resolve(err.code ?? 'error'));
+          s.once('close', () => resolve('closed before the handshake'));
+        });
+        tally[outcome] = (tally[outcome] ?? 0) + 1;
+      }
+    }),
+  );
+  return { sent: started, tally };
+}
+
 /** Not a flood: times GET /healthz every 20 ms over one kept-alive connection until stdin closes (or `maxMs`). */
 async function probe() {
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca, localAddress: source });
@@ -139,6 +164,6 @@ async function probe() {
   return { samples };
 }
 
-const run = { nested: nestedFlood, badtoken: badTokenFlood, idle: idleFlood, probe }[opts.mode];
+const run = { nested: nestedFlood, badtoken: badTokenFlood, idle: idleFlood, handshake: handshakeFlood, probe }[opts.mode];
 const summary = await run();
 process.stdout.write(JSON.stringify(summary) + '\n');

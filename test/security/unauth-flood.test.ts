@@ -1,7 +1,8 @@
 // Unauthenticated work is bounded (issue 24, finding 4). Three floods, each from one loopback
 // source address and each bounded in count and time, run by a hostile client in its own
 // process (test/helpers/flood-client.mjs): nested JSON on the open sign-in route, bad tokens,
-// and idle connections that never finish a handshake, never send a request, or drip headers. Throughout,
+// idle connections that never finish a handshake, never send a request, or drip headers, and
+// TLS handshakes closed as soon as they finish. Throughout,
 // /healthz is timed from another address (p99 < 100 ms, the issue's bound), a real agent stays
 // connected (its node stays ready, it never reconnects), and the audit log stays a few
 // counted entries in the store and in audit.jsonl, however many refusals there were.
@@ -18,6 +19,7 @@ const PROBER = '127.0.0.3';
 const NESTED_SOURCE = '127.0.0.2';
 const BAD_TOKEN_SOURCE = '127.0.0.4';
 const IDLE_SOURCE = '127.0.0.5';
+const HANDSHAKE_SOURCE = '127.0.0.6';
 const P99_BOUND_MS = 100;
 const PER_SOURCE = 256;
 
@@ -180,6 +182,14 @@ t.test('floods from one address are bounded; agents and other addresses are not 
     t.equal(sum(rows), refused.length, 'every refused connection is counted in the audit log');
     t.ok(rows.length <= 2, `in at most one entry a minute (${rows.length})`);
     t.match(rows[0], { method: 'CONNECT', route: '(connection)', status: null, user: null, reason: /^RANKD_TOO_MANY_CONNECTIONS: more than 256 connections/ });
+  });
+
+  t.test('TLS handshakes that are closed at once', async (t) => {
+    const summary = await underFlood(t, controller, agent, 'handshakes', () =>
+      flood<{ sent: number; tally: Record<string, number> }>({ mode: 'handshake', url: controller.url, ca: controller.ca, source: HANDSHAKE_SOURCE, workers: 8, durationMs: 4000, max: 20_000 }),
+    );
+    t.ok(summary.sent >= 100, `the flood began ${summary.sent} handshakes: ${JSON.stringify(summary.tally)}`);
+    t.same(await auditOf(controller, HANDSHAKE_SOURCE), [], 'handshakes that end before a request write nothing to the audit log');
   });
 
   t.test('protected routes refuse before reading a body; authenticated bodies are depth-limited too', async (t) => {
