@@ -95,10 +95,23 @@ export function installErrorHandlers(app: FastifyInstance): void {
   });
 }
 
-/** Ends the connection of a refused anonymous body without reading the rest of it. */
+/** How long a refused anonymous sender has to read its 413 before its connection is dropped. */
+const REFUSED_LINGER_MS = 2000;
+
+/**
+ * Ends the connection of a refused anonymous body without reading the rest of it. Node has
+ * half-closed it (Connection: close) and would destroy it once the 413 is flushed; with the
+ * sender's bytes still unread that close is a reset, which can reach a client still writing
+ * before the 413 does. So reading stops, the 413 and the FIN go out, and the socket is
+ * destroyed when the client closes it or after REFUSED_LINGER_MS.
+ */
 function stopReading(raw: IncomingMessage): void {
-  raw.socket.pause();
-  raw.socket.destroySoon();
+  const socket = raw.socket;
+  socket.pause();
+  socket.removeListener('finish', socket.destroy);
+  const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+  socket.once('close', () => clearTimeout(linger));
+  socket.end();
 }
 
 /** Reads and drops the rest of a request body: until it ends, maxBytes more arrived, or maxMs passed. */
