@@ -65,9 +65,9 @@ export function register(program: Command): void {
           ...(opts.maxJobsPerUser !== undefined ? { maxJobs: opts.maxJobsPerUser } : {}),
           ...(opts.maxCoresPerUser !== undefined ? { maxCores: opts.maxCoresPerUser } : {}),
         },
-        ...(opts.maxConnsPerSource ? { connections: { perSource: opts.maxConnsPerSource } } : {}),
+        ...(opts.maxConnsPerSource !== undefined ? { connections: { perSource: opts.maxConnsPerSource } } : {}),
         audit: {
-          ...(opts.auditRetention ? { retentionMs: opts.auditRetention } : {}),
+          ...(opts.auditRetention !== undefined ? { retentionMs: opts.auditRetention } : {}),
           file: { maxBytes: opts.auditFileSize ?? DEFAULT_AUDIT_FILE_LIMITS.maxBytes, keep: opts.auditFileKeep ?? DEFAULT_AUDIT_FILE_LIMITS.keep },
         },
       }).catch((err: Error & { code?: string }) => {
