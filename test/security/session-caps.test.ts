@@ -2,6 +2,7 @@
 // signing in over and over, or minting code after code, evicts only that user's oldest,
 // never another user's. Against a real controller over HTTPS, with real cookies.
 import t from 'tap';
+import https from 'node:https';
 import { startController, type ControllerHandle } from '../helpers/daemons.js';
 import { httpsFetch } from '../helpers/tls.js';
 
@@ -83,4 +84,34 @@ t.test('one user minting code after code voids no other user’s code', async (t
   let opened = 0;
   for (const code of evicted) if ((await call(c, 'POST', '/v1/session', {}, { code })).status === 201) opened++;
   t.equal(opened, 0, `none of her ${evicted.length + 1} older codes opens a session`);
+});
+
+t.test("a session evicted by its user's cap has its open event stream ended at once", async (t) => {
+  const c = await startController();
+  t.teardown(() => c.stop());
+  const mallory = await addReader(c, 'mallory');
+  const first = await signIn(c, { token: mallory });
+  const u = new URL(c.url);
+  const stream = await new Promise<{ body: () => string; ended: Promise<number> }>((resolve, reject) => {
+    const req = https.request({ host: u.hostname, port: u.port, path: '/v1/events', ca: c.ca, headers: { cookie: first }, agent: false }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`events: ${res.statusCode}`));
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      resolve({ body: () => body, ended: new Promise((done) => res.on('close', () => done(Date.now()))) });
+    });
+    req.on('error', reject);
+    req.setTimeout(30_000, () => req.destroy());
+    req.end();
+  });
+  // the first session is her oldest: the sign-in that makes her 21st evicts it
+  for (let i = 0; i < SESSIONS_PER_USER - 1; i++) await signIn(c, { token: mallory });
+  t.equal(await whoIs(c, first), 'mallory', 'still signed in at the cap');
+  const evictedAt = Date.now();
+  await signIn(c, { token: mallory });
+  const endedAt = await Promise.race([stream.ended, new Promise<number>((r) => setTimeout(() => r(-1), 5_000))]);
+  t.not(endedAt, -1, 'the evicted session\'s /v1/events stream ended');
+  t.ok(endedAt - evictedAt < 1_000, `within 1 s of the sign-in that evicted it (${endedAt - evictedAt} ms)`);
+  t.match(stream.body(), /event: revoked\ndata: .*RANKD_CREDENTIAL_REVOKED.*more than the sessions a user may hold/, 'with a last revoked event that says why');
+  t.equal(await whoIs(c, first), null, 'and the session is gone');
 });

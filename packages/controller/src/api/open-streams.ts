@@ -68,9 +68,9 @@ export class OpenStreams {
     return this.endWhere((o) => o.user === user, revoked(`its user "${user}" was removed`));
   }
 
-  /** A dashboard session ended (signed out): the streams opened with its cookie end. */
-  endSession(sessionKey: string): number {
-    return this.endWhere((o) => o.session === sessionKey, revoked('its dashboard session was signed out'));
+  /** A dashboard session ended (signed out, or evicted by its user's cap): the streams opened with its cookie end. */
+  endSession(sessionKey: string, reason = 'its dashboard session was signed out'): number {
+    return this.endWhere((o) => o.session === sessionKey, revoked(reason));
   }
 
   get size(): number {

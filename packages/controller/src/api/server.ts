@@ -93,7 +93,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   };
   // parses the session cookie in an onRequest hook, which must run before the auth hook's
   await app.register(cookie);
-  const sessions = new DashboardSessions(deps.users, deps.sessions);
+  const sessions = new DashboardSessions(deps.users, deps.sessions, (key) => deps.access.deps.streams.endSession(key, 'its dashboard session was ended: its user opened more than the sessions a user may hold'));
   deps.access.sessions = sessions;
   installAuth(app, deps.access);
   installAudit(app, deps.audit);

@@ -24,7 +24,7 @@ export class SessionsRepo {
     // a session belongs to the user of the token it stands for; all but the user's newest `keep` go
     this.evictUsersOldest = db.prepare(`DELETE FROM dashboard_sessions WHERE key IN (
       SELECT s.key FROM dashboard_sessions s JOIN api_tokens t ON t.accessor = s.accessor
-      WHERE t.user_name = ? ORDER BY s.created_at DESC, s.rowid DESC LIMIT -1 OFFSET ?)`);
+      WHERE t.user_name = ? ORDER BY s.created_at DESC, s.rowid DESC LIMIT -1 OFFSET ?) RETURNING key`);
   }
 
   add(key: string, row: SessionRow, now: number): void {
@@ -39,10 +39,14 @@ export class SessionsRepo {
     this.remove.run(key);
   }
 
-  /** Drops expired sessions and those of revoked tokens, then `user`'s oldest until fewer than `max` of theirs are left; nobody else's. */
-  prune(now: number, user: string, max: number): void {
+  /**
+   * Drops expired sessions and those of revoked tokens, then `user`'s oldest until fewer
+   * than `max` of theirs are left; nobody else's. Returns the keys of the sessions evicted
+   * by that cap (expired and revoked ones have had their streams ended already).
+   */
+  prune(now: number, user: string, max: number): string[] {
     this.expire.run(now);
     this.orphans.run();
-    this.evictUsersOldest.run(user, max - 1);
+    return (this.evictUsersOldest.all(user, max - 1) as Array<{ key: string }>).map((r) => r.key);
   }
 }

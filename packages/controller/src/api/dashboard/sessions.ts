@@ -51,6 +51,8 @@ export class DashboardSessions {
   constructor(
     private readonly users: UsersRepo,
     private readonly sessions: SessionsRepo,
+    /** A session was evicted by its user's cap: whatever it holds open must end now (api/open-streams.ts). */
+    private readonly evicted: (key: string) => void = () => {},
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -77,7 +79,7 @@ export class DashboardSessions {
   /** A new session for an authenticated principal (a code redeemed, or an API token pasted). */
   open(principal: Principal): OpenedSession {
     const now = this.now();
-    this.sessions.prune(now, principal.user, MAX_SESSIONS_PER_USER);
+    for (const k of this.sessions.prune(now, principal.user, MAX_SESSIONS_PER_USER)) this.evicted(k);
     const id = secret();
     const expiresAt = now + SESSION_TTL_MS;
     this.sessions.add(key(id), { accessor: principal.accessor, expiresAt }, now);
