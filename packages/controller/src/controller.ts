@@ -31,6 +31,7 @@ import { answerPlaintext, httpsOptions, setupTls, type TlsMaterial, type TlsOpti
 import { UsersRepo } from './store/users-repo.js';
 import { SessionsRepo } from './store/sessions-repo.js';
 import { AuditLog, type AuditOptions } from './store/audit-log.js';
+import type { RefusalEvent } from './store/audit-refusals.js';
 import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, serverTimeouts, type ConnectionLimits } from './tls/connection-guard.js';
 import { AccessControl } from './api/auth.js';
 import { OpenStreams } from './api/open-streams.js';
@@ -144,11 +145,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     flushWrites: () => batch.flush(),
     enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
   });
-  answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log);
+  const countRefusal = (event: RefusalEvent) => audit.countRefusal(event);
+  answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log, countRefusal);
   new ConnectionGuard(app.server as unknown as import('node:https').Server, connections, (source) =>
     audit.countRefusal({ source, user: null, method: 'CONNECT', route: '(connection)', status: null, code: ErrorCode.TooManyConnections, reason: `more than ${connections.perSource} connections without a node certificate from one address` }),
   );
-  const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
+  const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, countRefusal, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
   const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
   for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs, refusals)]) gw.handle(type, batched(handler));
   fleet.attach(gw);

@@ -4,7 +4,9 @@
 // certificate issued by this controller's CA, unexpired and not revoked (checked here, at
 // every handshake, against the store); without one the answer is a plain HTTP 401 with a
 // stable code and no WebSocket ever exists. The node's name is the certificate's CN: the
-// hello must say the same, and every message on the link speaks for that node only. Frames are capped at
+// hello must say the same, and every message on the link speaks for that node only. Each
+// refused upgrade is counted in the audit log per source, minute and code (anyone can cause
+// one, so it is a count, not an entry each). Frames are capped at
 // MAX_FRAME_BYTES (ws closes with 1009 above it) and compression is off, which keeps
 // memory per connection small and flat.
 import type { IncomingMessage, Server } from 'node:http';
@@ -13,6 +15,7 @@ import { WebSocketServer } from 'ws';
 import { CloseCode, MAX_FRAME_BYTES, SUBPROTOCOL, ErrorCode } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { RefusalEvent } from '../store/audit-refusals.js';
 import type { Enrollment } from '../tls/enrollment.js';
 import { peerNode } from '../tls/tls-setup.js';
 import { AgentConnection, type AgentHandler, type LinkRttObserver } from './agent-connection.js';
@@ -22,6 +25,9 @@ export const AGENT_PATH = '/v1/agent';
 
 /** Another WebSocket endpoint on the controller's port; it authenticates its own upgrades. */
 export type UpgradeRoute = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+/** Told each refused agent upgrade (the audit log counts them). */
+export type UpgradeRefused = (event: RefusalEvent) => void;
 
 export class AgentGateway {
   private readonly wss: WebSocketServer;
@@ -35,6 +41,7 @@ export class AgentGateway {
     private readonly enrollment: Enrollment,
     private readonly registry: NodeRegistry,
     private readonly log: Logger,
+    private readonly refused: UpgradeRefused,
     /** Told each link's ping round trip (the controller's metrics). */
     private readonly observeRtt?: LinkRttObserver,
   ) {
@@ -94,15 +101,16 @@ export class AgentGateway {
     if (path !== AGENT_PATH) return refuse(socket, 404, 'Not Found', ErrorCode.NotFound, `no WebSocket endpoint at ${path}`);
     const peer = peerNode(req.socket);
     if (!peer.ok) {
+      // an unverified certificate's name is the client's word: no principal
       this.log.warn({ remote: req.socket.remoteAddress, code: peer.code }, `agent upgrade refused: ${peer.message}`);
-      return refuse(socket, 401, 'Unauthorized', peer.code, peer.message);
+      return this.refuseUnauthorized(req, socket, null, peer.code, peer.message);
     }
     try {
       this.enrollment.checkSerial(peer.serial, peer.node);
     } catch (err) {
       const code = (err as { code?: string }).code ?? ErrorCode.NodeCertInvalid;
       this.log.warn({ remote: req.socket.remoteAddress, node: peer.node, code }, `agent upgrade refused: ${(err as Error).message}`);
-      return refuse(socket, 401, 'Unauthorized', code, (err as Error).message);
+      return this.refuseUnauthorized(req, socket, peer.node, code, (err as Error).message);
     }
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
     if (!offered.includes(SUBPROTOCOL)) {
@@ -113,6 +121,12 @@ export class AgentGateway {
       this.connections.add(conn);
       ws.on('close', () => this.connections.delete(conn));
     });
+  }
+
+  /** 401 with the code, counted in the audit log under the node the certificate named (its CA signed it), if any. */
+  private refuseUnauthorized(req: IncomingMessage, socket: Duplex, node: string | null, code: string, message: string): void {
+    this.refused({ source: req.socket.remoteAddress ?? 'unknown', user: node, role: node === null ? null : 'node', method: req.method ?? 'GET', route: AGENT_PATH, status: 401, code, reason: message });
+    refuse(socket, 401, 'Unauthorized', code, message);
   }
 }
 

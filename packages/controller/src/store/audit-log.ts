@@ -6,7 +6,8 @@
 // the log does not hold. The entry is completed with the status and duration once the answer
 // is sent (`finish`), and only then is its line appended to the file.
 //
-// Refusals that anyone can cause at will (401, 429, 413, too deep, too many connections) are
+// Refusals that anyone can cause at will (401, 429, 413, too deep, too many connections,
+// refused agent upgrades, plain HTTP on the TLS port) and a node's refused messages are
 // counted per source and minute (audit-refusals.ts). Entries older than the retention are
 // deleted from the store every hour; the file is rotated by size (audit-file.ts).
 import { createHash, randomUUID } from 'node:crypto';
@@ -81,8 +82,8 @@ export class AuditLog {
     this.refusals = new RefusalTally(
       {
         open: (event, at) => this.openTally(event, at),
-        update: (id, { count, method, route, routes }) =>
-          this.updateCount.run({ id, count, method, route, resource: JSON.stringify(routes.length > 1 ? { routes: routes.join(' ') } : {}) }),
+        update: (id, { count, method, route, routes, resource }) =>
+          this.updateCount.run({ id, count, method, route, resource: JSON.stringify(routes.length > 1 ? { ...resource, routes: routes.join(' ') } : resource) }),
         close: (id) => this.appendRow(id),
       },
       now,
@@ -189,7 +190,7 @@ export class AuditLog {
 
   private openTally(e: RefusalEvent, at: number): string {
     const id = randomUUID();
-    const start: AuditStart = { user: e.user, role: null, accessor: null, source: e.source, method: e.method, route: e.route, resource: {}, argv: null, decision: 'deny', reason: `${e.code}: ${e.reason}` };
+    const start: AuditStart = { user: e.user, role: e.role ?? null, accessor: null, source: e.source, method: e.method, route: e.route, resource: e.resource ?? {}, argv: null, decision: 'deny', reason: `${e.code}: ${e.reason}` };
     this.insert.run({ ...this.params(id, start, e.status, null), at });
     return id;
   }

@@ -1,7 +1,8 @@
 // Refusals anyone can cause at will, counted instead of written one by one.
 //
-// A password-guessing storm or a flood of oversized bodies must not fill the disk, nor drown
-// the entries that matter: each (source, minute, principal, status, code) gets one audit
+// A password-guessing storm, a flood of oversized bodies, of certificate-less agent upgrades
+// or of a node's refused messages must not fill the disk, nor drown the entries that matter:
+// each (source, minute, principal, role, status, code) gets one audit
 // entry, written at its first refusal, whose `count` grows as more arrive. The store's row is
 // brought up to date every few seconds; the line in audit.jsonl is written once, when the
 // minute is over (or the controller stops), with the final count.
@@ -11,7 +12,10 @@
 
 export interface RefusalEvent {
   source: string;
+  /** The principal: a user, or a node (role "node") whose verified certificate named it. */
   user: string | null;
+  /** "node" when the principal is a node; part of the key, so a user and a node of one name never share an entry. */
+  role?: string | null;
   method: string;
   route: string;
   status: number | null;
@@ -19,6 +23,8 @@ export interface RefusalEvent {
   code: string;
   /** The first refusal's message. */
   reason: string;
+  /** What the first refusal was about (job id, node…); later ones add only their routes. */
+  resource?: Record<string, string>;
 }
 
 /** Where tallies are kept: the audit log's store and file. */
@@ -26,7 +32,7 @@ export interface TallySink {
   /** Writes the entry of a key's first refusal; returns its id. */
   open(event: RefusalEvent, at: number): string;
   /** Brings the entry's count, method and route (which may have become "several") and the routes it saw up to date. */
-  update(id: string, tally: { count: number; method: string; route: string; routes: string[] }): void;
+  update(id: string, tally: { count: number; method: string; route: string; routes: string[]; resource: Record<string, string> }): void;
   /** The minute is over: appends the entry's final line to the file. */
   close(id: string): void;
 }
@@ -44,6 +50,7 @@ interface Tally {
   method: string;
   route: string;
   routes: string[];
+  resource: Record<string, string>;
   dirty: boolean;
 }
 
@@ -65,7 +72,7 @@ export class RefusalTally {
     }
     const tally = this.tallies.get(key);
     if (!tally) {
-      this.tallies.set(key, { id: this.sink.open(event, at), minute, count: 1, method: event.method, route: event.route, routes: [event.route], dirty: false });
+      this.tallies.set(key, { id: this.sink.open(event, at), minute, count: 1, method: event.method, route: event.route, routes: [event.route], resource: event.resource ?? {}, dirty: false });
       return;
     }
     tally.count++;
@@ -92,4 +99,4 @@ export class RefusalTally {
   }
 }
 
-const keyOf = (minute: number, e: RefusalEvent): string => JSON.stringify([minute, e.source, e.user, e.status, e.code]);
+const keyOf = (minute: number, e: RefusalEvent): string => JSON.stringify([minute, e.source, e.user, e.role ?? null, e.status, e.code]);

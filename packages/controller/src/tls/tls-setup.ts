@@ -9,6 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import { ErrorCode } from '@rankd/protocol';
 import { pinnableCa } from '@rankd/protocol/ca-pin';
 import type { Logger } from 'pino';
+import type { RefusalEvent } from '../store/audit-refusals.js';
 import { issueServingCert, loadOrCreateCa, servingNames, type KeyPair } from './pki.js';
 
 export interface TlsOptions {
@@ -68,14 +69,21 @@ export function httpsOptions(tls: TlsMaterial) {
 
 /**
  * Plain HTTP on the TLS port gets no API answer: a fixed 400 with RANKD_PLAINTEXT_ON_TLS_PORT
- * written on the raw socket, then close. Nothing about the cluster is in it.
+ * written on the raw socket, then close. Nothing about the cluster is in it. Each one is
+ * `refused` (the audit log counts them per source and minute: anyone can send one).
  */
-export function answerPlaintext(server: { on(event: 'tlsClientError', l: (err: NodeJS.ErrnoException, socket: TLSSocket) => void): unknown }, log: Logger): void {
+export function answerPlaintext(
+  server: { on(event: 'tlsClientError', l: (err: NodeJS.ErrnoException, socket: TLSSocket) => void): unknown },
+  log: Logger,
+  refused: (event: RefusalEvent) => void,
+): void {
   server.on('tlsClientError', (err, socket) => {
     if (err.code !== 'ERR_SSL_HTTP_REQUEST') return;
-    log.warn({ remote: socket.remoteAddress, code: ErrorCode.PlaintextOnTlsPort }, 'plain HTTP on the TLS port refused');
     // _parent is the TCP socket under the TLS one; best effort, the socket closes either way
     const raw = (socket as unknown as { _parent?: import('node:net').Socket })._parent;
+    const source = socket.remoteAddress ?? raw?.remoteAddress ?? 'unknown';
+    log.warn({ remote: source, code: ErrorCode.PlaintextOnTlsPort }, 'plain HTTP on the TLS port refused');
+    refused({ source, user: null, method: 'CONNECT', route: '(plain HTTP)', status: 400, code: ErrorCode.PlaintextOnTlsPort, reason: 'plain HTTP on the TLS port (use https://)' });
     if (!raw || raw.destroyed) return;
     const body = JSON.stringify({ statusCode: 400, code: ErrorCode.PlaintextOnTlsPort, error: 'Bad Request', message: 'this port speaks HTTPS only: use https://' });
     try {
