@@ -3,8 +3,9 @@
 // either broken or an impostor. It gets an error frame with a stable code, the refusal is
 // logged and audited under the node's name, and nothing is relayed or changed.
 //
-// A node repeating itself must not flood the audit log: one entry per node, message type
-// and code a minute; the next entry after that minute counts the refusals it stood for.
+// A node repeating itself must not flood the audit log: its refusals are counted like every
+// refusal anyone can cause (store/audit-refusals.ts), one entry per node, link address, code
+// and minute whose `count` grows; the message types it stands for are its route(s).
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import type { AgentSender } from '../jobs/job-manager.js';
@@ -19,16 +20,9 @@ export interface AgentRefusal {
   resource?: Record<string, string>;
 }
 
-/** One audit entry per node, type and code within this window. */
-const AUDIT_WINDOW_MS = 60_000;
-/** Windows kept before the expired ones are swept. */
-const MAX_WINDOWS = 10_000;
-
 export class AgentRefusals {
-  private readonly windows = new Map<string, { until: number; repeats: number }>();
-
   constructor(
-    private readonly audit: AuditLog,
+    private readonly audit: Pick<AuditLog, 'countRefusal'>,
     private readonly agents: AgentSender,
     private readonly registry: Pick<NodeRegistry, 'link'>,
     private readonly log: Logger,
@@ -40,40 +34,17 @@ export class AgentRefusals {
     const address = this.registry.link(node)?.remoteAddress ?? null;
     this.log.warn({ node, address, code: r.code, type: r.type, ...r.resource }, `refused agent message: ${r.message}`);
     this.tell(node, r);
-    const repeats = this.repeatsBefore(`${node}\0${r.type}\0${r.code}`);
-    if (repeats === null) return;
-    try {
-      this.audit.record(
-        {
-          user: null,
-          role: 'node',
-          accessor: null,
-          source: address ?? 'unknown',
-          method: 'WS',
-          route: r.type,
-          resource: { node, ...r.resource },
-          decision: 'deny',
-          reason: `${r.code}: ${r.message}${repeats ? ` (and ${repeats} more refusals like it after the last entry)` : ''}`,
-        },
-        { status: 403, durationMs: null },
-      );
-    } catch (err) {
-      // the refusal stands either way: nothing was relayed
-      this.log.error({ err, node }, 'cannot audit a refused agent message');
-    }
-  }
-
-  /** null while this kind of refusal was audited less than a minute ago (counted); else how many came since its last entry. */
-  private repeatsBefore(key: string): number | null {
-    const now = Date.now();
-    const window = this.windows.get(key);
-    if (window && now < window.until) {
-      window.repeats++;
-      return null;
-    }
-    if (this.windows.size >= MAX_WINDOWS) for (const [k, w] of this.windows) if (now >= w.until) this.windows.delete(k);
-    this.windows.set(key, { until: now + AUDIT_WINDOW_MS, repeats: 0 });
-    return window?.repeats ?? 0;
+    this.audit.countRefusal({
+      source: address ?? 'unknown',
+      user: node,
+      role: 'node',
+      method: 'WS',
+      route: r.type,
+      status: 403,
+      code: r.code,
+      reason: r.message,
+      resource: { node, ...r.resource },
+    });
   }
 
   /**
