@@ -22,7 +22,8 @@ export function register(program: Command): void {
           ['TIME', 'USER', 'SOURCE', 'REQUEST', 'RESOURCE', 'ENV', 'DECISION', 'STATUS', 'MS'],
           entries.map((e) => [
             e.time.replace('T', ' ').slice(0, 23),
-            e.user ? `${e.user}/${e.accessor}` : '-',
+            // a node (role node) or a counted refusal has no token accessor
+            e.user ? (e.accessor ? `${e.user}/${e.accessor}` : e.user) : '-',
             e.source,
             `${e.method} ${e.route}`,
             Object.entries(e.resource).map(([k, v]) => `${k}=${v}`).join(' ') || '-',
