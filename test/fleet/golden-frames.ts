@@ -36,6 +36,12 @@ export const fleetGolden: Record<string, FleetGolden[]> = {
     { map: AgentMessages, frame: { ...result, stdoutBytes: -1 }, error: INVALID },
     { map: AgentMessages, frame: { ...result, signal: 'kill' }, error: INVALID },
   ],
+  'exec.cancel': [
+    { map: ControllerMessages, frame: { type: 'exec.cancel', id: 'e1', reason: 'ended: its API token abc was revoked' } },
+    { map: ControllerMessages, frame: { type: 'exec.cancel', id: 'e1' }, error: INVALID },
+    { map: ControllerMessages, frame: { type: 'exec.cancel', id: 'e1', reason: 'x'.repeat(1025) }, error: INVALID },
+    { map: AgentMessages, frame: { type: 'exec.cancel', id: 'e1', reason: 'x' }, error: UNKNOWN },
+  ],
   'fleet.ping': [
     { map: ControllerMessages, frame: { type: 'fleet.ping', id: 'p1' } },
     { map: ControllerMessages, frame: { type: 'fleet.ping' }, error: INVALID },

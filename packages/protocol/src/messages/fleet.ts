@@ -69,6 +69,14 @@ export const ExecResult = message('exec.result', {
 });
 export type ExecResult = Type.Static<typeof ExecResult>;
 
+/**
+ * controller → agent: end a running exec.run (same id) at once: its session gets SIGTERM, then
+ * SIGKILL. Sent when the credential that started it is revoked; the controller answers for it
+ * without waiting, so the exec.result that follows is dropped.
+ */
+export const ExecCancel = message('exec.cancel', { reason: Type.String({ maxLength: 1024 }) });
+export type ExecCancel = Type.Static<typeof ExecCancel>;
+
 // ---- ping ---------------------------------------------------------------------------
 
 /** controller → agent: answer at once; the round trip is the latency. */

@@ -2,7 +2,7 @@
 import { defineMessages } from '../codec.js';
 import { ErrorMessage, FactsUpdate, Heartbeat, Hello, Welcome } from './session.js';
 import { JobAbort, JobRelease, JobResume, JobSignal, JobStart, RankExit, RankOutput, RankStarted, RanksReport } from './jobs.js';
-import { DoctorInspect, DoctorNodeReport, ExecResult, ExecRun, FleetPing, FleetPong, ProbeConnect, ProbeListen, ProbeListening, ProbeResult } from './fleet.js';
+import { DoctorInspect, DoctorNodeReport, ExecCancel, ExecResult, ExecRun, FleetPing, FleetPong, ProbeConnect, ProbeListen, ProbeListening, ProbeResult } from './fleet.js';
 import { PmiChunk, PmiFailed, PmiFence, PmiFenced, PmiFetch } from './pmi.js';
 import { OmpiAbort, OmpiDaemonRequest, OmpiDaemonRun, OmpiDaemonState, OmpiLauncherState, OmpiStart } from './openmpi.js';
 import { PtyAck, PtyClose, PtyExit, PtyInput, PtyOpen, PtyOpened, PtyOutput, PtyResize, PtySignal } from './fleet.js';
@@ -21,7 +21,7 @@ export const AgentMessages = defineMessages([Hello, Heartbeat, FactsUpdate, Erro
 
 /** Frames the agent accepts from the controller. */
 export const ControllerMessages = defineMessages([Welcome, ErrorMessage, JobStart, JobAbort, JobSignal, JobResume, JobRelease,
-  ExecRun, FleetPing, DoctorInspect, ProbeListen, ProbeConnect, PtyOpen, PtyInput, PtyAck, PtyResize, PtySignal, PtyClose, PmiFenced, PmiChunk,
+  ExecRun, ExecCancel, FleetPing, DoctorInspect, ProbeListen, ProbeConnect, PtyOpen, PtyInput, PtyAck, PtyResize, PtySignal, PtyClose, PmiFenced, PmiChunk,
   OmpiStart, OmpiAbort, OmpiDaemonRun, OmpiDaemonState]);
 
 /** Binary frames the controller accepts from an agent: a header and raw bytes. */
