@@ -1,7 +1,7 @@
 // `rankd exec PATTERN -- CMD ARGS…`: an ad-hoc command on every host a pattern selects,
 // in parallel, reported as Ansible does (`host | SUCCESS | rc=0 >>` and the output).
 // Exits 0 when every host succeeded; like ansible, 4 when a host was unreachable and
-// otherwise 2 when a host failed.
+// otherwise 2 when a host failed; 77 when its token was revoked while it ran.
 import type { Command } from 'commander';
 import type { ExecHostResult, ExecReport, ExecRequest } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
@@ -56,6 +56,12 @@ export function register(program: Command): void {
       if (report.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);
       const { success, failed, unreachable } = report.summary;
       if (failed + unreachable > 0 && !flags.json) process.stderr.write(`rankd: ${success} succeeded, ${failed} failed, ${unreachable} unreachable\n`);
+      if (report.revoked) {
+        // the credential is gone: what the hosts did matters less than that nothing more will run
+        process.stderr.write(`rankd: ${report.revoked.code}: ${report.revoked.message}; the commands still running were ended\n`);
+        process.exitCode = ExitCode.Unauthorized;
+        return;
+      }
       process.exitCode = unreachable > 0 ? EXEC_UNREACHABLE_HOSTS : failed > 0 ? EXEC_FAILED_HOSTS : ExitCode.Ok;
     });
 }

@@ -153,6 +153,12 @@ export const ExecReport = Type.Object({
   hosts: Type.Array(ExecHostResult),
   summary: HostSummary,
   durationMs: Type.Number(),
+  /**
+   * Set when the credential that started the exec was revoked while it ran
+   * (RANKD_CREDENTIAL_REVOKED): the commands still running were ended on their nodes, and
+   * those hosts are FAILED with this same error. Hosts that had finished keep their results.
+   */
+  revoked: Type.Optional(Failure),
 });
 export type ExecReport = Type.Static<typeof ExecReport>;
 

@@ -1,10 +1,12 @@
 // Ad-hoc commands over REST: run argv (or an opted-in shell string) on every host a
-// pattern selects; one report with every host's exit, output and duration.
+// pattern selects; one report with every host's exit, output and duration. The exec belongs
+// to the credential that asked for it: revoking that ends it (see ExecService.run).
 import { ErrorBody, ExecReport, ExecRequest } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ExecService } from '../../fleet/exec/exec-service.js';
 import { installFleetErrors } from '../../fleet/inventory/http-status.js';
+import { streamOwner } from '../auth.js';
 import { refuseRootLoaderEnv } from '../root-target.js';
 
 export async function execRoutes(app: FastifyInstance, opts: { exec: ExecService }): Promise<void> {
@@ -15,7 +17,10 @@ export async function execRoutes(app: FastifyInstance, opts: { exec: ExecService
     { schema: { tags: ['fleet'], summary: 'Run a command on every host a pattern selects, in parallel', body: ExecRequest, response: { 200: ExecReport, 400: ErrorBody } } },
     async (request) => {
       refuseRootLoaderEnv(request.body.user, request.body.env, 'the command');
-      return opts.exec.run(request.body);
+      const report = await opts.exec.run(request.body, streamOwner(request.principal!, request.dashboardSession));
+      // allowed when it began, so the entry stays an allow; its reason says how it ended
+      if (report.revoked) request.auditReason = `exec ended by revocation: ${report.revoked.code}: ${report.revoked.message}`;
+      return report;
     },
   );
 }

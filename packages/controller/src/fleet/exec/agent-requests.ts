@@ -2,7 +2,7 @@
 //
 // A request is a frame with a fresh id; its reply is the frame of the expected type with
 // the same id from the same node. A request ends in exactly one way: the reply, the
-// deadline, or the loss of the link it was sent on (checked on a short timer, because a
+// deadline, its caller abandoning it, or the loss of the link it was sent on (checked on a short timer, because a
 // closed socket is noticed long before the node's TTL runs out).
 import { randomUUID } from 'node:crypto';
 import { FleetErrorCode, RankdError } from '@rankd/protocol';
@@ -36,12 +36,11 @@ export class AgentRequests {
   /**
    * Sends `message` to `node` under a new id and resolves with the reply of `replyType`.
    * Rejects with RANKD_AGENT_UNREACHABLE when the node is not connected, its link drops,
-   * or no reply comes within `timeoutMs`.
+   * or no reply comes within `timeoutMs`. `id` is given by callers that may cancel the request.
    */
-  request<R extends Reply>(node: string, message: { type: string } & Record<string, unknown>, replyType: string, timeoutMs: number): Promise<R> {
+  request<R extends Reply>(node: string, message: { type: string } & Record<string, unknown>, replyType: string, timeoutMs: number, id = AgentRequests.newId()): Promise<R> {
     const link = this.registry.link(node);
     if (!link) return Promise.reject(unreachable(node, 'its agent is not connected'));
-    const id = AgentRequests.newId();
     return new Promise<R>((resolve, reject) => {
       const timer = setTimeout(() => this.settle(id, null, unreachable(node, `no ${replyType} within ${Math.round(timeoutMs)} ms`)), timeoutMs);
       this.pending.set(id, { node, link, replyType, resolve: resolve as (r: Reply) => void, reject, timer });
@@ -61,6 +60,21 @@ export class AgentRequests {
     if (!p || p.node !== conn.name || p.replyType !== message.type) return;
     this.settle(id, message, null);
   };
+
+  /**
+   * Stops waiting for request `id`: it rejects with `err`, and a reply that still comes is
+   * dropped. Returns false when it had already ended. Ending the work on the node is the caller's.
+   */
+  abandon(id: string, err: RankdError): boolean {
+    if (!this.pending.has(id)) return false;
+    this.settle(id, null, err);
+    return true;
+  }
+
+  /** The link a pending request was sent on, to reach the same agent about it. */
+  linkOf(id: string): AgentLink | undefined {
+    return this.pending.get(id)?.link;
+  }
 
   close(): void {
     for (const id of [...this.pending.keys()]) this.settle(id, null, new RankdError(FleetErrorCode.AgentUnreachable, 'the controller is shutting down'));

@@ -3,12 +3,16 @@
 //
 // argv by default. A shell string is an explicit opt-in (`shell`), run as /bin/sh -c,
 // and recorded as such in the event log next to every other exec.
+//
+// An exec is held open like a stream (api/open-streams.ts): revoking the token or user that
+// started it ends its commands on every node within the second, as it ends a shell.
 import { ErrorCode, FleetErrorCode, RankdError, type ExecHostResult, type ExecReport, type ExecRequest, type ExecResult } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { EventsRepo } from '../../store/events-repo.js';
 import type { FleetInventory } from '../inventory/inventory-service.js';
 import type { NodeRegistry } from '../node-registry.js';
-import type { AgentRequests } from './agent-requests.js';
+import type { OpenStreams, StreamEnd, StreamOwner } from '../../api/open-streams.js';
+import { AgentRequests } from './agent-requests.js';
 import { failureOf, partitionTargets } from './targets.js';
 
 export const DEFAULT_EXEC_TIMEOUT_S = 300;
@@ -23,9 +27,15 @@ export class ExecService {
     private readonly requests: AgentRequests,
     private readonly events: EventsRepo,
     private readonly log: Logger,
+    private readonly streams: OpenStreams,
   ) {}
 
-  async run(req: ExecRequest): Promise<ExecReport> {
+  /**
+   * Runs the exec and answers once every host has. With an `owner`, the exec is one of its open
+   * streams: revoking that credential ends the commands still running at once (exec.cancel) and
+   * answers for them with RANKD_CREDENTIAL_REVOKED, without waiting on the nodes.
+   */
+  async run(req: ExecRequest, owner: StreamOwner | null = null): Promise<ExecReport> {
     const argv = commandOf(req);
     const started = performance.now();
     const hosts = this.inventory.resolve(req.pattern);
@@ -42,25 +52,56 @@ export class ExecService {
     };
     const results = new Map<string, ExecHostResult>();
     for (const s of skipped) results.set(s.host, blank(s.host, s.node, s.status, s.error));
-    await Promise.all(
-      ready.map(async (t) => {
-        try {
-          const reply = await this.requests.request<ExecResult & { type: string }>(t.node, message, 'exec.result', timeoutMs + REPLY_MARGIN_MS);
-          results.set(t.host, fromReply(t.host, t.node, reply));
-        } catch (err) {
-          results.set(t.host, blank(t.host, t.node, 'UNREACHABLE', failureOf(err)));
-        }
-      }),
-    );
+    const requestIds = ready.map(() => AgentRequests.newId());
+    let revoked: StreamEnd | null = null;
+    const forget = owner
+      ? this.streams.add(owner, (why) => {
+          revoked = why;
+          this.cancel(requestIds, why);
+        })
+      : () => {};
+    try {
+      await Promise.all(
+        ready.map(async (t, i) => {
+          try {
+            const reply = await this.requests.request<ExecResult & { type: string }>(t.node, message, 'exec.result', timeoutMs + REPLY_MARGIN_MS, requestIds[i]);
+            results.set(t.host, fromReply(t.host, t.node, reply));
+          } catch (err) {
+            const failure = failureOf(err);
+            results.set(t.host, blank(t.host, t.node, failure.code === ErrorCode.CredentialRevoked ? 'FAILED' : 'UNREACHABLE', failure));
+          }
+        }),
+      );
+    } finally {
+      forget();
+    }
     const ordered = hosts.map((h) => results.get(h.host)!);
     const summary = {
       success: ordered.filter((r) => r.status === 'SUCCESS').length,
       failed: ordered.filter((r) => r.status === 'FAILED').length,
       unreachable: ordered.filter((r) => r.status === 'UNREACHABLE').length,
     };
-    this.events.append('fleet.exec', req.pattern, { argv, shell: req.shell !== undefined, user: req.user ?? null, ...summary });
-    this.log.info({ pattern: req.pattern, hosts: ordered.length, ...summary }, 'exec finished');
-    return { pattern: req.pattern, argv, hosts: ordered, summary, durationMs: round(performance.now() - started) };
+    const ended = revoked as StreamEnd | null;
+    this.events.append('fleet.exec', req.pattern, { argv, shell: req.shell !== undefined, user: req.user ?? null, ...summary, ...(ended ? { revoked: ended.code } : {}) });
+    this.log.info({ pattern: req.pattern, hosts: ordered.length, ...summary, ...(ended ? { revoked: ended.message } : {}) }, 'exec finished');
+    return {
+      pattern: req.pattern,
+      argv,
+      hosts: ordered,
+      summary,
+      durationMs: round(performance.now() - started),
+      ...(ended ? { revoked: { code: ended.code, message: ended.message } } : {}),
+    };
+  }
+
+  /** The exec's credential was revoked: each command still running is ended on its node, and answered for now. */
+  private cancel(requestIds: string[], why: StreamEnd): void {
+    for (const id of requestIds) {
+      const link = this.requests.linkOf(id);
+      if (!link || !this.requests.abandon(id, new RankdError(why.code, why.message))) continue;
+      // a link that is down already ended the command on its side (the agent's link-lost rule)
+      link.send({ type: 'exec.cancel', id, reason: why.message.slice(0, 1024) });
+    }
   }
 }
 

@@ -37,7 +37,7 @@ export function createFleetServices(deps: { db: Db; registry: NodeRegistry; even
   const shell = new ShellRelay(registry, deps.access, log);
   return {
     inventory,
-    exec: new ExecService(inventory, registry, requests, events, log),
+    exec: new ExecService(inventory, registry, requests, events, log, deps.access.deps.streams),
     ping: new PingService(inventory, registry, requests),
     doctor: new DoctorService(inventory, registry, requests, events, log),
     shell,
