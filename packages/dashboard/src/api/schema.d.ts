@@ -2581,6 +2581,10 @@ export interface paths {
                                 unreachable: number;
                             };
                             durationMs: number;
+                            revoked?: {
+                                code: string;
+                                message: string;
+                            };
                         };
                     };
                 };
