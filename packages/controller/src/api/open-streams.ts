@@ -1,5 +1,5 @@
-// Every long-lived stream a principal holds open — log follows, /v1/events, shell sessions —
-// by the credential that opened it, so that revoking the credential ends them at once.
+// Every long-lived stream a principal holds open — log follows, /v1/events, shell sessions,
+// running execs — by the credential that opened it, so that revoking the credential ends them at once.
 //
 // Authentication happens when a request arrives; a stream that outlives its request would
 // otherwise keep a revoked token's access for as long as it stays open (a follow for the

@@ -53,10 +53,11 @@ export class ExecService {
     const results = new Map<string, ExecHostResult>();
     for (const s of skipped) results.set(s.host, blank(s.host, s.node, s.status, s.error));
     const requestIds = ready.map(() => AgentRequests.newId());
-    let revoked: StreamEnd | null = null;
+    // set from the revocation callback, read once every host has answered
+    const ended: { by: StreamEnd | null } = { by: null };
     const forget = owner
       ? this.streams.add(owner, (why) => {
-          revoked = why;
+          ended.by = why;
           this.cancel(requestIds, why);
         })
       : () => {};
@@ -81,16 +82,16 @@ export class ExecService {
       failed: ordered.filter((r) => r.status === 'FAILED').length,
       unreachable: ordered.filter((r) => r.status === 'UNREACHABLE').length,
     };
-    const ended = revoked as StreamEnd | null;
-    this.events.append('fleet.exec', req.pattern, { argv, shell: req.shell !== undefined, user: req.user ?? null, ...summary, ...(ended ? { revoked: ended.code } : {}) });
-    this.log.info({ pattern: req.pattern, hosts: ordered.length, ...summary, ...(ended ? { revoked: ended.message } : {}) }, 'exec finished');
+    const revoked = ended.by;
+    this.events.append('fleet.exec', req.pattern, { argv, shell: req.shell !== undefined, user: req.user ?? null, ...summary, ...(revoked ? { revoked: revoked.code } : {}) });
+    this.log.info({ pattern: req.pattern, hosts: ordered.length, ...summary, ...(revoked ? { revoked: revoked.message } : {}) }, 'exec finished');
     return {
       pattern: req.pattern,
       argv,
       hosts: ordered,
       summary,
       durationMs: round(performance.now() - started),
-      ...(ended ? { revoked: { code: ended.code, message: ended.message } } : {}),
+      ...(revoked ? { revoked: { code: revoked.code, message: revoked.message } } : {}),
     };
   }
 
