@@ -5,6 +5,7 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import WebSocket from 'ws';
 import { pino } from 'pino';
 import { enroll, type NodeIdentity } from '@rankd/agent';
 
@@ -78,4 +79,21 @@ export function identityFor(controller: { url: string; joinToken: string; caHash
 /** The agent gateway's URL (wss://…/v1/agent). */
 export function gatewayUrl(controllerUrl: string): string {
   return controllerUrl.replace(/^https/, 'wss') + '/v1/agent';
+}
+
+/** Opens the agent gateway with a node identity: 101 when the upgrade is accepted, else the status and the refusal's code. */
+export function upgradeWith(controllerUrl: string, id: { ca: string; cert: string; key: string }): Promise<{ status: number; code: string }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(gatewayUrl(controllerUrl), ['rankd.v1'], { ca: id.ca, cert: id.cert, key: id.key, handshakeTimeout: 5000 });
+    ws.on('open', () => {
+      ws.terminate();
+      resolve({ status: 101, code: '' });
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: (JSON.parse(body) as { code: string }).code }));
+    });
+    ws.on('error', () => undefined);
+  });
 }

@@ -3,10 +3,9 @@
 // not names; expired certificates; plain HTTP on the TLS port.
 import { connect } from 'node:net';
 import t from 'tap';
-import WebSocket from 'ws';
 import { keyAndCsr } from '@rankd/agent';
 import { runCli, startController, type ControllerHandle } from '../helpers/daemons.js';
-import { enrollIdentity, gatewayUrl, httpsFetch } from '../helpers/tls.js';
+import { enrollIdentity, httpsFetch, upgradeWith } from '../helpers/tls.js';
 
 async function mint(controller: ControllerHandle, body: Record<string, unknown> = {}): Promise<string> {
   const r = await controller.api<{ token: string }>('/v1/join-tokens', { method: 'POST', body });
@@ -16,22 +15,6 @@ async function mint(controller: ControllerHandle, body: Record<string, unknown> 
 
 async function post(controller: ControllerHandle, token: string, csr: string) {
   return controller.api<{ code: string; message: string; certificate?: string }>('/v1/enroll', { method: 'POST', token: null, body: { token, csr } });
-}
-
-function upgradeWith(controller: ControllerHandle, id: { ca: string; cert: string; key: string }): Promise<{ status: number; code: string }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(gatewayUrl(controller.url), ['rankd.v1'], { ca: id.ca, cert: id.cert, key: id.key, handshakeTimeout: 5000 });
-    ws.on('open', () => {
-      ws.terminate();
-      resolve({ status: 101, code: '' });
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: (JSON.parse(body) as { code: string }).code }));
-    });
-    ws.on('error', () => undefined);
-  });
 }
 
 t.test('join tokens: unknown, expired, revoked and spent tokens get stable codes and change nothing', async (t) => {
@@ -162,23 +145,23 @@ t.test('a name in use needs an admin: refused until `rankd node remove`, then it
     (e: { code?: string }) => e,
   );
   t.equal(err?.code, 'RANKD_NODE_NAME_IN_USE', 'the same name under another key is refused');
-  t.equal((await upgradeWith(controller, first)).status, 101, 'the first owner still connects');
+  t.equal((await upgradeWith(controller.url, first)).status, 101, 'the first owner still connects');
   const removed = await runCli(['node', 'remove', 'twin'], controller.clientEnv);
   t.equal(removed.code, 0, removed.stderr);
   t.match(removed.stderr, /1 certificate\(s\) revoked/);
-  const refused = await upgradeWith(controller, first);
+  const refused = await upgradeWith(controller.url, first);
   t.same(refused, { status: 401, code: 'RANKD_NODE_CERT_REVOKED' }, 'the removed certificate is refused at the handshake');
   const again = await enrollIdentity(controller, 'twin');
-  t.equal((await upgradeWith(controller, again)).status, 101, 'the admin freed the name: a new key enrolls');
+  t.equal((await upgradeWith(controller.url, again)).status, 101, 'the admin freed the name: a new key enrolls');
 });
 
 t.test('an expired node certificate is refused at the handshake', async (t) => {
   const controller = await startController({ extra: ['--node-cert-ttl', '2s'] });
   t.teardown(() => controller.stop());
   const id = await enrollIdentity(controller, 'shortlived');
-  t.equal((await upgradeWith(controller, id)).status, 101);
+  t.equal((await upgradeWith(controller.url, id)).status, 101);
   await new Promise((r) => setTimeout(r, 2500));
-  t.same(await upgradeWith(controller, id), { status: 401, code: 'RANKD_NODE_CERT_EXPIRED' });
+  t.same(await upgradeWith(controller.url, id), { status: 401, code: 'RANKD_NODE_CERT_EXPIRED' });
 });
 
 t.test('plain HTTP on the TLS port gets no API answer, only a fixed error', async (t) => {

@@ -4,26 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import WebSocket from 'ws';
 import { keyAndCsr } from '@rankd/agent';
 import { agentStateDir, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
-import { enrollIdentity, gatewayUrl, httpsFetch } from '../helpers/tls.js';
-
-function upgradeWith(url: string, id: { ca: string; cert: string; key: string }): Promise<{ status: number; code: string }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(gatewayUrl(url), ['rankd.v1'], { ca: id.ca, cert: id.cert, key: id.key, handshakeTimeout: 5000 });
-    ws.on('open', () => {
-      ws.terminate();
-      resolve({ status: 101, code: '' });
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: (JSON.parse(body) as { code: string }).code }));
-    });
-    ws.on('error', () => undefined);
-  });
-}
+import { enrollIdentity, httpsFetch, upgradeWith } from '../helpers/tls.js';
 
 async function renewWith(url: string, id: { ca: string; cert: string; key: string }, name: string) {
   const res = await httpsFetch(`${url}/v1/enroll/renew`, {
