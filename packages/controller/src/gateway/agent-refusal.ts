@@ -6,6 +6,7 @@
 // A node repeating itself must not flood the audit log: its refusals are counted like every
 // refusal anyone can cause (store/audit-refusals.ts), one entry per node, link address, code
 // and minute whose `count` grows; the message types it stands for are its route(s).
+import { ErrorCode } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import type { AgentSender } from '../jobs/job-manager.js';
@@ -45,6 +46,11 @@ export class AgentRefusals {
       reason: r.message,
       resource: { node, ...r.resource },
     });
+  }
+
+  /** `node` spoke about a rank the rank map puts on another node: never legitimate (a misconfigured name, or an impostor). */
+  foreignRank(node: string, type: string, jobId: string, rank: number): void {
+    this.refuse(node, { type, code: ErrorCode.ForeignRank, message: `rank ${rank} of job ${jobId} does not run on ${node}`, resource: { job: jobId, rank: String(rank) } });
   }
 
   /**

@@ -1,5 +1,5 @@
 // Agent messages of the PMI exchange, routed to the fence and to the job lifecycle.
-import { ErrorCode, type PmiFailed, type PmiFence, type PmiFetch } from '@rankd/protocol';
+import type { PmiFailed, PmiFence, PmiFetch } from '@rankd/protocol';
 import type { JobManager } from '../jobs/job-manager.js';
 import type { FenceExchange } from '../pmi/fence-exchange.js';
 import type { AgentHandler } from './agent-connection.js';
@@ -15,7 +15,7 @@ export function pmiHandlers(exchange: FenceExchange, jobs: JobManager, refusals:
         const m = raw as unknown as PmiFailed;
         const owner = jobs.live.get(m.jobId)?.ranks[m.rank]?.node;
         if (owner !== undefined && owner !== conn.name) {
-          refusals.refuse(conn.name!, { type: m.type, code: ErrorCode.ForeignRank, message: `rank ${m.rank} of job ${m.jobId} does not run on ${conn.name}`, resource: { job: m.jobId, rank: String(m.rank) } });
+          refusals.foreignRank(conn.name!, m.type, m.jobId, m.rank);
           return;
         }
         jobs.pmiFailed(conn.name!, m);

@@ -1,6 +1,6 @@
 // What agents report about ranks: starts, output, exits, and — after every
 // reconnect — the ranks they hold, which the controller reconciles with its records.
-import { ErrorCode, type RankExit, type RankOutput, type RankStarted, type RanksReport, type StreamName } from '@rankd/protocol';
+import type { RankExit, RankOutput, RankStarted, RanksReport, StreamName } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentRefusals } from '../gateway/agent-refusal.js';
 import type { RankRecord } from '../store/jobs-repo.js';
@@ -152,8 +152,7 @@ export class RankEvents {
     const r = live?.ranks[rank];
     if (!live || !r) return null;
     if (r.node !== node) {
-      // never legitimate (a misconfigured node name, or an impostor): refuse it out loud
-      this.refusals.refuse(node, { type, code: ErrorCode.ForeignRank, message: `rank ${rank} of job ${jobId} does not run on ${node}`, resource: { job: jobId, rank: String(rank) } });
+      this.refusals.foreignRank(node, type, jobId, rank);
       return FOREIGN;
     }
     return { live, r };
