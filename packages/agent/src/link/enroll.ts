@@ -29,11 +29,6 @@ export interface NodeIdentity {
 
 const FILES = { key: 'node.key', cert: 'node.crt', ca: 'ca.crt' } as const;
 
-/** sha256:HEX of the SubjectPublicKeyInfo (DER) of the one CA certificate `pem` holds; throws RANKD_CA_BUNDLE_INVALID otherwise. */
-export function caHashOf(pem: string): string {
-  return pinnableCa(pem, 'the CA').hash;
-}
-
 /** The identity kept in the state directory, or null when there is none. Throws when it belongs to another name. */
 export function loadIdentity(stateDir: string, name: string): NodeIdentity | null {
   const paths = Object.values(FILES).map((f) => join(stateDir, f));
