@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { writeEnvFile } from '../ranks/caller-env.js';
 import { supervisorEnv, type Launcher } from '../ranks/launcher.js';
-import { supervisorArgv } from '../ranks/supervisor.js';
+import { supervisorArgv, userSpecOf } from '../ranks/supervisor.js';
 import type { FleetIdentity } from './identity.js';
 
 export interface SwitchedCommand {
@@ -30,9 +30,8 @@ export function switchedCommand(launcher: Launcher, id: FleetIdentity, cwd: stri
     cleanup();
     throw err;
   }
-  const userSpec = id.switchUser ? `${id.uid}:${id.gid}:${id.groups.join(',') || id.gid}` : null;
   return {
-    argv: supervisorArgv({ launcher, mode: 'exec', options: [], rankDir: dir, cgroup: null, userSpec, cwd, chain: argv }),
+    argv: supervisorArgv({ launcher, mode: 'exec', options: [], rankDir: dir, cgroup: null, userSpec: userSpecOf(id), cwd, chain: argv }),
     env: supervisorEnv(launcher),
     cleanup,
   };

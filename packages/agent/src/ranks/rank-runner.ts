@@ -26,7 +26,7 @@ import { endGroup, startPtyRank } from './pty-rank.js';
 import { assertJobId, assertRank, validateLaunch, type RankExit, type RankInfo, type RankLaunch, type StartedRank } from './rank-spec.js';
 import { files, readExit, readLaunchRecord, readRankRecord, recordUnknown, startedAt } from './records.js';
 import { Spool, writeJsonAtomic, type LaunchRecord, type RankRecord } from './spool.js';
-import { startSupervised, supervisorArgv, type SupervisorArgs } from './supervisor.js';
+import { startSupervised, supervisorArgv, userSpecOf, type SupervisorArgs } from './supervisor.js';
 
 export interface RankRunnerOptions {
   /** Where ranks' records and output live; must survive agent restarts (not a tmpfs the unit owns). */
@@ -122,7 +122,7 @@ export class RankRunner extends EventEmitter<Events> {
         options: pin.options,
         rankDir: dir,
         cgroup,
-        userSpec: identity.switchUser ? `${identity.uid}:${identity.gid}:${identity.groups.join(',')}` : null,
+        userSpec: userSpecOf(identity),
         cwd,
         // a PTY child already leads its own session (with the terminal); setsid(1) would fork there
         chain: launch.pty || !this.setsid ? pin.argv : [this.setsid, ...pin.argv],

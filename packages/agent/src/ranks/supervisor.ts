@@ -5,6 +5,7 @@ import type { Socket } from 'node:net';
 import os from 'node:os';
 import { RankErrorCode, rankError } from './errors.js';
 import { encodeEnv } from './caller-env.js';
+import type { RankIdentity } from './identity.js';
 import { supervisorEnv, type Launcher } from './launcher.js';
 
 export interface SupervisorArgs {
@@ -19,6 +20,11 @@ export interface SupervisorArgs {
   cwd: string;
   /** The exec chain: setsid(1) where needed, the pinning wrapper if any, then the program's argv. */
   chain: string[];
+}
+
+/** The supervisor's uid:gid:g1,g2 for `identity`, or null when it keeps the agent's user (no groups: both supervisors take the gid alone). */
+export function userSpecOf(identity: Pick<RankIdentity, 'switchUser' | 'uid' | 'gid' | 'groups'>): string | null {
+  return identity.switchUser ? `${identity.uid}:${identity.gid}:${identity.groups.join(',')}` : null;
 }
 
 /** The supervisor's argv, which is also its /proc cmdline while its child has not exec'd yet. */
