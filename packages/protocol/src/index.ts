@@ -10,6 +10,7 @@ export * from './facts.js';
 export * from './cpuset.js';
 export * from './plan.js';
 export * from './mpi-modes.js';
+export * from './job-list.js';
 export * from './orted-launch.js';
 export * from './messages/index.js';
 export * from './rest/index.js';

@@ -13,6 +13,7 @@ import {
   ErrorCode,
   RankdError,
   type JobState,
+  type JobList,
   type JobSubmit,
   type JobView,
   type PlacementSpec,
@@ -30,7 +31,7 @@ import { Scheduler } from '../schedule/scheduler.js';
 import type { Start } from '../schedule/scheduling-pass.js';
 import { processMapping } from '../pmi/process-mapping.js';
 import type { EventsRepo } from '../store/events-repo.js';
-import type { JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
+import type { JobFilter, JobRecord, JobsRepo, RankRecord } from '../store/jobs-repo.js';
 import { admit } from './job-admission.js';
 import { endsAt, pendingRanks, queuedJob, queuedRecord } from './job-records.js';
 import { newJobId } from './job-ids.js';
@@ -216,9 +217,12 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     return job ? jobView(job, this.repo.ranks(job)) : null;
   }
 
-  /** The newest jobs, everyone's or one owner's. */
-  list(limit = 100, owner?: string) {
-    return this.repo.list(limit, owner).map((j) => jobSummary(this.live.get(j.id)?.job ?? this.queued.get(j.id) ?? j));
+  /** The newest jobs that pass the filter, and whether more than `limit` of them do. */
+  list(filter: JobFilter): JobList {
+    // one more than asked for tells whether the answer leaves some off
+    const records = this.repo.list({ ...filter, limit: filter.limit + 1 });
+    const jobs = records.slice(0, filter.limit).map((j) => jobSummary(this.live.get(j.id)?.job ?? this.queued.get(j.id) ?? j));
+    return { jobs, more: records.length > filter.limit };
   }
 
   /** Who submitted a job: its owner's name, null when it has none, undefined when there is no such job. */

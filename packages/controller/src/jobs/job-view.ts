@@ -41,6 +41,7 @@ export function jobSummary(job: JobRecord): JobSummary {
     owner: job.owner,
     exitCode: job.exitCode,
     createdAt: new Date(job.createdAt).toISOString(),
+    startedAt: iso(job.startedAt),
     endedAt: iso(job.endedAt),
   };
 }

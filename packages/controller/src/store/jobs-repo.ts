@@ -48,6 +48,18 @@ export interface RankRecord {
 
 type Row = Record<string, unknown>;
 
+/** What a listing asks for; every filter given must hold. */
+export interface JobFilter {
+  limit: number;
+  owner?: string;
+  /** Any of these states. */
+  states?: readonly JobState[];
+  /** Created at or after this (epoch ms). */
+  since?: number;
+  /** Ids that start with this ([A-Za-z0-9_-] only: the route's schema holds it to that). */
+  idPrefix?: string;
+}
+
 export class JobsRepo {
   private readonly insertJob;
   private readonly insertPlan;
@@ -58,9 +70,10 @@ export class JobsRepo {
   private readonly byId;
   private readonly byKey;
   private readonly ranksOf;
-  private readonly recent;
-  private readonly recentOf;
   private readonly active;
+  private readonly db: Db;
+  /** A listing's statement per combination of filters given: at most 2^4 of them. */
+  private readonly listings = new Map<string, ReturnType<Db['prepare']>>();
   readonly create: (job: JobRecord) => void;
   /**
    * A queued job starts: its state, rank map and allocation in one transaction. Its ranks get
@@ -85,8 +98,7 @@ export class JobsRepo {
     this.byId = db.prepare(`${SELECT_JOBS} WHERE id = ?`);
     this.byKey = db.prepare(`${SELECT_JOBS} WHERE idempotency_key = ?`);
     this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? ORDER BY rank');
-    this.recent = db.prepare(`${SELECT_JOBS} ORDER BY created_at DESC, id DESC LIMIT ?`);
-    this.recentOf = db.prepare(`${SELECT_JOBS} WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?`);
+    this.db = db;
     this.active = db.prepare(`${SELECT_JOBS} WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`);
     this.create = db.transaction((job: JobRecord) => {
       this.insertJob.run(jobParams(job));
@@ -132,9 +144,22 @@ export class JobsRepo {
     return ranks;
   }
 
-  /** The newest jobs: everyone's, or one owner's. */
-  list(limit: number, owner?: string): JobRecord[] {
-    return ((owner === undefined ? this.recent.all(limit) : this.recentOf.all(owner, limit)) as Row[]).map(toJob);
+  /** The newest jobs that pass the filter, newest first. */
+  list(filter: JobFilter): JobRecord[] {
+    const { states, ...rest } = filter;
+    if (states === undefined) return this.listRows(rest).map(toJob);
+    // each state's newest through the index on (state, created_at), then merged: one query
+    // over several states reads every job of them and sorts (150 ms for 200,000 finished jobs)
+    const rows = states.flatMap((state) => this.listRows({ ...rest, state }));
+    rows.sort((a, b) => (b['created_at'] as number) - (a['created_at'] as number) || ((b['id'] as string) < (a['id'] as string) ? -1 : 1));
+    return rows.slice(0, filter.limit).map(toJob);
+  }
+
+  private listRows(filter: Omit<JobFilter, 'states'> & { state?: JobState }): Row[] {
+    const { where, params } = listingWhere(filter);
+    let stmt = this.listings.get(where);
+    if (!stmt) this.listings.set(where, (stmt = this.db.prepare(`${SELECT_JOBS} ${where} ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT @limit`)));
+    return stmt.all({ ...params, limit: filter.limit }) as Row[];
   }
 
   listActive(): JobRecord[] {
@@ -144,6 +169,31 @@ export class JobsRepo {
 
 /** A job row with its plan, when it has one (queued jobs have none yet). */
 const SELECT_JOBS = 'SELECT jobs.*, job_plans.rank_map, job_plans.allocation FROM jobs LEFT JOIN job_plans ON job_plans.job_id = jobs.id';
+
+/** The WHERE clause of a listing (the same text for the same filters given) and its parameters. */
+function listingWhere(filter: Omit<JobFilter, 'states'> & { state?: JobState }): { where: string; params: Record<string, unknown> } {
+  const terms: string[] = [];
+  const params: Record<string, unknown> = {};
+  if (filter.owner !== undefined) {
+    terms.push('jobs.owner = @owner');
+    params['owner'] = filter.owner;
+  }
+  if (filter.state !== undefined) {
+    terms.push('jobs.state = @state');
+    params['state'] = filter.state;
+  }
+  if (filter.since !== undefined) {
+    terms.push('jobs.created_at >= @since');
+    params['since'] = filter.since;
+  }
+  if (filter.idPrefix !== undefined) {
+    // a range on the primary key, not LIKE (whose `_` is a wildcard): '~' sorts after every id character
+    terms.push('jobs.id >= @idPrefix AND jobs.id < @idPrefixEnd');
+    params['idPrefix'] = filter.idPrefix;
+    params['idPrefixEnd'] = `${filter.idPrefix}~`;
+  }
+  return { where: terms.length > 0 ? `WHERE ${terms.join(' AND ')}` : '', params };
+}
 
 function jobParams(job: JobRecord) {
   const { rankMap: _plan, allocation: _held, ...row } = job;

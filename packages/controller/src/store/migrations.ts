@@ -188,4 +188,11 @@ export const migrations: readonly string[] = [
   -- one row per source, minute and reason, with how many there were.
   ALTER TABLE audit ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
   `,
+  `
+  -- rankd jobs --state: the newest jobs of a state come straight from this index (in order,
+  -- LIMIT rows read); on state alone, SQLite read every job of that state and sorted them.
+  -- It serves the restart's active-job query (state IN …) as well as jobs_state did.
+  DROP INDEX jobs_state;
+  CREATE INDEX jobs_state_created ON jobs(state, created_at);
+  `,
 ];

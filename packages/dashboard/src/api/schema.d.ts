@@ -1395,11 +1395,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recent jobs, newest first */
+        /** Recent jobs, newest first, filtered by state, owner, submission time or id prefix */
         get: {
             parameters: {
                 query?: {
+                    /** @description at most this many jobs (default 100) */
                     limit?: number;
+                    /** @description comma-separated job states, or active (not ended) or done (ended) */
+                    state?: string;
+                    user?: string;
+                    /** @description submitted at or after this ISO time (or milliseconds since the epoch) */
+                    since?: string;
+                    idPrefix?: string;
                 };
                 header?: never;
                 path?: never;
@@ -1425,13 +1432,42 @@ export interface paths {
                                 owner: string | null;
                                 exitCode: number | null;
                                 createdAt: string;
+                                startedAt: string | null;
                                 endedAt: string | null;
                             }[];
+                            more: boolean;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
                         };
                     };
                 };
                 401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;

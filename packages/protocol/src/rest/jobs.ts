@@ -1,9 +1,11 @@
 // REST schemas of jobs: the submission, the job view, and log queries.
 import Type from 'typebox';
+import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_GROUPS, MAX_JOB_LIST_LIMIT, type JobStateName } from '../job-list.js';
 import type { MpiMode } from '../mpi-modes.js';
 import { Nullable } from '../nullable.js';
 import { Binding, SignalName, StreamName } from '../messages/jobs.js';
 import { PlacementSpec, RankMap } from '../plan.js';
+import { UserName } from './users.js';
 
 export const FailPolicy = Type.Union([Type.Literal('fail-fast'), Type.Literal('wait')]);
 export type FailPolicy = Type.Static<typeof FailPolicy>;
@@ -62,8 +64,11 @@ export const JobState = Type.Union([
   Type.Literal('lost'),
 ]);
 export type JobState = Type.Static<typeof JobState>;
+/** The schema of JOB_STATES (job-list.ts, which the CLI loads without TypeBox); the check below keeps the two equal. */
+const sameStates: [JobState, JobStateName] extends [JobStateName, JobState] ? true : never = true;
+void sameStates;
 
-export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set(['succeeded', 'failed', 'cancelled', 'timed-out', 'lost']);
+export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set(JOB_STATE_GROUPS.done);
 
 export const RankState = Type.Union([
   Type.Literal('pending'),
@@ -132,15 +137,37 @@ export const JobSummary = Type.Object({
   owner: Nullable(Type.String()),
   exitCode: Nullable(Type.Integer()),
   createdAt: Type.String(),
+  /** When its ranks were started; null while queued, and for a job that ended before it started. */
+  startedAt: Nullable(Type.String()),
   endedAt: Nullable(Type.String()),
 });
 export type JobSummary = Type.Static<typeof JobSummary>;
 
-export const JobList = Type.Object({ jobs: Type.Array(JobSummary) });
+export const JobList = Type.Object({
+  /** Newest first. */
+  jobs: Type.Array(JobSummary),
+  /** More jobs match than `limit` let the answer hold: raise it, or narrow the filters. */
+  more: Type.Boolean(),
+});
 export type JobList = Type.Static<typeof JobList>;
 
 /** Job ids are [A-Za-z0-9_-]: `/`, `.`, `..`, NUL and the like are a 400 before anything is looked up. */
-export const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }) });
+const JobId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
+
+/** The filters of GET /v1/jobs; every one given must hold. */
+export const JobListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_JOB_LIST_LIMIT, description: `at most this many jobs (default ${DEFAULT_JOB_LIST_LIMIT})` })),
+  /** Checked by the route (job-list.ts), so that a refusal names the word it does not know. */
+  state: Type.Optional(Type.String({ maxLength: 256, description: 'comma-separated job states, or active (not ended) or done (ended)' })),
+  /** A rankd user: the owner of the jobs. Beyond oneself only for a role that reads every job. */
+  user: Type.Optional(UserName),
+  since: Type.Optional(Type.String({ maxLength: 64, description: 'submitted at or after this ISO time (or milliseconds since the epoch)' })),
+  /** The jobs whose id starts with this: how clients resolve a unique prefix among the jobs their caller may see. */
+  idPrefix: Type.Optional(JobId),
+});
+export type JobListQuery = Type.Static<typeof JobListQuery>;
+
+export const JobParams = Type.Object({ id: JobId });
 export type JobParams = Type.Static<typeof JobParams>;
 
 export const JobSignalRequest = Type.Object({ signal: SignalName, rank: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false });

@@ -1,11 +1,11 @@
 // Jobs over REST: submit, list, inspect, cancel, signal.
-import { ErrorBody, ErrorCode, JobList, JobParams, JobSignalRequest, JobSubmit, JobView, RankdError } from '@rankd/protocol';
+import { ErrorBody, ErrorCode, JobList, JobListQuery, JobParams, JobSignalRequest, JobSubmit, JobView, RankdError } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Type from 'typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
 import { jobViewJson } from '../../jobs/rank-map-json.js';
 import { forbidden, type AccessControl } from '../auth.js';
+import { jobFilterOf } from '../job-list-filter.js';
 import { refuseRootLoaderEnv } from '../root-target.js';
 
 /**
@@ -55,9 +55,19 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
 
   api.get(
     '/v1/jobs',
-    { schema: { tags: ['jobs'], summary: 'Recent jobs, newest first', querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) }), response: { 200: JobList } } },
-    // a role that reads its own jobs only lists its own
-    async (request) => ({ jobs: jobs.list(request.query.limit ?? 100, access.ownerFilter(request.principal, 'jobs.read')) }),
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: 'Recent jobs, newest first, filtered by state, owner, submission time or id prefix',
+        querystring: JobListQuery,
+        response: { 200: JobList, 400: ErrorBody, 403: ErrorBody },
+      },
+    },
+    async (request) => {
+      if (request.query.user !== undefined) request.auditResource = { user: request.query.user };
+      // a role that reads its own jobs only lists its own
+      return jobs.list(jobFilterOf(request.query, request.principal, access.ownerFilter(request.principal, 'jobs.read')));
+    },
   );
 
   api.get('/v1/jobs/:id', { ...jobViewSerializer, schema: { tags: ['jobs'], summary: 'One job with its rank map and the actual binding of every rank', params: JobParams, response: { 200: JobView, 404: ErrorBody } } }, async (request) => {
