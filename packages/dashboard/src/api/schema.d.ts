@@ -2827,7 +2827,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller: user, role, Unix user, token accessor */
+        /** The caller: user, role, Unix user, and the token or session it authenticated with */
         get: {
             parameters: {
                 query?: never;
@@ -2848,6 +2848,12 @@ export interface paths {
                             role: "admin" | "operator" | "user" | "reader";
                             unixUser: string | null;
                             accessor: string;
+                            credential: {
+                                kind: "api-token" | "dashboard-session";
+                                createdAt: string;
+                                expiresAt: string | null;
+                                description: string;
+                            };
                         };
                     };
                 };

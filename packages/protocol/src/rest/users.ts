@@ -71,7 +71,26 @@ export type TokenList = Type.Static<typeof TokenList>;
 export const TokenParams = Type.Object({ accessor: Accessor });
 export const TokenQuery = Type.Object({ user: Type.Optional(UserName) });
 
-export const WhoAmI = Type.Object({ name: Type.String(), role: Role, unixUser: Nullable(Type.String()), accessor: Type.String() });
+/** What authenticated a request: an API token, or a dashboard session opened with one. */
+export const Credential = Type.Object({
+  kind: Type.Union([Type.Literal('api-token'), Type.Literal('dashboard-session')]),
+  /** When the token was created. */
+  createdAt: Type.String(),
+  /** Null for an API token: it holds until revoked (rankd token revoke). A dashboard session ends at this time. */
+  expiresAt: Nullable(Type.String()),
+  /** The token's description, as given to `rankd token create --description`. */
+  description: Type.String(),
+});
+export type Credential = Type.Static<typeof Credential>;
+
+export const WhoAmI = Type.Object({
+  name: Type.String(),
+  role: Role,
+  unixUser: Nullable(Type.String()),
+  /** The accessor of the API token (of a dashboard session: of the token it was opened with). */
+  accessor: Type.String(),
+  credential: Credential,
+});
 export type WhoAmI = Type.Static<typeof WhoAmI>;
 
 export const AuditEntry = Type.Object({

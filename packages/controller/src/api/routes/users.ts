@@ -31,9 +31,19 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
     return p;
   };
 
-  api.get('/v1/whoami', { schema: { tags: ['users'], summary: 'The caller: user, role, Unix user, token accessor', response: { 200: WhoAmI } } }, async (request) => {
+  api.get('/v1/whoami', { schema: { tags: ['users'], summary: 'The caller: user, role, Unix user, and the token or session it authenticated with', response: { 200: WhoAmI } } }, async (request) => {
     const p = me(request.principal);
-    return { name: p.user, role: p.role, unixUser: p.unixUser, accessor: p.accessor };
+    // the token authenticated this very request: gone now only if revoked in between
+    const token = users.token(p.accessor);
+    if (!token) throw new RankdError(ErrorCode.Unauthorized, `token ${p.accessor} was revoked`);
+    const session = request.dashboardSession;
+    const credential = {
+      kind: session ? ('dashboard-session' as const) : ('api-token' as const),
+      createdAt: iso(token.createdAt)!,
+      expiresAt: session ? iso(session.expiresAt) : null,
+      description: token.description,
+    };
+    return { name: p.user, role: p.role, unixUser: p.unixUser, accessor: p.accessor, credential };
   });
 
   api.get('/v1/users', { schema: { tags: ['users'], summary: 'The users with their roles and Unix users', response: { 200: UserList } } }, async () => ({
