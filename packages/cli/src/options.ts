@@ -32,6 +32,20 @@ export function duration(value: string): number {
   return ms;
 }
 
+/**
+ * "30m", "2h", "1d" back from now, or an ISO time ("2026-11-25", "2026-11-25T14:00"; local
+ * time unless it ends in Z or an offset) → that instant as an ISO time, as REST takes it.
+ */
+export function sinceTime(value: string): string {
+  const ago = /^(\d+)(s|m|h|d)$/.exec(value);
+  if (ago) return new Date(Date.now() - Number(ago[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as 's' | 'm' | 'h' | 'd']).toISOString();
+  const iso = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.exec(value);
+  // a date alone is local midnight, as a time without an offset is (JavaScript reads it as UTC)
+  const at = iso ? Date.parse(iso[1] === undefined ? `${value}T00:00` : value) : NaN;
+  if (!Number.isFinite(at)) throw new InvalidArgumentError(`"${value}" is neither a time back from now (30s, 15m, 2h, 1d) nor an ISO time (2026-11-25T14:00)`);
+  return new Date(at).toISOString();
+}
+
 /** "64MiB", "500k", "1G", "4096" → bytes (k, M, G: powers of 1024, with or without "iB"). */
 export function byteSize(value: string): number {
   const m = /^(\d+)\s*(k|m|g)?(i?b)?$/i.exec(value.trim());

@@ -1,25 +1,48 @@
 // `rankd jobs`, `rankd job ID`, `rankd cancel ID`.
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import type { JobList, JobView } from '@rankd/protocol';
 import { formatCpuList } from '@rankd/protocol/cpuset';
+import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_WORDS, MAX_JOB_LIST_LIMIT, parseJobStates } from '@rankd/protocol/job-list';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { elapsedOf, tableTime } from '../elapsed.js';
+import { positiveInt, sinceTime } from '../options.js';
 import { renderTable } from '../table.js';
 
 export function register(program: Command): void {
   program
     .command('jobs')
-    .description('list recent jobs')
+    .description(`list recent jobs, newest first (the newest ${DEFAULT_JOB_LIST_LIMIT} unless --limit)`)
+    .option('--limit <n>', `at most this many jobs, 1 to ${MAX_JOB_LIST_LIMIT} (default ${DEFAULT_JOB_LIST_LIMIT})`, listLimit)
+    .option('--state <states>', `only jobs in these states, comma-separated: ${JOB_STATE_WORDS.join(', ')} (active: not ended; done: ended)`, jobStates)
+    .option('--user <name>', "only this rankd user's jobs (another's: admin, operator or reader)", userName)
+    .option('--since <time>', 'only jobs submitted since: a time back from now (30m, 2h, 1d) or an ISO time', sinceTime)
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }) => {
-      const { jobs } = await request<JobList>(loadClientConfig(), '/v1/jobs');
+    .addHelpText('after', '\nELAPSED is squeue\'s TIME: M:SS, H:MM:SS or D-HH:MM:SS, up to now for a running job, "-" for one that has not started.\nTimes are UTC.')
+    .action(async (opts: { limit?: number; state?: string; user?: string; since?: string; json?: boolean }) => {
+      const query = new URLSearchParams();
+      for (const key of ['limit', 'state', 'user', 'since'] as const) if (opts[key] !== undefined) query.set(key, String(opts[key]));
+      const { jobs, more } = await request<JobList>(loadClientConfig(), `/v1/jobs${query.size > 0 ? `?${query}` : ''}`);
       if (opts.json) return void process.stdout.write(JSON.stringify(jobs, null, 2) + '\n');
+      const now = Date.now();
       process.stdout.write(
         renderTable(
-          ['ID', 'STATE', 'RANKS', 'NODES', 'EXIT', 'CREATED', 'COMMAND'],
-          jobs.map((j) => [j.id, j.state, String(j.worldSize), j.nodes.join(','), j.exitCode === null ? '-' : String(j.exitCode), j.createdAt.replace('T', ' ').slice(0, 19), j.command.join(' ')]),
+          ['ID', 'USER', 'STATE', 'RANKS', 'NODES', 'EXIT', 'CREATED', 'START', 'ELAPSED', 'COMMAND'],
+          jobs.map((j) => [
+            j.id,
+            j.owner ?? '-',
+            j.state,
+            String(j.worldSize),
+            j.nodes.join(',') || '-',
+            j.exitCode === null ? '-' : String(j.exitCode),
+            tableTime(j.createdAt),
+            tableTime(j.startedAt),
+            elapsedOf(j, now),
+            j.command.join(' '),
+          ]),
         ),
       );
+      if (more) process.stderr.write(`rankd: more jobs match than the ${jobs.length} shown; ${moreHint(opts)}\n`);
     });
 
   program
@@ -30,16 +53,20 @@ export function register(program: Command): void {
     .action(async (id: string, opts: { json?: boolean }) => {
       const job = await request<JobView>(loadClientConfig(), `/v1/jobs/${encodeURIComponent(id)}`);
       if (opts.json) return void process.stdout.write(JSON.stringify(job, null, 2) + '\n');
-      process.stdout.write(`job ${job.id}  ${job.state}  ${job.reason}\ncommand: ${job.command.join(' ')}\nexit code: ${job.exitCode ?? '-'}\n\n`);
+      const now = Date.now();
+      process.stdout.write(`job ${job.id}  ${job.state}  ${job.reason}\ncommand: ${job.command.join(' ')}\nexit code: ${job.exitCode ?? '-'}\n`);
+      process.stdout.write(`created: ${tableTime(job.createdAt)}  start: ${tableTime(job.startedAt)}  end: ${tableTime(job.endedAt)}  elapsed: ${elapsedOf(job, now)}\n\n`);
       process.stdout.write(
         renderTable(
-          ['RANK', 'NODE', 'STATE', 'PID', 'EXIT', 'PLANNED CPUS', 'ACTUAL CPUS', 'MEM', 'BOUND', 'OUT/ERR BYTES'],
+          ['RANK', 'NODE', 'STATE', 'PID', 'EXIT', 'START', 'ELAPSED', 'PLANNED CPUS', 'ACTUAL CPUS', 'MEM', 'BOUND', 'OUT/ERR BYTES'],
           job.ranks.map((r) => [
             String(r.rank),
             r.node,
             r.state,
             r.pid === null ? '-' : String(r.pid),
             r.signal ?? (r.exitCode === null ? '-' : String(r.exitCode)),
+            tableTime(r.startedAt),
+            elapsedOf(r, now),
             formatCpuList(r.planned.cpus) || '-',
             r.actual ? formatCpuList(r.actual.cpus) || '-' : '-',
             r.actual ? formatCpuList(r.actual.memNodes) || '-' : formatCpuList(r.planned.memNodes) || '-',
@@ -59,4 +86,32 @@ export function register(program: Command): void {
       const job = await request<JobView>(loadClientConfig(), `/v1/jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
       process.stderr.write(`rankd: job ${job.id}: ${job.reason}\n`);
     });
+}
+
+function listLimit(value: string): number {
+  const n = positiveInt(value);
+  if (n > MAX_JOB_LIST_LIMIT) throw new InvalidArgumentError(`${n} is over the most a listing holds, ${MAX_JOB_LIST_LIMIT}`);
+  return n;
+}
+
+/** squeue's states are upper case (RUNNING): taken in any case, sent as REST names them. */
+function jobStates(value: string): string {
+  const states = value.toLowerCase();
+  const parsed = parseJobStates(states);
+  if ('bad' in parsed) throw new InvalidArgumentError(`"${parsed.bad}" is not a job state; the states are ${JOB_STATE_WORDS.join(', ')}`);
+  return states;
+}
+
+/** A rankd user name, as `rankd user add` takes it. */
+function userName(value: string): string {
+  if (!/^[a-z_][a-z0-9_.-]{0,31}$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a rankd user name (lower case letters, digits, "_", "." and "-", at most 32)`);
+  return value;
+}
+
+/** What to type to see the jobs left off: the same filters with a larger --limit, or narrower ones. */
+function moreHint(opts: { limit?: number; state?: string; user?: string; since?: string }): string {
+  const limit = opts.limit ?? DEFAULT_JOB_LIST_LIMIT;
+  if (limit >= MAX_JOB_LIST_LIMIT) return 'narrow them with --state, --user or --since';
+  const filters = (['state', 'user', 'since'] as const).flatMap((k) => (opts[k] === undefined ? [] : [`--${k} ${opts[k]}`]));
+  return `to list up to ${MAX_JOB_LIST_LIMIT}: rankd jobs ${[...filters, `--limit ${MAX_JOB_LIST_LIMIT}`].join(' ')}`;
 }
