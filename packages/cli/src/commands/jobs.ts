@@ -5,6 +5,7 @@ import { formatCpuList } from '@rankd/protocol/cpuset';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_WORDS, MAX_JOB_LIST_LIMIT, parseJobStates } from '@rankd/protocol/job-list';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { resolveJobId } from '../client/job-id.js';
 import { elapsedOf, tableTime } from '../elapsed.js';
 import { positiveInt, sinceTime } from '../options.js';
 import { renderTable } from '../table.js';
@@ -51,7 +52,8 @@ export function register(program: Command): void {
     .argument('<id>')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const job = await request<JobView>(loadClientConfig(), `/v1/jobs/${encodeURIComponent(id)}`);
+      const config = loadClientConfig();
+      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}`);
       if (opts.json) return void process.stdout.write(JSON.stringify(job, null, 2) + '\n');
       const now = Date.now();
       process.stdout.write(`job ${job.id}  ${job.state}  ${job.reason}\ncommand: ${job.command.join(' ')}\nexit code: ${job.exitCode ?? '-'}\n`);
@@ -83,7 +85,8 @@ export function register(program: Command): void {
     .description('cancel a job: SIGTERM to every rank, the grace period, then SIGKILL')
     .argument('<id>')
     .action(async (id: string) => {
-      const job = await request<JobView>(loadClientConfig(), `/v1/jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
+      const config = loadClientConfig();
+      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}/cancel`, { method: 'POST' });
       process.stderr.write(`rankd: job ${job.id}: ${job.reason}\n`);
     });
 }

@@ -4,6 +4,7 @@ import type { JobView } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
 import { followLogs } from '../client/follow-logs.js';
 import { request } from '../client/http.js';
+import { resolveJobId } from '../client/job-id.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { collect } from '../options.js';
 
@@ -20,7 +21,7 @@ export function register(program: Command): void {
     .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
     .action(async (id: string, opts: { follow?: boolean; rank?: string[]; stream?: string; offset?: string; label: boolean; labelFormat: string }) => {
       const config = loadClientConfig();
-      const job = await request<JobView>(config, `/v1/jobs/${encodeURIComponent(id)}`);
+      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}`);
       const stream = opts.stream === undefined ? undefined : opts.stream === 'out' || opts.stream === 'stdout' ? 'stdout' : opts.stream === 'err' || opts.stream === 'stderr' ? 'stderr' : null;
       if (stream === null) throw new CliError(`--stream is out or err, not "${opts.stream}"`, ExitCode.Usage);
       const ranks = opts.rank?.map((r) => {
