@@ -26,6 +26,7 @@ export const commandModules: readonly CommandModule[] = [
   { names: ['dashboard'], load: () => import('./dashboard.js') },
   { names: ['join-command', 'join-token'], load: () => import('./enroll.js') },
   { names: ['user', 'token'], load: () => import('./users.js') },
+  { names: ['whoami'], load: () => import('./whoami.js') },
   { names: ['audit'], load: () => import('./audit.js') },
   { names: ['controller'], load: () => import('./controller.js') },
   { names: ['agent'], load: () => import('./agent.js') },
