@@ -41,9 +41,15 @@ export function sinceTime(value: string): string {
   if (ago) return new Date(Date.now() - Number(ago[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as 's' | 'm' | 'h' | 'd']).toISOString();
   const iso = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.exec(value);
   // a date alone is local midnight, as a time without an offset is (JavaScript reads it as UTC)
-  const at = iso ? Date.parse(iso[1] === undefined ? `${value}T00:00` : value) : NaN;
+  const at = iso && realDate(value) ? Date.parse(iso[1] === undefined ? `${value}T00:00` : value) : NaN;
   if (!Number.isFinite(at)) throw new InvalidArgumentError(`"${value}" is neither a time back from now (30s, 15m, 2h, 1d) nor an ISO time (2026-11-25T14:00)`);
   return new Date(at).toISOString();
+}
+
+/** "2026-02-30" is not a date (JavaScript would read it as 2 March). */
+function realDate(iso: string): boolean {
+  const [y, m, d] = iso.slice(0, 10).split('-').map(Number) as [number, number, number];
+  return new Date(Date.UTC(y, m - 1, d)).getUTCDate() === d && m >= 1 && m <= 12;
 }
 
 /** "64MiB", "500k", "1G", "4096" → bytes (k, M, G: powers of 1024, with or without "iB"). */
