@@ -16,6 +16,8 @@ import { request } from './http.js';
  * time, so three characters name whichever job happens to be alone, not the one meant.
  */
 export const MIN_JOB_ID_PREFIX = 4;
+/** What `<id>` is, in the help of every command that takes one. */
+export const JOB_ID_ARGUMENT = `a job id, or a unique prefix of one (${MIN_JOB_ID_PREFIX} characters at least)`;
 /** How many candidates an ambiguous prefix lists. */
 const CANDIDATES = 10;
 

@@ -5,7 +5,7 @@ import { formatCpuList } from '@rankd/protocol/cpuset';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_WORDS, MAX_JOB_LIST_LIMIT, parseJobStates } from '@rankd/protocol/job-list';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
-import { resolveJobId } from '../client/job-id.js';
+import { JOB_ID_ARGUMENT, resolveJobId } from '../client/job-id.js';
 import { elapsedOf, tableTime } from '../elapsed.js';
 import { positiveInt, sinceTime } from '../options.js';
 import { renderTable } from '../table.js';
@@ -48,8 +48,8 @@ export function register(program: Command): void {
 
   program
     .command('job')
-    .description('one job: its state, rank map and the actual binding of every rank')
-    .argument('<id>')
+    .description('one job: its state, times, rank map and the actual binding of every rank')
+    .argument('<id>', JOB_ID_ARGUMENT)
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const config = loadClientConfig();
@@ -83,7 +83,7 @@ export function register(program: Command): void {
   program
     .command('cancel')
     .description('cancel a job: SIGTERM to every rank, the grace period, then SIGKILL')
-    .argument('<id>')
+    .argument('<id>', JOB_ID_ARGUMENT)
     .action(async (id: string) => {
       const config = loadClientConfig();
       const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}/cancel`, { method: 'POST' });

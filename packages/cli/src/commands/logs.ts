@@ -4,7 +4,7 @@ import type { JobView } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
 import { followLogs } from '../client/follow-logs.js';
 import { request } from '../client/http.js';
-import { resolveJobId } from '../client/job-id.js';
+import { JOB_ID_ARGUMENT, resolveJobId } from '../client/job-id.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { collect } from '../options.js';
 
@@ -12,7 +12,7 @@ export function register(program: Command): void {
   program
     .command('logs')
     .description("a job's output, labelled by rank; -f follows it live")
-    .argument('<id>')
+    .argument('<id>', JOB_ID_ARGUMENT)
     .option('-f, --follow', 'keep streaming until the job ends')
     .option('--rank <r>', 'only this rank (repeatable)', collect)
     .option('--stream <out|err>', 'only stdout or only stderr')
