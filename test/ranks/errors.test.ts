@@ -68,17 +68,25 @@ t.test('users', { skip: isRoot ? false : 'the agent must be root to switch users
   t.test('a rank runs with exactly the user\'s identity', async (t) => {
     const r = new RankRunner({ spoolDir: tmpSpool(t) });
     t.teardown(() => r.close());
-    await r.start(launch('nobody', 0, ['sh', '-c', 'grep -E "^(Uid|Gid|Groups):" /proc/self/status; echo "$HOME $USER $LOGNAME"; pwd'], { user: 'nobody', env: { PATH: '/usr/bin:/bin', HOME: '/root', USER: 'root' } }));
+    await r.start(launch('nobody', 0, ['sh', '-c', 'grep -E "^(Uid|Gid|Groups):" /proc/self/status; echo "$HOME $USER $LOGNAME $SHELL"; pwd'], { user: 'nobody', env: { PATH: '/usr/bin:/bin', HOME: '/root', USER: 'root', SHELL: '/bin/bash' } }));
     t.match(await r.exited('nobody', 0), { outcome: 'exited', code: 0 });
     const out = readSpoolFile(r, 'nobody', 0, 'stdout').split('\n');
     const pw = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('nobody:'))!.split(':');
-    const [uid, gid, home] = [pw[2], pw[3], pw[5]];
+    const [uid, gid, home, shell] = [pw[2], pw[3], pw[5], pw[6]];
     t.equal(out[0], `Uid:\t${uid}\t${uid}\t${uid}\t${uid}`, 'real, effective, saved and fs uid');
     t.equal(out[1], `Gid:\t${gid}\t${gid}\t${gid}\t${gid}`, 'real, effective, saved and fs gid');
     t.equal(out[2]!.replace(/\s+$/, ''), `Groups:\t${gid}`, 'root\'s groups are gone');
-    t.equal(out[3], `${home} nobody nobody`, 'HOME, USER and LOGNAME follow the user');
+    t.equal(out[3], `${home} nobody nobody ${shell}`, 'HOME, USER, LOGNAME and SHELL follow the user');
     t.equal(out[4], fs.existsSync(home!) ? home : '/', 'cwd defaults to the home, or / without one');
     r.forget('nobody');
+  });
+
+  t.test("a rank of the agent's own user (no user named) gets that user's identity too", async (t) => {
+    const r = runner(t);
+    await r.start(launch('self', 0, ['sh', '-c', 'echo "$HOME $USER $LOGNAME $SHELL"'], { env: { PATH: '/usr/bin:/bin', HOME: '/home/alice', USER: 'alice' } }));
+    t.match(await r.exited('self', 0), { outcome: 'exited', code: 0 });
+    const me = os.userInfo();
+    t.equal(readSpoolFile(r, 'self', 0, 'stdout'), `${me.homedir} ${me.username} ${me.username} ${me.shell}\n`, "the agent's environment is not inherited, so the agent sets them from passwd");
   });
 
   t.test('a directory the user may not enter is refused by the supervisor', async (t) => {

@@ -16,6 +16,8 @@ export interface RankIdentity {
   /** Supplementary groups, primary group included (as initgroups(3) would set them). */
   groups: number[];
   home: string;
+  /** The login shell, from passwd ("/bin/sh" when the entry names none, as login(1) does). */
+  shell: string;
   /** True when the supervisor must change uid/gid/groups (the agent is root and the user is someone else). */
   switchUser: boolean;
 }
@@ -23,6 +25,9 @@ export interface RankIdentity {
 // One job has many ranks on a node; one lookup serves them all. Short enough that a
 // user added to a group shows up in the next job.
 const CACHE_MS = 30_000;
+
+/** What login(1) and getpwent(3) callers assume for an empty shell field. */
+const DEFAULT_SHELL = '/bin/sh';
 
 export class IdentityResolver {
   private readonly cache = new Map<string, { at: number; identity: Promise<RankIdentity> }>();
@@ -58,7 +63,7 @@ export class IdentityResolver {
   /** The agent's own user, without a lookup: nothing will be switched. */
   private self(): RankIdentity {
     const me = os.userInfo();
-    return { name: me.username, uid: me.uid, gid: me.gid, groups: [me.gid], home: me.homedir || '/', switchUser: false };
+    return { name: me.username, uid: me.uid, gid: me.gid, groups: [me.gid], home: me.homedir || '/', shell: me.shell || DEFAULT_SHELL, switchUser: false };
   }
 
   private async lookup(user: string): Promise<RankIdentity> {
@@ -88,6 +93,6 @@ export class IdentityResolver {
     } catch {
       // a user with no supplementary groups makes some NSS modules answer "not found"
     }
-    return { name, uid, gid, groups, home: fields[5] || '/', switchUser: this.agentUid === 0 && uid !== 0 };
+    return { name, uid, gid, groups, home: fields[5] || '/', shell: fields[6] || DEFAULT_SHELL, switchUser: this.agentUid === 0 && uid !== 0 };
   }
 }

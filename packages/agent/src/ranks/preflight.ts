@@ -41,13 +41,10 @@ export function rankCwd(cwd: string | undefined, identity: RankIdentity): string
 
 /** The environment the rank sees: the job's, plus identity variables and unbuffered Python. */
 export function rankEnv(launch: RankLaunch, identity: RankIdentity): Record<string, string> {
-  const env = { ...launch.env };
-  // the identity variables follow the user the rank runs as, whatever the submitter had
-  if (launch.user !== undefined || identity.switchUser) {
-    env.HOME = identity.home;
-    env.USER = identity.name;
-    env.LOGNAME = identity.name;
-  }
+  // the identity variables are those of the user the rank runs as, from this node's passwd,
+  // whoever submitted and whatever the job said; also for the agent's own user, which the
+  // agent's own environment (not inherited) would otherwise leave without them
+  const env: Record<string, string> = { ...launch.env, HOME: identity.home, USER: identity.name, LOGNAME: identity.name, SHELL: identity.shell };
   // a rank's output goes to a file, where Python would otherwise buffer it in 8 KiB blocks
   // and lose the last ones on a kill
   env.PYTHONUNBUFFERED ??= '1';
