@@ -92,6 +92,10 @@ export const ErrorCode = {
   JsonTooDeep: 'RANKD_JSON_TOO_DEEP',
   /** A connection refused because its source address holds too many connections that carry no node certificate. */
   TooManyConnections: 'RANKD_TOO_MANY_CONNECTIONS',
+  /** A job whose environment (exported variables and --env together) is over JOB_ENV_MAX_BYTES (export-env.ts). */
+  EnvTooLarge: 'RANKD_ENV_TOO_LARGE',
+  /** An exported variable rankd never passes from a submitter to ranks (RANKD_*, SLURM_*, PMI wire-up: export-env.ts). */
+  EnvNotExportable: 'RANKD_ENV_NOT_EXPORTABLE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -1,5 +1,6 @@
 export * from './errors.js';
 export * from './loader-env.js';
+export * from './export-env.js';
 export * from './wire.js';
 export * from './node-name.js';
 export * from './duration.js';

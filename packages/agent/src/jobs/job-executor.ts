@@ -75,10 +75,16 @@ export class JobExecutor {
     if (m.pmi) this.pmi.openJob(m.jobId, m.pmi, m.ranks.map((r) => r.rank));
     const shared = m.env;
     const launches = shared ? m.ranks.map((launch) => ({ ...launch, env: { ...shared, ...launch.env } })) : m.ranks;
-    await Promise.all(launches.map((launch) => this.startRank(entry, m.jobId, launch)));
+    const inherited = this.inherited(m.exportEnv);
+    await Promise.all(launches.map((launch) => this.startRank(entry, m.jobId, launch, inherited)));
   }
 
-  private async startRank(entry: JobEntry, jobId: string, launch: WireLaunch): Promise<void> {
+  /** What every rank of a job inherits beneath its own env (ranks/preflight.ts rankEnv): the agent's PATH and locale, then the submitter's exported variables. */
+  private inherited(exportEnv: Record<string, string> | undefined): Record<string, string> {
+    return { ...this.baseEnv, ...exportEnv };
+  }
+
+  private async startRank(entry: JobEntry, jobId: string, launch: WireLaunch, inherited: Record<string, string>): Promise<void> {
     if (entry.pumps.has(launch.rank)) return; // a repeated job.start after a reconnect
     const pump = this.pumpFor(entry, jobId, launch.rank, false);
     try {
@@ -88,7 +94,8 @@ export class JobExecutor {
         rank: launch.rank,
         argv: launch.argv,
         // the job's own variables win, as everywhere: a PMI_FD set on purpose is the user's call
-        env: { ...this.baseEnv, ...pmi?.env, ...launch.env },
+        env: { ...pmi?.env, ...launch.env },
+        inherited,
         ...(pmi?.fd ? { passSocket: true } : {}),
         cpus: launch.cpus,
         memNodes: launch.memNodes,

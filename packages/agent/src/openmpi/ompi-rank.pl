@@ -7,10 +7,13 @@
 # rank's directory from OMPI_COMM_WORLD_RANK, where the agent left:
 #   ompi-exec  the supervisor's argv (rank-supervisor run --cpus … --mems … RANKDIR CGROUP USER CWD -- PROGRAM …,
 #              or supervisor.pl run … -- numactl … -- PROGRAM …), NUL-separated
+#   ompi-inherited  what the rank inherits (the agent's PATH and locale, the submitter's
+#              exported variables), NAME=VALUE\0 records (0600)
 #   ompi-env   the rank's planned environment, NAME=VALUE\0 records (0600)
 # and execs that supervisor in its own place (same pid: orted's child is the supervisor),
-# its stdin a file with the planned environment plus Open MPI's own OMPI_*, OPAL_* and
-# PMIX_* variables (the program needs them to join MPI_COMM_WORLD). Both files are deleted
+# its stdin a file with, lowest first, the inherited variables, Open MPI's own OMPI_*,
+# OPAL_* and PMIX_* variables (the program needs them to join MPI_COMM_WORLD: a submitter's
+# exported ones never replace them) and the planned environment. The files are deleted
 # before the exec. From there on the rank is any rankd rank: pinned as planned,
 # output in the spool, exit.json, found and tracked by the agent through rank.json.
 #
@@ -28,16 +31,15 @@ fail("rank $rank is not planned on this node ($dir is missing): Open MPI mapped 
 
 my @exec = split /\0/, slurp("$dir/ompi-exec") // fail("$dir/ompi-exec: $!");
 fail("$dir/ompi-exec is empty") unless @exec;
-my $env = slurp("$dir/ompi-env") // fail("$dir/ompi-env: $!");
-unlink "$dir/ompi-exec", "$dir/ompi-env";
+my $inherited = slurp("$dir/ompi-inherited") // fail("$dir/ompi-inherited: $!");
+my $planned = slurp("$dir/ompi-env") // fail("$dir/ompi-env: $!");
+unlink "$dir/ompi-exec", "$dir/ompi-inherited", "$dir/ompi-env";
 
-# Open MPI's own variables first, the planned environment over them
+# the inherited variables, Open MPI's own over them, the planned environment over both
 my %env;
+records($inherited);
 for my $k (keys %ENV) { $env{$k} = $ENV{$k} if $k =~ /^(OMPI_|OPAL_|PMIX_)/ }
-for my $rec (split /\0/, $env) {
-    my ($k, $v) = split /=/, $rec, 2;
-    $env{$k} = $v // '' if defined $k && length $k;
-}
+records($planned);
 my $stdin = "$dir/ompi-stdin.$$";
 open(my $fh, '>', $stdin) or fail("$stdin: $!");
 chmod 0600, $stdin;
@@ -57,6 +59,13 @@ for my $k (qw(RANKD_SYSCALL_SETSID RANKD_SYSCALL_PRCTL)) { $keep{$k} = $ENV{$k} 
 %ENV = (PATH => '/usr/sbin:/usr/bin:/sbin:/bin', LANG => 'C', %keep);
 exec { $exec[0] } @exec;
 fail("$exec[0]: $!");
+
+sub records {
+    for my $rec (split /\0/, $_[0]) {
+        my ($k, $v) = split /=/, $rec, 2;
+        $env{$k} = $v // '' if defined $k && length $k;
+    }
+}
 
 sub slurp {
     open(my $in, '<', $_[0]) or return undef;

@@ -112,6 +112,7 @@ export class OpenMpiJobs {
       user: m.ranks[0]?.user,
       cwd: m.ranks[0]?.cwd,
       env: m.ranks[0]?.env ?? {},
+      exportEnv: m.exportEnv ?? {},
       launcher: null,
       launcherPending: m.launcher !== undefined,
       daemonAsked: null,

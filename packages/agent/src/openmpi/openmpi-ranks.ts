@@ -43,6 +43,8 @@ export interface RankJob {
   /** Why the job is ending on this node, or null. */
   aborted: string | null;
   readonly ranks: Map<number, PlannedRank>;
+  /** The submitter's exported environment (job's exportEnv): the ranks' alone, never mpirun's or orted's. */
+  readonly exportEnv: Record<string, string>;
 }
 
 export interface OpenMpiRanksDeps<J extends RankJob> {
@@ -71,14 +73,15 @@ export class OpenMpiRanks<J extends RankJob> {
         jobId,
         rank,
         argv: launch.argv,
-        env: { ...this.deps.baseEnv, ...launch.env },
+        env: launch.env,
+        inherited: { ...this.deps.baseEnv, ...job.exportEnv },
         cpus: launch.cpus,
         memNodes: launch.memNodes,
         ...(launch.cwd ? { cwd: launch.cwd } : {}),
         ...(launch.user ? { user: launch.user } : {}),
       };
       if (launch.pty) throw rankError(RankErrorCode.BadLaunch, '--pty is not available with --mpi openmpi (orted holds the ranks\' stdio)');
-      const { identity, cwd, env, pin, warnings } = await prepareRank(rl, this.deps.identities, 'auto', tools.launcher);
+      const { identity, cwd, env, inheritedNames, pin, warnings } = await prepareRank(rl, this.deps.identities, 'auto', tools.launcher);
       if (identity.switchUser) {
         throw rankError(RankErrorCode.BadUser, `--mpi openmpi runs ranks only as the agent's own user (orted's ranks write the spool); not as ${identity.name}`);
       }
@@ -94,7 +97,10 @@ export class OpenMpiRanks<J extends RankJob> {
       if (pin.argv.length !== launch.argv.length) wrappers.push(pin.argv);
       // what ompi-rank.pl reads (and deletes) to become the rank's supervisor
       writePrivate(path.join(dir, 'ompi-exec'), supervisorArgv(args).join('\0'));
-      writePrivate(path.join(dir, 'ompi-env'), encodeEnv(env));
+      // what the rank inherits goes beneath Open MPI's own variables, the rest over them (ompi-rank.pl)
+      const [inherited, own] = splitEnv(env, inheritedNames);
+      writePrivate(path.join(dir, 'ompi-inherited'), encodeEnv(inherited));
+      writePrivate(path.join(dir, 'ompi-env'), encodeEnv(own));
       const planned: PlannedRank = { rank, state: 'waiting', plan: { cpus: launch.cpus, memNodes: launch.memNodes, memBound: pin.memBound }, wrappers, warnings };
       job.ranks.set(rank, planned);
       planned.unwatch = watchRankDir(dir, () => this.check(job, planned));
@@ -184,4 +190,12 @@ export class OpenMpiRanks<J extends RankJob> {
     r.unwatch = undefined;
     this.deps.rankDone(job);
   }
+}
+
+/** `env` split into the names in `names` and the others. */
+function splitEnv(env: Record<string, string>, names: Set<string>): [Record<string, string>, Record<string, string>] {
+  const picked: Record<string, string> = {};
+  const rest: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) (names.has(k) ? picked : rest)[k] = v;
+  return [picked, rest];
 }

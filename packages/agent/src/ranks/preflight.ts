@@ -2,6 +2,7 @@
 // environment, which program, pinned how (the launcher's own options or a wrapper).
 // Anything wrong here is a clear error from start() and leaves no trace on the node.
 import fs from 'node:fs';
+import { loaderVariables } from '@rankd/protocol';
 import { refuseLoaderEnvForRoot } from './caller-env.js';
 import { RankErrorCode, rankError } from './errors.js';
 import type { IdentityResolver, RankIdentity } from './identity.js';
@@ -15,6 +16,8 @@ export interface PreparedRank {
   identity: RankIdentity;
   cwd: string;
   env: Record<string, string>;
+  /** The names of `env` that came from what the rank inherits (RankEnv). */
+  inheritedNames: Set<string>;
   pin: PinnedArgv;
   warnings: string[];
 }
@@ -24,12 +27,12 @@ export async function prepareRank(launch: RankLaunch, identities: IdentityResolv
   // a root rank never drops privileges: nothing may act in its loader (caller-env.ts)
   refuseLoaderEnvForRoot(launch.env, identity.uid, `rank ${launch.rank} of job ${launch.jobId}`);
   const cwd = rankCwd(launch.cwd, identity);
-  const env = rankEnv(launch, identity);
+  const { env, inheritedNames, warning: envWarning } = rankEnv(launch, identity);
   resolveProgram(launch.argv[0]!, env.PATH, cwd, identity);
   const pin = pinnedArgv(detectPinningTool(pinning, launcher), launch.cpus, launch.memNodes, launch.argv);
   const memlock = await ensureMemlockUnlimited();
-  const warnings = [...pin.warnings, ...(memlock.warning ? [memlock.warning] : [])];
-  return { identity, cwd, env, pin, warnings };
+  const warnings = [...pin.warnings, ...(memlock.warning ? [memlock.warning] : []), ...(envWarning ? [envWarning] : [])];
+  return { identity, cwd, env, inheritedNames, pin, warnings };
 }
 
 /** The job's cwd, or the user's home when it has one, or "/". Entering it as the user is the supervisor's check. */
@@ -39,16 +42,41 @@ export function rankCwd(cwd: string | undefined, identity: RankIdentity): string
   return dir;
 }
 
-/** The environment the rank sees: the job's, plus identity variables and unbuffered Python. */
-export function rankEnv(launch: RankLaunch, identity: RankIdentity): Record<string, string> {
+export interface RankEnv {
+  env: Record<string, string>;
+  /** The names whose value came from `inherited` (nothing of the rank's own env or identity replaced it). */
+  inheritedNames: Set<string>;
+  /** Says which inherited loader variables a root rank was not given. */
+  warning: string | null;
+}
+
+/**
+ * The environment the rank sees, lowest first: what it inherits (the agent's PATH and
+ * locale, the submitter's exported variables; for a root rank without their loader
+ * variables), its own env (planner, PMI, --env), the identity variables of the user it
+ * runs as, and unbuffered Python unless something set it.
+ */
+export function rankEnv(launch: RankLaunch, identity: RankIdentity): RankEnv {
+  const inherited = { ...launch.inherited };
+  let warning: string | null = null;
+  if (identity.uid === 0) {
+    // a root rank never drops privileges (caller-env.ts); the submitter's shell set these for
+    // its own programs, not for root's, so they are left out rather than failing the job
+    const dropped = loaderVariables(inherited);
+    for (const name of dropped) delete inherited[name];
+    if (dropped.length > 0) {
+      warning = `the rank runs as root, so the exported ${dropped.join(', ')} ${dropped.length === 1 ? 'was' : 'were'} left out: loader variables never reach a root rank (run it as another user with --user; docs/ranks.md)`;
+    }
+  }
   // the identity variables are those of the user the rank runs as, from this node's passwd,
-  // whoever submitted and whatever the job said; also for the agent's own user, which the
-  // agent's own environment (not inherited) would otherwise leave without them
-  const env: Record<string, string> = { ...launch.env, HOME: identity.home, USER: identity.name, LOGNAME: identity.name, SHELL: identity.shell };
+  // whoever submitted and whatever the job said
+  const identityEnv = { HOME: identity.home, USER: identity.name, LOGNAME: identity.name, SHELL: identity.shell };
+  const env: Record<string, string> = { ...inherited, ...launch.env, ...identityEnv };
   // a rank's output goes to a file, where Python would otherwise buffer it in 8 KiB blocks
   // and lose the last ones on a kill
   env.PYTHONUNBUFFERED ??= '1';
-  return env;
+  const inheritedNames = new Set(Object.keys(inherited).filter((k) => !(k in launch.env) && !(k in identityEnv)));
+  return { env, inheritedNames, warning };
 }
 
 function isDirectory(p: string): boolean {

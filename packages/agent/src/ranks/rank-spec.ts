@@ -14,8 +14,15 @@ export interface RankLaunch {
   argv: string[];
   /** Absolute; defaults to the user's home when it exists, else "/". */
   cwd?: string;
-  /** The rank's whole environment (the agent's own is not inherited). */
+  /** The rank's own environment: the planner's, PMI's and the job's explicit variables (the agent's own is not inherited). */
   env: Record<string, string>;
+  /**
+   * What the rank inherits beneath `env`: the agent's PATH and locale, then the submitter's
+   * exported variables (rankd run --export). A rank that runs as root gets none of their
+   * loader variables: they are left out with a warning, where `env`'s are refused, because
+   * nobody named these for this rank.
+   */
+  inherited?: Record<string, string>;
   /** Planned CPUs; empty means "do not pin". */
   cpus: number[];
   /** Planned NUMA nodes for memory; empty means "no memory binding". */
@@ -134,6 +141,14 @@ function assertIdSet(name: string, ids: unknown): asserts ids is number[] {
   }
 }
 
+function assertEnv(what: string, env: Record<string, string>): void {
+  if (env === null || typeof env !== 'object' || Array.isArray(env)) throw bad(`${what} must be an object`);
+  for (const [k, v] of Object.entries(env)) {
+    if (k === '' || k.includes('=') || k.includes('\0')) throw bad(`${what} name ${JSON.stringify(k)} is invalid`);
+    if (typeof v !== 'string' || v.includes('\0')) throw bad(`${what} ${k} must be a string without NUL`);
+  }
+}
+
 /** Throws RANKD_RANK_BAD_LAUNCH with the first thing wrong; returns nothing on success. */
 export function validateLaunch(launch: RankLaunch): void {
   if (launch === null || typeof launch !== 'object') throw bad('launch must be an object');
@@ -147,11 +162,8 @@ export function validateLaunch(launch: RankLaunch): void {
   // wrappers (setsid, taskset) stop option parsing at the first non-option and do not
   // all accept "--", so a program name that looks like an option would be misread.
   if (argv[0] === '' || argv[0]!.startsWith('-')) throw bad(`argv[0] ${JSON.stringify(argv[0])} is not a program name`);
-  if (env === null || typeof env !== 'object' || Array.isArray(env)) throw bad('env must be an object');
-  for (const [k, v] of Object.entries(env)) {
-    if (k === '' || k.includes('=') || k.includes('\0')) throw bad(`env name ${JSON.stringify(k)} is invalid`);
-    if (typeof v !== 'string' || v.includes('\0')) throw bad(`env ${k} must be a string without NUL`);
-  }
+  assertEnv('env', env);
+  if (launch.inherited !== undefined) assertEnv('inherited', launch.inherited);
   assertIdSet('cpus', launch.cpus);
   assertIdSet('memNodes', launch.memNodes);
   if (launch.cwd !== undefined && (typeof launch.cwd !== 'string' || !launch.cwd.startsWith('/') || launch.cwd.includes('\0'))) {

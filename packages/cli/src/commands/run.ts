@@ -4,9 +4,11 @@
 import type { Command } from 'commander';
 import type { JobSubmit } from '@rankd/protocol';
 import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
+import { checkJobEnvSize } from '@rankd/protocol/export-env';
 import { loadClientConfig } from '../client/config.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { exportedEnv } from '../export-env.js';
 import { integer } from '../options.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 
@@ -24,6 +26,7 @@ interface RunFlags extends PlacementOptions {
   mpi?: string;
   priority?: number;
   immediate?: boolean;
+  export?: string;
 }
 
 export function register(program: Command): void {
@@ -44,13 +47,18 @@ export function register(program: Command): void {
     .option('--name <name>', 'a name for the job')
     .option('--priority <N>', 'queue order, higher first (default 0; above 0 for operators and admins)', integer)
     .option('--immediate', 'start now or fail at once with the reason (exit 65); never wait in the queue')
+    .option('--export <ALL|NONE|VAR[,VAR=value…]>', 'which of your variables the ranks get, as srun\'s --export (default ALL; never RANKD_* or SLURM_*); rankd\'s RANK, WORLD_SIZE, … win over them, --env over both')
     .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none');
   addPlacementOptions(cmd);
   cmd.action(async (command: string[], flags: RunFlags) => {
     const config = loadClientConfig();
+    const placement = placementSpecFromOptions(flags);
+    const exportEnv = exportedEnv(flags.export, process.env);
+    checkEnvSize(exportEnv, placement.env);
     const submit: JobSubmit = {
       command,
-      placement: placementSpecFromOptions(flags),
+      placement,
+      exportEnv,
       cwd: flags.cwd ?? process.cwd(),
       ...(flags.name ? { name: flags.name } : {}),
       ...(flags.user ? { user: flags.user } : {}),
@@ -64,6 +72,16 @@ export function register(program: Command): void {
     };
     process.exitCode = await runJob(config, submit, { quiet: flags.quiet ?? false, label: flags.label ? flags.labelFormat : '' });
   });
+}
+
+/** The bound on the ranks' environment (export-env.ts in the protocol), before any request. */
+function checkEnvSize(exported: Record<string, string>, explicit: Record<string, string> | undefined): void {
+  try {
+    checkJobEnvSize({ exported, explicit });
+  } catch (err) {
+    // the controller's words and code, as if it had answered: nothing was sent
+    throw new CliError(`${(err as Error).message} (${(err as { code?: string }).code})`, ExitCode.Usage);
+  }
 }
 
 function seconds(flag: string, text: string, zeroOk: boolean): number {

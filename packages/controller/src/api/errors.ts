@@ -34,6 +34,8 @@ const statusOf: Record<string, number> = {
   [ErrorCode.NodeCertInvalid]: 401,
   [ErrorCode.NodeIdentityMismatch]: 403,
   [ErrorCode.RootLoaderEnv]: 400,
+  [ErrorCode.EnvTooLarge]: 400,
+  [ErrorCode.EnvNotExportable]: 400,
 };
 
 const reason: Record<number, string> = {

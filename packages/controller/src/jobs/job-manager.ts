@@ -299,7 +299,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     for (const [node, ranks] of byNode) {
       // each node's shared environment once, not once per rank (jobs/shared-env.ts)
       const env = hoistSharedEnv(ranks);
-      if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks, env, ...(pmi ? { pmi } : {}) })) {
+      const exportEnv = job.submit.exportEnv;
+      if (!this.agents.send(node, { type: 'job.start', jobId: job.id, leaseMs, ranks, env, ...(exportEnv ? { exportEnv } : {}), ...(pmi ? { pmi } : {}) })) {
         this.stop(live, 'failed', `node ${node} is not connected`);
         return;
       }

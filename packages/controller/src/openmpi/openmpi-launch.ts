@@ -58,7 +58,8 @@ export class OpenMpiLaunch {
     if (!state) this.jobs.set(job.id, (state = { launcherNode, launcher: 'pending', daemons: new Map(), launch: null }));
     for (const [node, ranks] of byNode) {
       const launcher = first && node === launcherNode ? { hosts: job.rankMap!.ranks.map((r) => r.node), env: job.submit.env ?? {} } : undefined;
-      if (!this.agents.send(node, { type: 'ompi.start', jobId: job.id, leaseMs, ranks, ...(launcher ? { launcher } : {}) })) {
+      const exportEnv = job.submit.exportEnv;
+      if (!this.agents.send(node, { type: 'ompi.start', jobId: job.id, leaseMs, ranks, ...(exportEnv ? { exportEnv } : {}), ...(launcher ? { launcher } : {}) })) {
         if (launcher) state.launcher = 'ended';
         return `node ${node} is not connected`;
       }

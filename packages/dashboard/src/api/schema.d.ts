@@ -1488,6 +1488,9 @@ export interface paths {
                         env?: {
                             [key: string]: string;
                         };
+                        exportEnv?: {
+                            [key: string]: string;
+                        };
                         placement?: {
                             nodes?: number;
                             nodelist?: string[];

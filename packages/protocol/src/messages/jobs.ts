@@ -43,6 +43,12 @@ export const JobStart = message('job.start', {
    * env wins over these.
    */
   env: Type.Optional(Env),
+  /**
+   * The submitter's exported environment (JobSubmit.exportEnv), under everything else: the
+   * agent lays the agent's PATH and LANG, then these, then PMI's, then the rank's env, then
+   * the user's identity variables; loader variables are left out for a rank that runs as root.
+   */
+  exportEnv: Type.Optional(Env),
   /** Serve every rank a PMI-1 server (PMI_FD, or PMI_PORT + PMI_ID under a terminal). */
   pmi: Type.Optional(PmiJobSpec),
 });

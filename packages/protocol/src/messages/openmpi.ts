@@ -32,6 +32,8 @@ export const OmpiStart = message('ompi.start', {
   leaseMs: Type.Integer({ minimum: 1000 }),
   ranks: Type.Array(RankLaunch, { minItems: 1, maxItems: 4096 }),
   launcher: Type.Optional(OmpiLauncherSpec),
+  /** The submitter's exported environment, as in job.start; the ranks' alone (mpirun and orted never get it). */
+  exportEnv: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 131072 }))),
 });
 export type OmpiStart = Type.Static<typeof OmpiStart>;
 

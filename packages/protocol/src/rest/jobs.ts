@@ -28,6 +28,16 @@ export const JobSubmit = Type.Object(
     /** Added to every rank's environment after the planner's (and so overriding it). */
     // additionalProperties: false makes the key pattern binding (a Record with a pattern only constrains matching keys)
     env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }), Type.String({ maxLength: 131072 }), { additionalProperties: false })),
+    /**
+     * The submitter's environment (rankd run --export, ALL by default), under everything
+     * rankd sets: the planner's and PMI's variables, `env` and the placement's env win over
+     * it, and each node sets HOME, USER, LOGNAME and SHELL of the rank's user. Never
+     * RANKD_*, SLURM_* or PMI wire-up (RANKD_ENV_NOT_EXPORTABLE). A rank that runs as root
+     * gets none of its loader variables (LD_*, …; the rank's warnings name them).
+     * With `env` and the placement's env at most JOB_ENV_MAX_BYTES (RANKD_ENV_TOO_LARGE).
+     */
+    // any name execve takes (bash exports functions as BASH_FUNC_name%%), as srun passes them
+    exportEnv: Type.Optional(Type.Record(Type.String({ pattern: '^[^=]+$', maxLength: 256 }), Type.String({ maxLength: 131072 }), { additionalProperties: false })),
     placement: Type.Optional(PlacementSpec),
     /** Run the ranks as this user; root only where the agents allow it. */
     user: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),

@@ -1,5 +1,5 @@
 // Jobs over REST: submit, list, inspect, cancel, signal.
-import { ErrorBody, ErrorCode, JobList, JobListQuery, JobParams, JobSignalRequest, JobSubmit, JobView, RankdError } from '@rankd/protocol';
+import { checkExportedNames, checkJobEnvSize, ErrorBody, ErrorCode, JobList, JobListQuery, JobParams, JobSignalRequest, JobSubmit, JobView, RankdError } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
@@ -42,7 +42,11 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
     async (request, reply) => {
       // the user of the job is checked (and defaulted) by the auth hook
       // both reach every rank: the placement's (rankd run --env) and the job's own
-      refuseRootLoaderEnv(request.body.user, { ...request.body.placement?.env, ...request.body.env }, 'the job');
+      const explicitEnv = { ...request.body.placement?.env, ...request.body.env };
+      refuseRootLoaderEnv(request.body.user, explicitEnv, 'the job');
+      // the CLI checks both before it sends (export-env.ts); other clients meet them here
+      checkExportedNames(request.body.exportEnv);
+      checkJobEnvSize({ exported: request.body.exportEnv, explicit: explicitEnv });
       const owner = request.principal?.user ?? null;
       const { view, created } = jobs.submit(request.body, owner);
       request.auditResource = { job: view.id };
