@@ -32,6 +32,8 @@ export interface ParityRig {
   srun(args: readonly string[], call?: ParityCall): Promise<Outcome>;
   /** `rankd run -q ARGS…` against the local controller. */
   rankd(args: readonly string[], call?: ParityCall): Promise<Outcome>;
+  /** What points rankd's client at its cluster (RANKD_URL, RANKD_TOKEN, …), added to each rankd call's environment. */
+  rankdClientEnv: NodeJS.ProcessEnv;
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -58,6 +60,7 @@ export async function parityRig(t: Test): Promise<ParityRig> {
   return {
     srun: (args, call) => runClient('srun', ['--immediate=1', '--quiet', ...args], clientEnv(call, { SLURM_CONF: slurm.confPath }), call),
     rankd: (args, call) => runClient(process.execPath, [CLI, 'run', '-q', ...args], clientEnv(call, cluster.env), call),
+    rankdClientEnv: cluster.env,
   };
 }
 
