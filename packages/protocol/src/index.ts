@@ -4,6 +4,7 @@ export * from './export-env.js';
 export * from './wire.js';
 export * from './node-name.js';
 export * from './duration.js';
+export * from './limits.js';
 export * from './codec.js';
 export * from './binary-frame.js';
 export * from './log-cursor.js';

@@ -2,6 +2,7 @@
 // answers). `rankd plan`, `rankd run` and the REST job spec share the spec, so every
 // field is optional and means the same thing everywhere.
 import Type from 'typebox';
+import { PLACEMENT, schemaBounds } from './limits.js';
 import { Nullable } from './nullable.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 253 });
@@ -9,7 +10,7 @@ const IntList = Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 65536 });
 
 /** `--ranks-per-node`: a count, or one rank per NUMA node, per package, or per GPU. */
 export const RanksPerNode = Type.Union([
-  Type.Integer({ minimum: 1, maximum: 4096 }),
+  Type.Integer(schemaBounds(PLACEMENT.ranksPerNode)),
   Type.Literal('numa'),
   Type.Literal('socket'),
   Type.Literal('gpu'),
@@ -19,31 +20,31 @@ export type RanksPerNode = Type.Static<typeof RanksPerNode>;
 export const PlacementSpec = Type.Object(
   {
     /** How many nodes; default every candidate node (or as many as ntasks needs). */
-    nodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 65536 })),
+    nodes: Type.Optional(Type.Integer(schemaBounds(PLACEMENT.nodes))),
     /** Exactly these nodes, in this order. */
     nodelist: Type.Optional(Type.Array(Name, { minItems: 1, maxItems: 65536 })),
     /** An inventory pattern; without an inventory, a glob over node names. */
     group: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
     /** Total ranks. */
-    ntasks: Type.Optional(Type.Integer({ minimum: 1, maximum: 1 << 20 })),
+    ntasks: Type.Optional(Type.Integer(schemaBounds(PLACEMENT.ntasks))),
     ranksPerNode: Type.Optional(RanksPerNode),
     distribution: Type.Optional(Type.Union([Type.Literal('block'), Type.Literal('cyclic')])),
     /** More ranks than cores: ranks share cores, each still pinned to one (mpirun --oversubscribe). */
     oversubscribe: Type.Optional(Type.Boolean()),
     /** Compute cores per rank; default the rank's whole share. */
-    cpusPerRank: Type.Optional(Type.Integer({ minimum: 1, maximum: 65536 })),
+    cpusPerRank: Type.Optional(Type.Integer(schemaBounds(PLACEMENT.cpusPerRank))),
     /** One hardware thread per compute core, or all of them. */
     ht: Type.Optional(Type.Union([Type.Literal('first'), Type.Literal('all')])),
     /** CPUs reserved per rank for communication worker threads (oneCCL workers). */
-    commWorkers: Type.Optional(Type.Integer({ minimum: 0, maximum: 1024 })),
+    commWorkers: Type.Optional(Type.Integer(schemaBounds(PLACEMENT.commWorkers))),
     /** Where the workers go: the sibling threads of the share's last cores, or the last cores themselves. */
     commOn: Type.Optional(Type.Union([Type.Literal('siblings'), Type.Literal('cores')])),
     memBind: Type.Optional(Type.Union([Type.Literal('local'), Type.Literal('none')])),
     /** `local`, `all`, `none`, or comma-separated globs over RDMA device names. */
     nic: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    gpusPerRank: Type.Optional(Type.Integer({ minimum: 0, maximum: 256 })),
+    gpusPerRank: Type.Optional(Type.Integer(schemaBounds(PLACEMENT.gpusPerRank))),
     gpuBind: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('visible')])),
-    masterPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+    masterPort: Type.Optional(Type.Integer(schemaBounds(PLACEMENT.masterPort))),
     /** Overrides applied last to every rank's environment. */
     env: Type.Optional(
       Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 65536 }), {

@@ -7,7 +7,7 @@
 // minute rather than one entry each (store/audit-refusals.ts); a 403 is always its own entry.
 // Reads that succeed are not recorded (log streams would drown the log). Shell sessions are
 // recorded by ShellRelay.
-import { AuditList, AuditQuery, ErrorBody, ErrorCode, RankdError } from '@rankd/protocol';
+import { AuditList, AuditQuery, ErrorBody, ErrorCode, RankdError, SINCE_FORMS, parseSince } from '@rankd/protocol';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuditLog, AuditStart } from '../store/audit-log.js';
@@ -126,8 +126,9 @@ export async function auditRoutes(app: FastifyInstance, opts: { audit: AuditLog 
       const { since, limit } = request.query;
       let at: number | null = null;
       if (since !== undefined) {
-        at = /^\d+$/.test(since) ? Number(since) : Date.parse(since);
-        if (!Number.isFinite(at)) throw new RankdError(ErrorCode.InvalidRequest, `since=${since}: an ISO time or milliseconds since the epoch`);
+        // the rule `rankd audit --since` checks before it asks
+        at = parseSince(since, Date.now());
+        if (!Number.isFinite(at)) throw new RankdError(ErrorCode.InvalidRequest, `since=${since}: ${SINCE_FORMS}, or milliseconds since the epoch`);
       }
       return { entries: opts.audit.list(at, limit ?? 1000) };
     },

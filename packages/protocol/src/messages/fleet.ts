@@ -5,6 +5,7 @@
 // many requests open on one link (one exec per pattern match, a probe per node pair)
 // and must route each reply to its waiter.
 import Type from 'typebox';
+import { EXEC_OUTPUT_BYTES } from '../limits.js';
 import { SignalName } from './jobs.js';
 import { NodeName } from './session.js';
 
@@ -31,7 +32,7 @@ const FailureDetail = Type.Object(
 );
 
 /** The largest per-stream output an exec may return: both streams fit one frame. */
-export const MAX_EXEC_OUTPUT_BYTES = 256 * 1024;
+export const MAX_EXEC_OUTPUT_BYTES = EXEC_OUTPUT_BYTES.max;
 /** Terminal size limits: what a real terminal can be, not what a frame can carry. */
 const Cols = Type.Integer({ minimum: 1, maximum: 10_000 });
 const Rows = Type.Integer({ minimum: 1, maximum: 10_000 });

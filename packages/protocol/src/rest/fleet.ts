@@ -1,6 +1,7 @@
 // REST schemas of fleet operations: the inventory, host patterns, ad-hoc exec, ping,
 // the preflight doctor, and the client side of interactive shells.
 import Type from 'typebox';
+import { EXEC_TIMEOUT_SECONDS, PROBE_TIMEOUT_SECONDS, schemaBounds } from '../limits.js';
 import { Nullable } from '../nullable.js';
 import { EnvVars, MAX_EXEC_OUTPUT_BYTES } from '../messages/fleet.js';
 import { SignalName } from '../messages/jobs.js';
@@ -111,7 +112,7 @@ export const ExecRequest = Type.Object(
     /** A shell string for /bin/sh -c: the explicit opt-in for pipes and globs. */
     shell: Type.Optional(Type.String({ minLength: 1, maxLength: 65536 })),
     /** Seconds until the command is ended on a host (default 300). */
-    timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 86_400 })),
+    timeout: Type.Optional(Type.Number(schemaBounds(EXEC_TIMEOUT_SECONDS))),
     user: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
     env: Type.Optional(EnvVars),
@@ -165,7 +166,7 @@ export type ExecReport = Type.Static<typeof ExecReport>;
 // ---- ping -------------------------------------------------------------------------------
 
 export const PingRequest = Type.Object(
-  { pattern: Pattern, timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 600 })) },
+  { pattern: Pattern, timeout: Type.Optional(Type.Number(schemaBounds(PROBE_TIMEOUT_SECONDS))) },
   { additionalProperties: false },
 );
 export type PingRequest = Type.Static<typeof PingRequest>;
@@ -196,7 +197,7 @@ export const DoctorRequest = Type.Object(
     /** The netdev ranks will use; its IPv4 address is probed (default: the node's registered address). */
     iface: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     /** Seconds to wait for each agent (default 10). */
-    timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 600 })),
+    timeout: Type.Optional(Type.Number(schemaBounds(PROBE_TIMEOUT_SECONDS))),
   },
   { additionalProperties: false },
 );

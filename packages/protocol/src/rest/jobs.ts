@@ -2,6 +2,7 @@
 import Type from 'typebox';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_GROUPS, MAX_JOB_LIST_LIMIT, type JobStateName } from '../job-list.js';
 import type { MpiMode } from '../mpi-modes.js';
+import { JOB_GRACE_SECONDS, JOB_TIMEOUT_SECONDS, PRIORITY, schemaBounds } from '../limits.js';
 import { Nullable } from '../nullable.js';
 import { Binding, SignalName, StreamName } from '../messages/jobs.js';
 import { PlacementSpec, RankMap } from '../plan.js';
@@ -16,8 +17,8 @@ const sameModes: [Type.Static<typeof MpiModeSchema>, MpiMode] extends [MpiMode, 
 void sameModes;
 
 export const DEFAULT_PRIORITY = 0;
-export const MIN_PRIORITY = -1000;
-export const MAX_PRIORITY = 1000;
+export const MIN_PRIORITY = PRIORITY.min;
+export const MAX_PRIORITY = PRIORITY.max;
 
 export const JobSubmit = Type.Object(
   {
@@ -42,10 +43,10 @@ export const JobSubmit = Type.Object(
     /** Run the ranks as this user; root only where the agents allow it. */
     user: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     /** Seconds until the job is ended as timed-out. */
-    timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 31_536_000 })),
+    timeout: Type.Optional(Type.Number(schemaBounds(JOB_TIMEOUT_SECONDS))),
     failPolicy: Type.Optional(FailPolicy),
     /** Seconds between SIGTERM and SIGKILL when ranks are ended. */
-    grace: Type.Optional(Type.Number({ minimum: 0, maximum: 3600 })),
+    grace: Type.Optional(Type.Number(schemaBounds(JOB_GRACE_SECONDS))),
     /** A resubmission with the same key returns the existing job. */
     idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
     /** Run each rank under a pseudo-terminal. */

@@ -1,5 +1,6 @@
 // REST schemas of users, API tokens and the audit log.
 import Type from 'typebox';
+import { AUDIT_LIMIT, schemaBounds } from '../limits.js';
 import { Nullable } from '../nullable.js';
 
 /** admin: everything; operator: every job, exec, shell, doctor, inventory; user: its own jobs as its own Unix user; reader: reads. */
@@ -122,8 +123,7 @@ export type AuditEntry = Type.Static<typeof AuditEntry>;
 export const AuditList = Type.Object({ entries: Type.Array(AuditEntry) });
 export type AuditList = Type.Static<typeof AuditList>;
 export const AuditQuery = Type.Object({
-  /** ISO time or milliseconds since the epoch. */
-  since: Type.Optional(Type.String({ maxLength: 64 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+  since: Type.Optional(Type.String({ maxLength: 64, description: 'An ISO time, milliseconds since the epoch, or a duration back from now (30s, 15m, 2h, 1d)' })),
+  limit: Type.Optional(Type.Integer(schemaBounds(AUDIT_LIMIT))),
 });
 export type AuditQuery = Type.Static<typeof AuditQuery>;

@@ -1,0 +1,54 @@
+// The numeric bounds of request fields, in a module without TypeBox: the REST schemas are
+// built from them, and the CLI checks its flags against them before it sends anything, so
+// the two cannot disagree and `rankd` need not load the schema library to check a flag.
+
+/** An inclusive range; with `minExclusive`, min itself is refused (a time that must be more than 0). */
+export interface Bounds {
+  readonly min: number;
+  readonly max: number;
+  readonly minExclusive?: boolean;
+}
+
+/** Queue order of a job (`--priority`): higher first. */
+export const PRIORITY: Bounds = { min: -1000, max: 1000 };
+
+/** Seconds until a job is ended as timed-out (a year at most). */
+export const JOB_TIMEOUT_SECONDS: Bounds = { min: 0, max: 31_536_000, minExclusive: true };
+/** Seconds between SIGTERM and SIGKILL when ranks are ended. */
+export const JOB_GRACE_SECONDS: Bounds = { min: 0, max: 3600 };
+
+/** The counts of a placement spec (`rankd plan`, `rankd run`, the REST job spec). */
+export const PLACEMENT = {
+  nodes: { min: 1, max: 65536 },
+  ntasks: { min: 1, max: 1 << 20 },
+  ranksPerNode: { min: 1, max: 4096 },
+  cpusPerRank: { min: 1, max: 65536 },
+  commWorkers: { min: 0, max: 1024 },
+  gpusPerRank: { min: 0, max: 256 },
+  masterPort: { min: 1, max: 65535 },
+} as const satisfies Record<string, Bounds>;
+
+/** Seconds a `rankd exec` command may run on a host. */
+export const EXEC_TIMEOUT_SECONDS: Bounds = { min: 0, max: 86_400, minExclusive: true };
+/** Output kept per stream and host of an exec. */
+export const EXEC_OUTPUT_BYTES: Bounds = { min: 0, max: 256 * 1024 };
+/** Seconds `rankd ping` and `rankd doctor` wait for each agent. */
+export const PROBE_TIMEOUT_SECONDS: Bounds = { min: 0, max: 600, minExclusive: true };
+
+/** Lifetime of a join token, in seconds (a year at most). */
+export const JOIN_TOKEN_TTL_SECONDS: Bounds = { min: 1, max: 365 * 86_400 };
+/** Nodes one join token may enroll. */
+export const JOIN_TOKEN_USES: Bounds = { min: 1, max: 100_000 };
+
+/** Entries one GET /v1/audit answers. */
+export const AUDIT_LIMIT: Bounds = { min: 1, max: 10_000 };
+
+/** The JSON Schema keywords of a range, as TypeBox takes them. */
+export function schemaBounds(b: Bounds): { minimum?: number; exclusiveMinimum?: number; maximum: number } {
+  return b.minExclusive ? { exclusiveMinimum: b.min, maximum: b.max } : { minimum: b.min, maximum: b.max };
+}
+
+/** Whether a number lies within the bounds. */
+export function withinBounds(n: number, b: Bounds): boolean {
+  return (b.minExclusive ? n > b.min : n >= b.min) && n <= b.max;
+}
