@@ -55,7 +55,7 @@ type Placement = { nodes: number; ranksPerNode: number; oversubscribe: boolean }
 
 export async function startFenceJob(fleet: Fleet, sims: SimFleet, placement: Placement, log: (m: string) => void): Promise<FenceJob> {
   const world = placement.nodes * placement.ranksPerNode;
-  const plan = await api<{ worldSize: number; nodes: unknown[] }>(fleet, 'POST', '/v1/plan', placement);
+  const plan = await api<{ worldSize: number; nodes: unknown[] }>(fleet, 'POST', '/v1/plan', { placement });
   if (plan.worldSize !== world || plan.nodes.length !== placement.nodes) {
     throw new Error(`POST /v1/plan gave ${plan.worldSize} ranks on ${plan.nodes.length} nodes, not ${world} on ${placement.nodes}`);
   }

@@ -81,7 +81,7 @@ t.test('import an Ansible INI inventory with groups, children and vars; hosts ma
   t.match(unknown.stderr, /"n9" matches no group, host or node/);
 
   // --group places jobs on inventory patterns, and refuses to drop hosts silently
-  const plan = await f.controller.api<{ nodes: Array<{ name: string }> }>('/v1/plan', { method: 'POST', body: { group: 'gpu' } });
+  const plan = await f.controller.api<{ nodes: Array<{ name: string }> }>('/v1/plan', { method: 'POST', body: { placement: { group: 'gpu' } } });
   t.equal(plan.status, 200, JSON.stringify(plan.body));
   t.same(plan.body.nodes.map((n) => n.name), ['n1', 'n2', 'n4']);
   const withGhosts = await f.cli(['run', '-q', '--group', 'compute', '--', 'true']);

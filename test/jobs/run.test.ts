@@ -101,7 +101,7 @@ t.test('a second live job on the same rank-0 node gets the next MASTER_PORT, and
   const { controller } = await localCluster(t, ['solo']);
   // one core each, so that both jobs hold cores of their own at once
   const portOf = (env: Record<string, string>) => Number(env['MASTER_PORT']);
-  const before = await controller.api<{ masterPort: number }>('/v1/plan', { method: 'POST', body: { ntasks: 1, cpusPerRank: 1 } });
+  const before = await controller.api<{ masterPort: number }>('/v1/plan', { method: 'POST', body: { placement: { ntasks: 1, cpusPerRank: 1 } } });
   const { body: first } = await controller.api<{ id: string; rankMap: { masterPort: number; ranks: Array<{ env: Record<string, string> }> } }>('/v1/jobs', {
     method: 'POST',
     body: { command: ['sleep', '30'], placement: { ntasks: 1, cpusPerRank: 1 } },
@@ -109,7 +109,7 @@ t.test('a second live job on the same rank-0 node gets the next MASTER_PORT, and
   t.teardown(() => controller.api(`/v1/jobs/${first.id}/cancel`, { method: 'POST' }));
   t.equal(first.rankMap.masterPort, before.body.masterPort, 'the plan showed the port the job got');
   t.equal(portOf(first.rankMap.ranks[0]!.env), first.rankMap.masterPort);
-  const after = await controller.api<{ masterPort: number }>('/v1/plan', { method: 'POST', body: { ntasks: 1, cpusPerRank: 1 } });
+  const after = await controller.api<{ masterPort: number }>('/v1/plan', { method: 'POST', body: { placement: { ntasks: 1, cpusPerRank: 1 } } });
   t.equal(after.body.masterPort, first.rankMap.masterPort + 1, 'while the first job lives, its port is taken');
   const { body: second } = await controller.api<{ id: string; rankMap: { masterPort: number } }>('/v1/jobs', {
     method: 'POST',

@@ -1279,7 +1279,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The rank map a job would get now on the free cores and GPUs; when it would wait, its plan on the idle cluster and why */
+        /**
+         * The rank map a job would get now on the free cores and GPUs; when it would wait, its plan on the idle cluster and why
+         * @description Takes the `placement` object of POST /v1/jobs. Placement fields at the top level of the body are the deprecated first form, accepted until the next release.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1290,29 +1293,133 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        placement?: {
+                            nodes?: number;
+                            nodelist?: string[];
+                            group?: string;
+                            ntasks?: number;
+                            ranksPerNode?: number | "numa" | "socket" | "gpu";
+                            distribution?: "block" | "cyclic";
+                            oversubscribe?: boolean;
+                            cpusPerRank?: number;
+                            ht?: "first" | "all";
+                            commWorkers?: number;
+                            commOn?: "siblings" | "cores";
+                            memBind?: "local" | "none";
+                            nic?: string;
+                            gpusPerRank?: number;
+                            gpuBind?: "none" | "visible";
+                            masterPort?: number;
+                            env?: {
+                                [key: string]: string;
+                            };
+                            envProfile?: "default" | "mpi";
+                            exclusive?: boolean;
+                            share?: boolean;
+                        };
+                        priority?: number;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         nodes?: number;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         nodelist?: string[];
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         group?: string;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         ntasks?: number;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         ranksPerNode?: number | "numa" | "socket" | "gpu";
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         distribution?: "block" | "cyclic";
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         oversubscribe?: boolean;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         cpusPerRank?: number;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         ht?: "first" | "all";
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         commWorkers?: number;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         commOn?: "siblings" | "cores";
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         memBind?: "local" | "none";
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         nic?: string;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         gpusPerRank?: number;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         gpuBind?: "none" | "visible";
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         masterPort?: number;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         env?: {
                             [key: string]: string;
                         };
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         envProfile?: "default" | "mpi";
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         exclusive?: boolean;
+                        /**
+                         * @deprecated
+                         * @description Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.
+                         */
                         share?: boolean;
-                        priority?: number;
                     };
                 };
             };
@@ -3234,6 +3341,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description An ISO time, milliseconds since the epoch, or a duration back from now (30s, 15m, 2h, 1d) */
                     since?: string;
                     limit?: number;
                 };
