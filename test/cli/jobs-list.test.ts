@@ -7,7 +7,7 @@ import t from 'tap';
 import { runCli, waitUntil } from '../helpers/daemons.js';
 import { localCluster } from '../helpers/cluster.js';
 import { formatElapsed } from '@rankd/cli/elapsed';
-import { sinceTime } from '@rankd/cli/options';
+import { since as sinceTime } from '@rankd/cli/options';
 
 interface Summary {
   id: string;
@@ -249,7 +249,7 @@ t.test('--since: a time back from now is that long before the call; an ISO time 
   t.equal(sinceTime('2026-11-25T14:30'), new Date(2026, 10, 25, 14, 30).toISOString(), 'a time without an offset: local');
   t.equal(sinceTime('2026-11-25T14:30:05.250Z'), '2026-11-25T14:30:05.250Z', 'Z: UTC');
   t.equal(sinceTime('2026-11-25T14:30+02:00'), '2026-11-25T12:30:00.000Z', 'an offset');
-  for (const bad of ['', '2h ago', '-2h', '1w', '1700000000000', 'Tue Nov 25 2026', '2026-02-30T25:00', '2026-02-30', '2026-00-10']) {
-    t.throws(() => sinceTime(bad), { message: new RegExp(`^"${bad}" is neither a time back from now`) }, `${JSON.stringify(bad)} is refused`);
+  for (const bad of ['', '2h ago', '-2h', '1w', 'Tue Nov 25 2026', '2026-02-30T25:00', '2026-02-30', '2026-00-10']) {
+    t.throws(() => sinceTime(bad), { message: new RegExp(`^"${bad}" is not a duration`) }, `${JSON.stringify(bad)} is refused`);
   }
 });

@@ -84,7 +84,7 @@ t.test('a drained node takes no new ranks, lets running ones finish, and comes b
   t.equal(back.code, 0, `n1 takes ranks again: ${back.stderr}`);
 
   const audit = await cli(['audit', '--json']);
-  const entries = JSON.parse(audit.stdout) as Array<{ route: string; user: string | null; status: number | null; resource: Record<string, string> }>;
+  const { entries } = JSON.parse(audit.stdout) as { entries: Array<{ route: string; user: string | null; status: number | null; resource: Record<string, string> }> };
   t.ok(entries.some((e) => e.route === '/v1/nodes/:name/drain' && e.user === 'admin' && e.status === 200 && e.resource['node'] === 'n1'), 'the drain is in the audit log');
   t.ok(entries.some((e) => e.route === '/v1/nodes/:name/drain' && e.user === 'uma' && e.status === 403), 'so is the refusal');
   t.ok(entries.some((e) => e.route === '/v1/nodes/:name/resume' && e.user === 'admin' && e.status === 200), 'and the resume');

@@ -78,7 +78,7 @@ t.test('an impossible spec exits 65 with the planner\'s message and code', async
 t.test('bad flags are usage errors (64) that say what is wrong', async (t) => {
   // one process per kind of mistake; the flag parsing itself is tested in-process
   const cases: [string[], RegExp][] = [
-    [['--format', 'xml'], /--format must be one of table, matrix/],
+    [['--format', 'xml'], /^rankd: --format: "xml" is not one of table, matrix/],
     [['--address', 'node9=10.0.0.9'], /--address names node9, which has no node9\.json/],
   ];
   for (const [args, message] of cases) {

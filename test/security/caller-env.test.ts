@@ -92,7 +92,7 @@ function onlyNobody(t: Test, probe: Probe, program: RegExp, what: string): void 
 async function audit(f: FleetUnderTest): Promise<AuditEntry[]> {
   const r = await f.cli(['audit', '--json']);
   if (r.code !== 0) throw new Error(`rankd audit: ${r.stderr}`);
-  return JSON.parse(r.stdout) as AuditEntry[];
+  return (JSON.parse(r.stdout) as { entries: AuditEntry[] }).entries;
 }
 
 t.test('LD_PRELOAD through exec, job --env and --pty ranks runs only as the target user, after the switch', { skip }, async (t) => {

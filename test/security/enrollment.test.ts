@@ -57,7 +57,7 @@ t.test('join tokens: unknown, expired, revoked and spent tokens get stable codes
   t.equal(replay.body.code, 'RANKD_CSR_REPLAYED');
 
   const list = await runCli(['join-token', 'list', '--json'], controller.clientEnv);
-  const tokens = JSON.parse(list.stdout) as Array<{ id: string; state: string }>;
+  const { tokens } = JSON.parse(list.stdout) as { tokens: Array<{ id: string; state: string }> };
   t.equal(tokens.find((x) => x.id === shortLived.split('.')[0])?.state, 'expired');
   t.equal(tokens.find((x) => x.id === revokedToken.split('.')[0])?.state, 'revoked');
   t.equal(tokens.find((x) => x.id === once.split('.')[0])?.state, 'used');

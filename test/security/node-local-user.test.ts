@@ -55,7 +55,7 @@ t.test("another local user reads nothing of a running job: not its spool, its ou
   });
   const job = await waitUntil('the rank running with its output in the spool', 30_000, async () => {
     const r = await f.cli(['jobs', '--json']);
-    const id = r.code === 0 ? (JSON.parse(r.stdout) as Array<{ id: string }>)[0]?.id : undefined;
+    const id = r.code === 0 ? (JSON.parse(r.stdout) as { jobs: Array<{ id: string }> }).jobs[0]?.id : undefined;
     if (!id) return undefined;
     const view = JSON.parse((await f.cli(['job', id, '--json'])).stdout) as { id: string; ranks: Array<{ state: string; pid: number | null }> };
     const rank = view.ranks[0];

@@ -78,7 +78,7 @@ t.test('a bounded loop of bad tokens gets 429 with Retry-After; valid tokens are
 
   const audit = await runCli(['audit', '--json'], { ...controller.clientEnv, RANKD_HOME: controller.dataDir });
   t.equal(audit.code, 0, audit.stderr);
-  const entries = JSON.parse(audit.stdout) as Array<{ status: number; route: string; method: string; decision: string; reason: string; user: string | null; source: string; count: number }>;
+  const { entries } = JSON.parse(audit.stdout) as { entries: Array<{ status: number; route: string; method: string; decision: string; reason: string; user: string | null; source: string; count: number }> };
   // refusals are counted per source and minute: one entry each for 401 and 429 (two if the
   // loop crossed a minute), whose counts add up to every refusal
   const sum = (es: typeof entries) => es.reduce((n, e) => n + e.count, 0);

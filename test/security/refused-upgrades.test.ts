@@ -167,7 +167,7 @@ t.test('refused agent upgrades and plain HTTP are refused with their codes and c
   // `rankd audit --json` shows the same counts
   const cli = await runCli(['audit', '--json'], controller.clientEnv);
   t.equal(cli.code, 0, cli.stderr);
-  const entries = JSON.parse(cli.stdout) as AuditRow[];
+  const { entries } = JSON.parse(cli.stdout) as { entries: AuditRow[] };
   for (const source of [NO_CERT_SOURCE, REVOKED_SOURCE, PLAINTEXT_SOURCE]) t.equal(sum(entries.filter((e) => e.source === source)), ATTEMPTS, `rankd audit --json: ${source} counted ${ATTEMPTS} times`);
 
   // the other node's agent was never disturbed

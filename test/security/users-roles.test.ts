@@ -118,7 +118,7 @@ t.test('roles, Unix users and job ownership hold on every path, and the audit lo
   const as = (who: Created) => ({ ...controller.clientEnv, RANKD_TOKEN: who.token, RANKD_HOME: controller.dataDir });
 
   const listed = await runCli(['user', 'list', '--json'], env);
-  t.same((JSON.parse(listed.stdout) as Array<{ name: string }>).map((u) => u.name).sort(), ['admin', 'alice', 'bob', 'otto', 'rita'], 'the bootstrap admin and the four users');
+  t.same((JSON.parse(listed.stdout) as { users: Array<{ name: string }> }).users.map((u) => u.name).sort(), ['admin', 'alice', 'bob', 'otto', 'rita'], 'the bootstrap admin and the four users');
   const denied = await runCli(['user', 'list'], as(alice));
   t.equal(denied.code, 77, 'a user cannot list users (exit 77)');
   t.match(denied.stderr, /RANKD_FORBIDDEN/);
@@ -207,7 +207,7 @@ t.test('roles, Unix users and job ownership hold on every path, and the audit lo
   const second = JSON.parse(extra.stdout) as { token: string; accessor: string };
   t.equal((await controller.api('/v1/whoami', { token: second.token })).status, 200);
   const tokens = await runCli(['token', 'list', '--json'], as(bob));
-  t.same((JSON.parse(tokens.stdout) as Array<{ accessor: string; user: string }>).map((x) => x.user), ['bob', 'bob'], 'bob lists his own tokens');
+  t.same((JSON.parse(tokens.stdout) as { tokens: Array<{ accessor: string; user: string }> }).tokens.map((x) => x.user), ['bob', 'bob'], 'bob lists his own tokens');
   t.notMatch(tokens.stdout, second.token, 'never the secret');
   forbidden(await controller.api('/v1/tokens', { method: 'POST', token: bob.token, body: { user: 'alice' } }), 'bob minting a token for alice', /may not create a token for "alice"/);
   const revoke = await runCli(['token', 'revoke', second.accessor], as(bob));
@@ -222,7 +222,7 @@ t.test('roles, Unix users and job ownership hold on every path, and the audit lo
   forbidden(await controller.api('/v1/audit', { token: alice.token }), 'a user reading the audit log', /may not read the audit log/);
   const audit = await runCli(['audit', '--json'], env);
   t.equal(audit.code, 0, audit.stderr);
-  const entries = JSON.parse(audit.stdout) as AuditLike[];
+  const { entries } = JSON.parse(audit.stdout) as { entries: AuditLike[] };
   const find = (what: string, pred: (e: AuditLike) => boolean) => {
     const e = entries.find(pred);
     t.ok(e, `audit: ${what}`);
@@ -261,5 +261,5 @@ t.test('roles, Unix users and job ownership hold on every path, and the audit lo
   t.ok(lines.some((e) => e.user === 'bob' && e.route === '/v1/jobs/:id/cancel' && e.status === 403), 'the JSON-lines file has the entries too');
   t.notMatch(file, alice.token, 'and no secret');
   const since = await runCli(['audit', '--since', new Date(Date.now() + 60_000).toISOString(), '--json'], env);
-  t.same(JSON.parse(since.stdout), [], '--since filters');
+  t.same(JSON.parse(since.stdout), { entries: [] }, '--since filters');
 });

@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { RANKD_VERSION } from '@rankd/protocol/version';
 import { CliError, ExitCode } from './exit-codes.js';
 import { modulesFor } from './commands/index.js';
+import { nameFlagsInRefusals } from './options.js';
 
 const program = new Command('rankd')
   .description('pinned distributed ranks on RDMA clusters')
@@ -13,6 +14,7 @@ const program = new Command('rankd')
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
 for (const module of await Promise.all(modulesFor(process.argv.slice(2)).map((m) => m.load()))) module.register(program);
+nameFlagsInRefusals(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -2,6 +2,7 @@
 // into a PlacementSpec (the same object the REST job spec carries).
 import { Option, type Command } from 'commander';
 import type { PlacementSpec, RanksPerNode } from '@rankd/protocol';
+import { PLACEMENT, type Bounds } from '@rankd/protocol/limits';
 import { CliError, ExitCode } from './exit-codes.js';
 
 export interface PlacementOptions {
@@ -59,7 +60,7 @@ function usage(message: string): CliError {
   return new CliError(message, ExitCode.Usage);
 }
 
-function integer(flag: string, text: string | undefined, min: number, max: number): number | undefined {
+function integer(flag: string, text: string | undefined, { min, max }: Bounds): number | undefined {
   if (text === undefined) return undefined;
   if (!/^\d+$/.test(text.trim())) throw usage(`${flag} takes a whole number, not "${text}"`);
   const value = Number(text.trim());
@@ -72,7 +73,7 @@ function ranksPerNode(flag: string, text: string | undefined): RanksPerNode | un
   const t = text.trim();
   if (t === 'numa' || t === 'socket' || t === 'gpu') return t;
   if (!/^\d+$/.test(t)) throw usage(`${flag} takes a count or numa, socket or gpu, not "${text}"`);
-  return integer(flag, t, 1, 4096);
+  return integer(flag, t, PLACEMENT.ranksPerNode);
 }
 
 function list(flag: string, text: string | undefined): string[] | undefined {
@@ -104,22 +105,22 @@ export function placementSpecFromOptions(opts: PlacementOptions): PlacementSpec 
   const nic = opts.nic?.trim();
   if (nic !== undefined && nic === '') throw usage('--nic is empty');
   const spec: PlacementSpec = {
-    nodes: integer('-N/--nodes', opts.nodes, 1, 65536),
+    nodes: integer('-N/--nodes', opts.nodes, PLACEMENT.nodes),
     nodelist: list('--nodelist', opts.nodelist),
     group: opts.group,
-    ntasks: integer('-n/--ntasks', opts.ntasks, 1, 1 << 20),
+    ntasks: integer('-n/--ntasks', opts.ntasks, PLACEMENT.ntasks),
     ranksPerNode: rpn ?? ppn,
     distribution: opts.distribution as PlacementSpec['distribution'],
-    cpusPerRank: integer('-c/--cpus-per-rank', opts.cpusPerRank, 1, 65536),
+    cpusPerRank: integer('-c/--cpus-per-rank', opts.cpusPerRank, PLACEMENT.cpusPerRank),
     oversubscribe: opts.oversubscribe || undefined,
     ht: opts.ht as PlacementSpec['ht'],
-    commWorkers: integer('--comm-workers', opts.commWorkers, 0, 1024),
+    commWorkers: integer('--comm-workers', opts.commWorkers, PLACEMENT.commWorkers),
     commOn: opts.commOn as PlacementSpec['commOn'],
     memBind: opts.memBind as PlacementSpec['memBind'],
     nic,
-    gpusPerRank: integer('--gpus-per-rank', opts.gpusPerRank, 0, 256),
+    gpusPerRank: integer('--gpus-per-rank', opts.gpusPerRank, PLACEMENT.gpusPerRank),
     gpuBind: opts.gpuBind as PlacementSpec['gpuBind'],
-    masterPort: integer('--master-port', opts.masterPort, 1, 65535),
+    masterPort: integer('--master-port', opts.masterPort, PLACEMENT.masterPort),
     env: envPairs(opts.env),
     envProfile: opts.envProfile as PlacementSpec['envProfile'],
     exclusive: opts.exclusive || undefined,

@@ -5,14 +5,19 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Compile } from 'typebox/compile';
-import { Facts, type PlacementSpec, type RankMap } from '@rankd/protocol';
+import { Facts, type PlacementSpec, type PlanAnswer, type RankMap } from '@rankd/protocol';
 import { PlanError, planRankMap, type PlannerNode } from '@rankd/controller/planner/index';
 import { CliError, ExitCode } from './exit-codes.js';
 
-/** The map, and the facts by node name (the bindings view draws sockets and cores from them). */
-export function planOffline(factsDir: string, addressPairs: readonly string[], spec: PlacementSpec): { map: RankMap; facts: Record<string, Facts> } {
+/**
+ * The answer POST /v1/plan would give on a cluster of exactly these nodes, and the facts by
+ * node name (the bindings view draws sockets and cores from them). Nothing runs on files, so
+ * every core is free and the job would start now: `schedule` says so, in the REST shape.
+ */
+export function planOffline(factsDir: string, addressPairs: readonly string[], spec: PlacementSpec): { answer: PlanAnswer; facts: Record<string, Facts> } {
   const nodes = readFactsDir(factsDir, parseAddresses(addressPairs));
-  return { map: plan(nodes, spec), facts: Object.fromEntries(nodes.map((n) => [n.name, n.facts])) };
+  const answer: PlanAnswer = { ...plan(nodes, spec), schedule: { startsNow: true, reason: null } };
+  return { answer, facts: Object.fromEntries(nodes.map((n) => [n.name, n.facts])) };
 }
 
 function plan(nodes: PlannerNode[], spec: PlacementSpec): RankMap {

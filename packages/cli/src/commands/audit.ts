@@ -1,22 +1,26 @@
 // `rankd audit [--since T] [--json]`: who did what, from where, and the outcome.
 import type { Command } from 'commander';
 import type { AuditList } from '@rankd/protocol';
+import { AUDIT_LIMIT } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { printJson } from '../json-output.js';
+import { integerIn, since } from '../options.js';
 import { renderTable } from '../table.js';
 
 export function register(program: Command): void {
   program
     .command('audit')
     .description('the audit log: mutating requests, shells, execs and every refusal (admin, operator)')
-    .option('--since <time>', 'ISO time, epoch milliseconds, or a duration ago (30s, 15m, 2h, 1d)')
-    .option('--limit <n>', 'at most this many entries, newest last', '1000')
-    .option('--json', 'print JSON')
-    .action(async (opts: { since?: string; limit: string; json?: boolean }) => {
-      const q = new URLSearchParams({ limit: opts.limit });
-      if (opts.since) q.set('since', sinceParam(opts.since));
-      const { entries } = await request<AuditList>(loadClientConfig(), `/v1/audit?${q}`);
-      if (opts.json) return void process.stdout.write(JSON.stringify(entries, null, 2) + '\n');
+    .option('--since <time>', 'a duration back from now (30s, 15m, 2h, 1d), an ISO time, or epoch milliseconds', since)
+    .option('--limit <n>', `at most this many entries, newest last (${AUDIT_LIMIT.min} to ${AUDIT_LIMIT.max})`, integerIn(AUDIT_LIMIT), 1000)
+    .option('--json', 'print the REST document of GET /v1/audit: {"entries": [...]}')
+    .action(async (opts: { since?: string; limit: number; json?: boolean }) => {
+      const q = new URLSearchParams({ limit: String(opts.limit) });
+      if (opts.since) q.set('since', opts.since);
+      const list = await request<AuditList>(loadClientConfig(), `/v1/audit?${q}`);
+      if (opts.json) return printJson(list);
+      const { entries } = list;
       process.stdout.write(
         renderTable(
           ['TIME', 'USER', 'SOURCE', 'REQUEST', 'RESOURCE', 'ENV', 'DECISION', 'STATUS', 'MS'],
@@ -37,12 +41,4 @@ export function register(program: Command): void {
         ),
       );
     });
-}
-
-/** A duration ago becomes an ISO time; anything else goes as given. */
-function sinceParam(since: string): string {
-  const m = /^(\d+)(s|m|h|d)$/.exec(since);
-  if (!m) return since;
-  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
-  return new Date(Date.now() - Number(m[1]) * unit).toISOString();
 }

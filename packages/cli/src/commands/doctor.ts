@@ -3,10 +3,11 @@
 // pair of nodes. Exits 1 when any check fails.
 import type { Command } from 'commander';
 import type { DoctorCheck, DoctorRequest, DoctorResult, ReachMatrix } from '@rankd/protocol';
+import { PROBE_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
-import { CliError, ExitCode } from '../exit-codes.js';
-import { collect } from '../options.js';
+import { ExitCode } from '../exit-codes.js';
+import { collect, secondsIn } from '../options.js';
 
 export const DOCTOR_FAILED = 1;
 
@@ -14,7 +15,8 @@ interface DoctorFlags {
   requirePath?: string[];
   matrix?: boolean;
   iface?: string;
-  timeout?: string;
+  /** Seconds. */
+  timeout?: number;
   json?: boolean;
 }
 
@@ -26,11 +28,10 @@ export function register(program: Command): void {
     .option('--require-path <path>', 'a path every node must have, e.g. the model directory on NFS (repeatable)', collect)
     .option('--matrix', 'probe TCP between every pair of nodes and print the connection matrix')
     .option('--iface <netdev>', 'probe over this interface\'s address (the one ranks use) instead of the registered address')
-    .option('--timeout <seconds>', 'how long to wait for each agent (default 10)')
+    .option('--timeout <time>', `how long to wait for each agent: seconds or a duration (default 10, at most ${PROBE_TIMEOUT_SECONDS.max})`, secondsIn(PROBE_TIMEOUT_SECONDS))
     .option('--json', 'print JSON')
     .action(async (pattern: string, flags: DoctorFlags) => {
-      const timeout = flags.timeout === undefined ? undefined : Number(flags.timeout);
-      if (timeout !== undefined && !(timeout > 0)) throw new CliError(`--timeout takes a positive number of seconds, not "${flags.timeout}"`, ExitCode.Usage);
+      const timeout = flags.timeout;
       const body: DoctorRequest = {
         pattern,
         ...(flags.requirePath ? { requirePaths: flags.requirePath } : {}),

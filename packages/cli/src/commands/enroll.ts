@@ -4,10 +4,13 @@
 //   rankd join-token list|create|revoke ID                          join tokens (ids and state, never secrets)
 // (`rankd node remove`, which revokes a node's certificates, is with the node commands in nodes.ts.)
 import type { Command } from 'commander';
+import type { JoinTokenList } from '@rankd/protocol';
+import { JOIN_TOKEN_TTL_SECONDS, JOIN_TOKEN_USES } from '@rankd/protocol/limits';
 import { httpsUrl, loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
-import { duration, positiveInt } from '../options.js';
+import { integerIn, secondsIn } from '../options.js';
+import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
 
 interface Minted {
@@ -20,6 +23,7 @@ interface Minted {
 
 interface MintFlags {
   tokenFile?: string;
+  /** Seconds. */
   ttl?: number;
   uses?: number;
   description?: string;
@@ -34,7 +38,7 @@ async function mint(flags: MintFlags): Promise<{ minted: Minted; controller: str
   const minted = await request<Minted>(config, '/v1/join-tokens', {
     method: 'POST',
     body: {
-      ...(flags.ttl ? { ttlSeconds: Math.max(1, Math.round(flags.ttl / 1000)) } : {}),
+      ...(flags.ttl ? { ttlSeconds: Math.round(flags.ttl) } : {}),
       ...(flags.uses ? { uses: flags.uses } : {}),
       ...(flags.description ? { description: flags.description } : {}),
     },
@@ -44,8 +48,8 @@ async function mint(flags: MintFlags): Promise<{ minted: Minted; controller: str
 
 function mintOptions(command: Command): Command {
   return command
-    .option('--ttl <duration>', 'how long the token is valid (default 24h)', duration)
-    .option('--uses <n>', 'how many nodes may enroll with it (default 1: single-use)', positiveInt)
+    .option('--ttl <duration>', 'how long the token is valid (default 24h, at most 365d)', secondsIn(JOIN_TOKEN_TTL_SECONDS))
+    .option('--uses <n>', `how many nodes may enroll with it (default 1: single-use, at most ${JOIN_TOKEN_USES.max})`, integerIn(JOIN_TOKEN_USES))
     .option('--description <text>', 'a note kept with the token')
     .option('--controller <url>', 'the controller URL agents dial (default: the one in the client config)')
     .option('--json', 'print JSON');
@@ -91,10 +95,11 @@ export function register(program: Command): void {
   tokens
     .command('list')
     .description('join tokens: id, state, uses, expiry (never the secrets)')
-    .option('--json', 'print JSON')
+    .option('--json', 'print the REST document of GET /v1/join-tokens: {"tokens": [...]}')
     .action(async (flags: { json?: boolean }) => {
-      const { tokens: list } = await request<{ tokens: Array<{ id: string; state: string; uses: number; maxUses: number; expiresAt: string; description: string }> }>(loadClientConfig(), '/v1/join-tokens');
-      if (flags.json) process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+      const answer = await request<JoinTokenList>(loadClientConfig(), '/v1/join-tokens');
+      const list = answer.tokens;
+      if (flags.json) printJson(answer);
       else process.stdout.write(renderTable(['ID', 'STATE', 'USES', 'EXPIRES', 'DESCRIPTION'], list.map((t) => [t.id, t.state, `${t.uses}/${t.maxUses}`, t.expiresAt, t.description || '-'])));
     });
   tokens

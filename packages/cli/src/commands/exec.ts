@@ -4,10 +4,11 @@
 // otherwise 2 when a host failed; 77 when its token was revoked while it ran.
 import type { Command } from 'commander';
 import type { ExecHostResult, ExecReport, ExecRequest } from '@rankd/protocol';
+import { EXEC_OUTPUT_BYTES, EXEC_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
-import { collect } from '../options.js';
+import { collect, integerIn, secondsIn } from '../options.js';
 
 /** ansible's codes: RUN_FAILED_HOSTS and RUN_UNREACHABLE_HOSTS. */
 export const EXEC_FAILED_HOSTS = 2;
@@ -15,12 +16,13 @@ export const EXEC_UNREACHABLE_HOSTS = 4;
 
 interface ExecFlags {
   shell?: string;
-  timeout?: string;
+  /** Seconds. */
+  timeout?: number;
   json?: boolean;
   user?: string;
   cwd?: string;
   env?: string[];
-  maxOutput?: string;
+  maxOutput?: number;
 }
 
 export function register(program: Command): void {
@@ -31,16 +33,16 @@ export function register(program: Command): void {
     .argument('<pattern>', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value')
     .argument('[command...]', 'the program and its arguments (after --)')
     .option('--shell <string>', 'run a shell string with /bin/sh -c instead (an explicit opt-in)')
-    .option('--timeout <seconds>', 'end the command on a host after this long (default 300)')
+    .option('--timeout <time>', `end the command on a host after this long: seconds or a duration (default 300, at most ${EXEC_TIMEOUT_SECONDS.max})`, secondsIn(EXEC_TIMEOUT_SECONDS))
     .option('--user <name>', 'run as this user')
     .option('--cwd <dir>', 'working directory (default: the user\'s home)')
     .option('--env <K=V>', 'environment variable (repeatable)', collect)
-    .option('--max-output <bytes>', 'output kept per stream and host (default 65536, at most 262144)')
+    .option('--max-output <bytes>', `output kept per stream and host (default 65536, at most ${EXEC_OUTPUT_BYTES.max})`, integerIn(EXEC_OUTPUT_BYTES))
     .option('--json', 'print the report as JSON')
     .action(async (pattern: string, command: string[], flags: ExecFlags) => {
       if (command.length > 0 && flags.shell !== undefined) throw new CliError('give a command after -- or --shell, not both', ExitCode.Usage);
       if (command.length === 0 && flags.shell === undefined) throw new CliError('nothing to run: give a command after -- (or --shell STRING)', ExitCode.Usage);
-      const timeout = flags.timeout === undefined ? undefined : positive('--timeout', flags.timeout);
+      const timeout = flags.timeout;
       const body: ExecRequest = {
         pattern,
         ...(command.length > 0 ? { command } : { shell: flags.shell! }),
@@ -48,7 +50,7 @@ export function register(program: Command): void {
         ...(flags.user ? { user: flags.user } : {}),
         ...(flags.cwd ? { cwd: flags.cwd } : {}),
         ...(flags.env ? { env: envVars(flags.env) } : {}),
-        ...(flags.maxOutput !== undefined ? { maxOutputBytes: Math.floor(positive('--max-output', flags.maxOutput, true)) } : {}),
+        ...(flags.maxOutput !== undefined ? { maxOutputBytes: flags.maxOutput } : {}),
       };
       const report = await request<ExecReport>(loadClientConfig(), '/v1/exec', { method: 'POST', body, timeoutMs: ((timeout ?? 300) + 30) * 1000 });
       if (flags.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
@@ -83,12 +85,6 @@ export function renderHost(h: ExecHostResult): string {
 
 function withNewline(text: string): string {
   return text === '' || text.endsWith('\n') ? text : text + '\n';
-}
-
-function positive(flag: string, text: string, zeroOk = false): number {
-  const n = Number(text);
-  if (!Number.isFinite(n) || n < 0 || (!zeroOk && n === 0)) throw new CliError(`${flag} takes a positive number, not "${text}"`, ExitCode.Usage);
-  return n;
 }
 
 function envVars(pairs: readonly string[]): Record<string, string> {

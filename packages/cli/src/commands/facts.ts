@@ -5,11 +5,12 @@ import type { Command } from 'commander';
 import type { Facts } from '@rankd/protocol';
 import { FACTS_FORMATS, readFacts, renderFacts, type FactsFormat } from '@rankd/agent/facts/index';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { oneOf } from '../options.js';
 
 interface FactsOptions {
   root?: string;
   json?: boolean;
-  format?: string;
+  format?: FactsFormat | 'json';
 }
 
 export function register(program: Command): void {
@@ -18,8 +19,8 @@ export function register(program: Command): void {
     .description("print hardware facts: this machine's, or a node's as the controller holds them")
     .argument('[node]', 'a node name; without it the local machine is read')
     .option('--root <dir>', 'read sysfs/procfs under this directory instead of /')
-    .option('--json', 'print the facts as JSON')
-    .option('--format <format>', `one of ${FACTS_FORMATS.join(', ')} (default summary)`)
+    .option('--json', 'print the facts as JSON: with NODE, the REST document of GET /v1/nodes/NODE/facts (as --format json)')
+    .option('--format <format>', `one of ${FACTS_FORMATS.join(', ')}, json (default summary)`, oneOf([...FACTS_FORMATS, 'json'] as const))
     .action(async (node: string | undefined, opts: FactsOptions) => {
       const format = pickFormat(opts);
       if (node !== undefined && opts.root !== undefined) {
@@ -31,13 +32,8 @@ export function register(program: Command): void {
 }
 
 function pickFormat(opts: FactsOptions): FactsFormat | 'json' {
-  if (opts.json && opts.format !== undefined) throw new CliError('--json and --format are exclusive', ExitCode.Usage);
-  if (opts.json) return 'json';
-  const format = opts.format ?? 'summary';
-  if (!(FACTS_FORMATS as readonly string[]).includes(format)) {
-    throw new CliError(`unknown format "${format}"; expected one of ${FACTS_FORMATS.join(', ')}`, ExitCode.Usage);
-  }
-  return format as FactsFormat;
+  if (opts.json && opts.format !== undefined && opts.format !== 'json') throw new CliError(`--json and --format ${opts.format} ask for two outputs; give one`, ExitCode.Usage);
+  return opts.json ? 'json' : (opts.format ?? 'summary');
 }
 
 /** The controller client loads only for remote reads: local reads race lstopo on startup time. */

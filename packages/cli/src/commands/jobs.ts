@@ -7,7 +7,8 @@ import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { JOB_ID_ARGUMENT, resolveJobId } from '../client/job-id.js';
 import { elapsedOf, tableTime } from '../elapsed.js';
-import { positiveInt, sinceTime } from '../options.js';
+import { positiveInt, since } from '../options.js';
+import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
 
 export function register(program: Command): void {
@@ -17,14 +18,15 @@ export function register(program: Command): void {
     .option('--limit <n>', `at most this many jobs, 1 to ${MAX_JOB_LIST_LIMIT} (default ${DEFAULT_JOB_LIST_LIMIT})`, listLimit)
     .option('--state <states>', `only jobs in these states, comma-separated: ${JOB_STATE_WORDS.join(', ')} (active: not ended; done: ended)`, jobStates)
     .option('--user <name>', "only this rankd user's jobs (another's: admin, operator or reader)", userName)
-    .option('--since <time>', 'only jobs submitted since: a time back from now (30m, 2h, 1d) or an ISO time', sinceTime)
-    .option('--json', 'print JSON')
+    .option('--since <time>', 'only jobs submitted since: a time back from now (30m, 2h, 1d) or an ISO time', since)
+    .option('--json', 'print the REST document of GET /v1/jobs: {"jobs": [...], "more": …}')
     .addHelpText('after', '\nELAPSED is squeue\'s TIME: M:SS, H:MM:SS or D-HH:MM:SS, up to now for a running job, "-" for one that has not started.\nTimes are UTC.')
     .action(async (opts: { limit?: number; state?: string; user?: string; since?: string; json?: boolean }) => {
       const query = new URLSearchParams();
       for (const key of ['limit', 'state', 'user', 'since'] as const) if (opts[key] !== undefined) query.set(key, String(opts[key]));
-      const { jobs, more } = await request<JobList>(loadClientConfig(), `/v1/jobs${query.size > 0 ? `?${query}` : ''}`);
-      if (opts.json) return void process.stdout.write(JSON.stringify(jobs, null, 2) + '\n');
+      const list = await request<JobList>(loadClientConfig(), `/v1/jobs${query.size > 0 ? `?${query}` : ''}`);
+      if (opts.json) return printJson(list);
+      const { jobs, more } = list;
       const now = Date.now();
       process.stdout.write(
         renderTable(
@@ -50,11 +52,11 @@ export function register(program: Command): void {
     .command('job')
     .description('one job: its state, times, rank map and the actual binding of every rank')
     .argument('<id>', JOB_ID_ARGUMENT)
-    .option('--json', 'print JSON')
+    .option('--json', 'print the REST document of GET /v1/jobs/ID')
     .action(async (id: string, opts: { json?: boolean }) => {
       const config = loadClientConfig();
       const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}`);
-      if (opts.json) return void process.stdout.write(JSON.stringify(job, null, 2) + '\n');
+      if (opts.json) return printJson(job);
       const now = Date.now();
       process.stdout.write(`job ${job.id}  ${job.state}  ${job.reason}\ncommand: ${job.command.join(' ')}\nexit code: ${job.exitCode ?? '-'}\n`);
       process.stdout.write(`created: ${tableTime(job.createdAt)}  start: ${tableTime(job.startedAt)}  end: ${tableTime(job.endedAt)}  elapsed: ${elapsedOf(job, now)}\n\n`);

@@ -21,7 +21,6 @@ export function register(program: Command): void {
     .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
     .action(async (id: string, opts: { follow?: boolean; rank?: string[]; stream?: string; offset?: string; label: boolean; labelFormat: string }) => {
       const config = loadClientConfig();
-      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}`);
       const stream = opts.stream === undefined ? undefined : opts.stream === 'out' || opts.stream === 'stdout' ? 'stdout' : opts.stream === 'err' || opts.stream === 'stderr' ? 'stderr' : null;
       if (stream === null) throw new CliError(`--stream is out or err, not "${opts.stream}"`, ExitCode.Usage);
       const ranks = opts.rank?.map((r) => {
@@ -30,6 +29,8 @@ export function register(program: Command): void {
       });
       const offset = opts.offset === undefined ? undefined : Number(opts.offset);
       if (offset !== undefined && !(Number.isInteger(offset) && offset >= 0)) throw new CliError(`--offset takes a byte offset, not "${opts.offset}"`, ExitCode.Usage);
+      // every flag is checked above, before the first request
+      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}`);
       // Without -f the same stream ends after the stored bytes (the server closes it).
       await followLogs(config, job, {
         label: opts.label ? opts.labelFormat : '',

@@ -4,19 +4,18 @@ import type { Command } from 'commander';
 import type { NodeList, NodeView } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
 
 export function register(program: Command): void {
   program
     .command('nodes')
     .description('list the nodes the controller knows')
-    .option('--json', 'print JSON')
+    .option('--json', 'print the REST document of GET /v1/nodes: {"nodes": [...]}')
     .action(async (opts: { json?: boolean }) => {
-      const { nodes } = await request<NodeList>(loadClientConfig(), '/v1/nodes');
-      if (opts.json) {
-        process.stdout.write(JSON.stringify(nodes, null, 2) + '\n');
-        return;
-      }
+      const list = await request<NodeList>(loadClientConfig(), '/v1/nodes');
+      if (opts.json) return printJson(list);
+      const { nodes } = list;
       const now = Date.now();
       process.stdout.write(
         renderTable(

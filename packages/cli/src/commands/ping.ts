@@ -2,9 +2,11 @@
 // `ansible -m ping` with numbers. Exits 4 (as ansible does) when any is unreachable.
 import type { Command } from 'commander';
 import type { PingReport } from '@rankd/protocol';
+import { PROBE_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
-import { CliError, ExitCode } from '../exit-codes.js';
+import { ExitCode } from '../exit-codes.js';
+import { secondsIn } from '../options.js';
 import { EXEC_UNREACHABLE_HOSTS } from './exec.js';
 
 export function register(program: Command): void {
@@ -12,11 +14,10 @@ export function register(program: Command): void {
     .command('ping')
     .description('round trip to each agent a pattern selects, with its latency')
     .argument('[pattern]', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value', 'all')
-    .option('--timeout <seconds>', 'how long to wait for each agent (default 10)')
-    .option('--json', 'print JSON')
-    .action(async (pattern: string, opts: { timeout?: string; json?: boolean }) => {
-      const timeout = opts.timeout === undefined ? undefined : Number(opts.timeout);
-      if (timeout !== undefined && !(timeout > 0)) throw new CliError(`--timeout takes a positive number of seconds, not "${opts.timeout}"`, ExitCode.Usage);
+    .option('--timeout <time>', `how long to wait for each agent: seconds or a duration (default 10, at most ${PROBE_TIMEOUT_SECONDS.max})`, secondsIn(PROBE_TIMEOUT_SECONDS))
+    .option('--json', 'print the REST document of POST /v1/ping')
+    .action(async (pattern: string, opts: { timeout?: number; json?: boolean }) => {
+      const timeout = opts.timeout;
       const report = await request<PingReport>(loadClientConfig(), '/v1/ping', {
         method: 'POST',
         body: { pattern, ...(timeout !== undefined ? { timeout } : {}) },

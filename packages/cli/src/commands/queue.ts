@@ -4,16 +4,17 @@ import type { Command } from 'commander';
 import type { QueueEntry, QueueList } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
 
 export function register(program: Command): void {
   program
     .command('queue')
     .description("running and queued jobs (like squeue): owner, state, position, reason, what each asked for and holds")
-    .option('--json', 'print JSON')
+    .option('--json', 'print the REST document of GET /v1/queue: {"jobs": [...], "lastPassMs": N}')
     .action(async (opts: { json?: boolean }) => {
       const queue = await request<QueueList>(loadClientConfig(), '/v1/queue');
-      if (opts.json) return void process.stdout.write(JSON.stringify(queue, null, 2) + '\n');
+      if (opts.json) return printJson(queue);
       process.stdout.write(
         renderTable(
           ['ID', 'OWNER', 'STATE', 'POS', 'PRIO', 'ASKED', 'HELD', 'REASON'],

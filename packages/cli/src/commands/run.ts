@@ -3,27 +3,33 @@
 // ranks to end; a second Ctrl-C detaches.
 import type { Command } from 'commander';
 import type { JobSubmit } from '@rankd/protocol';
+import { JOB_GRACE_SECONDS, JOB_TIMEOUT_SECONDS, PRIORITY } from '@rankd/protocol/limits';
 import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { checkJobEnvSize } from '@rankd/protocol/export-env';
 import { loadClientConfig } from '../client/config.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { exportedEnv } from '../export-env.js';
-import { integer } from '../options.js';
+import { integerIn, oneOf, secondsIn } from '../options.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
+
+type FailPolicy = NonNullable<JobSubmit['failPolicy']>;
+const FAIL_POLICIES: readonly FailPolicy[] = ['fail-fast', 'wait'];
 
 interface RunFlags extends PlacementOptions {
   quiet?: boolean;
   label: boolean;
   labelFormat: string;
-  grace?: string;
-  timeout?: string;
+  /** Seconds. */
+  grace?: number;
+  /** Seconds. */
+  timeout?: number;
   pty?: boolean;
   user?: string;
   cwd?: string;
-  failPolicy?: 'fail-fast' | 'wait';
+  failPolicy?: FailPolicy;
   name?: string;
-  mpi?: string;
+  mpi?: MpiMode;
   priority?: number;
   immediate?: boolean;
   export?: string;
@@ -38,17 +44,17 @@ export function register(program: Command): void {
     .option('-q, --quiet', 'do not print the rank map on stderr')
     .option('--no-label', 'raw output, without the "RANK: " prefix')
     .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
-    .option('--grace <seconds>', 'between SIGTERM and SIGKILL when ranks are ended (default 10)')
-    .option('--timeout <seconds>', 'end the job as timed-out after this long')
-    .option('--fail-policy <policy>', 'fail-fast (default): the first failing rank ends the job; wait: let the others finish')
+    .option('--grace <time>', `between SIGTERM and SIGKILL when ranks are ended: seconds or a duration (default 10, at most ${JOB_GRACE_SECONDS.max}s)`, secondsIn(JOB_GRACE_SECONDS))
+    .option('--timeout <time>', 'end the job as timed-out after this long: seconds or a duration (30s, 15m, 2h)', secondsIn(JOB_TIMEOUT_SECONDS))
+    .option('--fail-policy <policy>', 'fail-fast (default): the first failing rank ends the job; wait: let the others finish', oneOf(FAIL_POLICIES))
     .option('--pty', 'run each rank under a pseudo-terminal')
     .option('--user <name>', 'run the ranks as this user')
     .option('--cwd <dir>', 'working directory of the ranks (default: this one)')
     .option('--name <name>', 'a name for the job')
-    .option('--priority <N>', 'queue order, higher first (default 0; above 0 for operators and admins)', integer)
+    .option('--priority <N>', `queue order, higher first (default 0; above 0 for operators and admins; ${PRIORITY.min} to ${PRIORITY.max})`, integerIn(PRIORITY))
     .option('--immediate', 'start now or fail at once with the reason (exit 65); never wait in the queue')
     .option('--export <ALL|NONE|VAR[,VAR=value…]>', 'which of your variables the ranks get, as srun\'s --export (default ALL; never RANKD_* or SLURM_*); rankd\'s RANK, WORLD_SIZE, … win over them, --env over both')
-    .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none');
+    .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none', oneOf(MPI_MODES));
   addPlacementOptions(cmd);
   cmd.action(async (command: string[], flags: RunFlags) => {
     const config = loadClientConfig();
@@ -63,10 +69,10 @@ export function register(program: Command): void {
       ...(flags.name ? { name: flags.name } : {}),
       ...(flags.user ? { user: flags.user } : {}),
       ...(flags.pty ? { pty: true } : {}),
-      ...(flags.grace !== undefined ? { grace: seconds('--grace', flags.grace, true) } : {}),
-      ...(flags.timeout !== undefined ? { timeout: seconds('--timeout', flags.timeout, false) } : {}),
-      ...(flags.failPolicy ? { failPolicy: failPolicy(flags.failPolicy) } : {}),
-      ...(flags.mpi !== undefined ? { mpi: mpiMode(flags.mpi) } : {}),
+      ...(flags.grace !== undefined ? { grace: flags.grace } : {}),
+      ...(flags.timeout !== undefined ? { timeout: flags.timeout } : {}),
+      ...(flags.failPolicy ? { failPolicy: flags.failPolicy } : {}),
+      ...(flags.mpi !== undefined ? { mpi: flags.mpi } : {}),
       ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
       ...(flags.immediate ? { immediate: true } : {}),
     };
@@ -82,20 +88,4 @@ function checkEnvSize(exported: Record<string, string>, explicit: Record<string,
     // the controller's words and code, as if it had answered: nothing was sent
     throw new CliError(`${(err as Error).message} (${(err as { code?: string }).code})`, ExitCode.Usage);
   }
-}
-
-function seconds(flag: string, text: string, zeroOk: boolean): number {
-  const n = Number(text);
-  if (!Number.isFinite(n) || n < 0 || (!zeroOk && n === 0)) throw new CliError(`${flag} takes a number of seconds, not "${text}"`, ExitCode.Usage);
-  return n;
-}
-
-function failPolicy(text: string): 'fail-fast' | 'wait' {
-  if (text !== 'fail-fast' && text !== 'wait') throw new CliError(`--fail-policy is fail-fast or wait, not "${text}"`, ExitCode.Usage);
-  return text;
-}
-
-function mpiMode(text: string): MpiMode {
-  if (!(MPI_MODES as readonly string[]).includes(text)) throw new CliError(`--mpi is one of ${MPI_MODES.join(', ')}, not "${text}"`, ExitCode.Usage);
-  return text as MpiMode;
 }

@@ -10,6 +10,7 @@ import { clientConfigPath, rankdHome, type ClientConfig } from '../client/config
 import { request } from '../client/http.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
 import { renderTable } from '../table.js';
 import { DaemonProcess } from '../up/daemon-process.js';
@@ -18,7 +19,7 @@ import { waitFor } from '../up/wait.js';
 interface UpFlags {
   listen: string;
   name: string;
-  heartbeatMs?: string;
+  heartbeatMs?: number;
   demo?: boolean;
 }
 
@@ -31,7 +32,7 @@ export function register(program: Command): void {
     .description('start a controller and a local agent (data under ~/.rankd) and keep them running until Ctrl-C')
     .option('--listen <addr>', 'controller address', '127.0.0.1:7480')
     .option('--name <name>', 'name of the local node', hostname().split('.')[0])
-    .option('--heartbeat-ms <ms>', 'agent heartbeat interval')
+    .option('--heartbeat-ms <ms>', 'agent heartbeat interval', positiveInt)
     .option('--demo', 'then run a demo job: 2 pinned ranks computing π together over TCP')
     .action(async (flags: UpFlags) => {
       const home = rankdHome();
@@ -67,7 +68,7 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   const stateFile = join(controllerDir, 'controller.json');
   rmSync(stateFile, { force: true });
 
-  const heartbeat = flags.heartbeatMs ? ['--heartbeat-ms', flags.heartbeatMs] : [];
+  const heartbeat = flags.heartbeatMs ? ['--heartbeat-ms', String(flags.heartbeatMs)] : [];
   // the person running `rankd up` is the cluster's first admin, under their login name
   const admin = adminName();
   const controller = new DaemonProcess('controller', ['controller', '--listen', flags.listen, '--data-dir', controllerDir, '--admin', admin, ...heartbeat], join(home, 'controller.log'));

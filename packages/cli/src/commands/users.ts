@@ -4,6 +4,7 @@ import type { TokenCreated, TokenList, UserList } from '@rankd/protocol';
 import { ROLES } from '@rankd/protocol/roles';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
+import { printJson } from '../json-output.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { renderTable } from '../table.js';
 
@@ -27,10 +28,11 @@ export function register(program: Command): void {
   user
     .command('list')
     .description('list the users')
-    .option('--json', 'print JSON')
+    .option('--json', 'print the REST document of GET /v1/users: {"users": [...]}')
     .action(async (opts: { json?: boolean }) => {
-      const { users } = await request<UserList>(loadClientConfig(), '/v1/users');
-      if (opts.json) return void process.stdout.write(JSON.stringify(users, null, 2) + '\n');
+      const list = await request<UserList>(loadClientConfig(), '/v1/users');
+      if (opts.json) return printJson(list);
+      const { users } = list;
       process.stdout.write(renderTable(['NAME', 'ROLE', 'UNIX USER', 'TOKENS', 'CREATED'], users.map((u) => [u.name, u.role, u.unixUser ?? '-', String(u.tokens), u.createdAt.replace('T', ' ').slice(0, 19)])));
     });
   user
@@ -60,10 +62,11 @@ export function register(program: Command): void {
     .command('list')
     .description('your tokens (all users\' for an admin): accessors, never secrets')
     .option('--user <name>', "one user's tokens (admin)")
-    .option('--json', 'print JSON')
+    .option('--json', 'print the REST document of GET /v1/tokens: {"tokens": [...]}')
     .action(async (opts: { user?: string; json?: boolean }) => {
-      const { tokens } = await request<TokenList>(loadClientConfig(), `/v1/tokens${opts.user ? `?user=${encodeURIComponent(opts.user)}` : ''}`);
-      if (opts.json) return void process.stdout.write(JSON.stringify(tokens, null, 2) + '\n');
+      const list = await request<TokenList>(loadClientConfig(), `/v1/tokens${opts.user ? `?user=${encodeURIComponent(opts.user)}` : ''}`);
+      if (opts.json) return printJson(list);
+      const { tokens } = list;
       process.stdout.write(
         renderTable(
           ['ACCESSOR', 'USER', 'CREATED', 'LAST USED', 'DESCRIPTION'],
