@@ -120,3 +120,14 @@ t.test('the offline plan prints the same document as the controller for the same
   const online = await rest(controller, '/v1/plan', { placement: { ntasks: 2, cpusPerRank: 1, masterPort: 29555 } });
   t.same(JSON.parse(offline.stdout), online, 'rank map and schedule alike');
 });
+
+t.test('GET /v1/audit?since= takes the forms rankd audit --since takes', async (t) => {
+  const ago = await controller.api<{ entries: unknown[] }>('/v1/audit?since=2h');
+  t.equal(ago.status, 200);
+  t.same(ago.body, await rest(controller, `/v1/audit?since=${since}`), '2h: every entry of the last two hours');
+  t.ok(ago.body.entries.length > 0, 'and there are some');
+  const bad = await controller.api<{ code: string; message: string }>('/v1/audit?since=2x');
+  t.equal(bad.status, 400);
+  t.equal(bad.body.code, 'RANKD_INVALID_REQUEST');
+  t.match(bad.body.message, /since=2x: a duration \(e\.g\. 30s, 15m, 2h\) or an ISO time, or milliseconds since the epoch/);
+});
