@@ -41,6 +41,7 @@ const cases: Array<[string[], RegExp]> = [
   [['run', '--mpi', 'mpich', '--', 'true'], /^rankd: --mpi: "mpich" is not one of pmi1, openmpi, none/],
   [['run', '--fail-policy', 'never', '--', 'true'], /^rankd: --fail-policy: "never" is not one of fail-fast, wait/],
   [['run', '--distribution', 'diagonal', '--', 'true'], /^rankd: --distribution: "diagonal" is not one of block, cyclic/],
+  [['run', '--name', 'n'.repeat(129), '--', 'true'], /^rankd: --name: is 129 characters long, more than 128/],
   [['run', '-n', '0', '--', 'true'], /^rankd: -n\/--ntasks must be between 1 and 1048576, not 0/],
   [['run', '--master-port', '70000', '--', 'true'], /^rankd: --master-port must be between 1 and 65535, not 70000/],
   [['plan', '--format', 'xml'], /^rankd: --format: "xml" is not one of table, matrix/],
@@ -60,6 +61,8 @@ const cases: Array<[string[], RegExp]> = [
   [['facts', 'n1', '--format', 'xml'], /^rankd: --format: "xml" is not one of summary, ibv_devices, ibv_devinfo, numactl, lscpu, json/],
   [['facts', 'n1', '--json', '--format', 'lscpu'], /^rankd: --json and --format lscpu ask for two outputs/],
   [['user', 'add', 'bob', '--role', 'king'], /^rankd: --role king: one of/],
+  [['token', 'create', '--description', 'x'.repeat(201)], /^rankd: --description: is 201 characters long, more than 200/],
+  [['node', 'drain', 'n1', '--reason', ''], /^rankd: --reason: is empty/],
   [['inventory', 'import', inventoryFile, '--format', 'yaml'], /^rankd: --format is ini or hostfile, not "yaml"/],
 ];
 

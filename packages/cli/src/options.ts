@@ -54,6 +54,16 @@ export function oneOf<T extends string>(values: readonly T[]): (value: string) =
   };
 }
 
+/** Free text the controller bounds in length (a job name, a drain reason). */
+export function textOf(bounds: Bounds): (value: string) => string {
+  return (value) => {
+    const n = [...value].length;
+    if (n < bounds.min) throw new InvalidArgumentError('is empty');
+    if (n > bounds.max) throw new InvalidArgumentError(`is ${n} characters long, more than ${bounds.max}`);
+    return value;
+  };
+}
+
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }

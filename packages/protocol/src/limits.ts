@@ -43,9 +43,20 @@ export const JOIN_TOKEN_USES: Bounds = { min: 1, max: 100_000 };
 /** Entries one GET /v1/audit answers. */
 export const AUDIT_LIMIT: Bounds = { min: 1, max: 10_000 };
 
+/** Lengths, in characters, of the free texts the CLI passes on as typed. */
+export const JOB_NAME_CHARS: Bounds = { min: 0, max: 128 };
+export const DRAIN_REASON_CHARS: Bounds = { min: 1, max: 500 };
+/** Of a token's or a join token's description. */
+export const DESCRIPTION_CHARS: Bounds = { min: 0, max: 200 };
+
 /** The JSON Schema keywords of a range, as TypeBox takes them. */
 export function schemaBounds(b: Bounds): { minimum?: number; exclusiveMinimum?: number; maximum: number } {
   return b.minExclusive ? { exclusiveMinimum: b.min, maximum: b.max } : { minimum: b.min, maximum: b.max };
+}
+
+/** The JSON Schema keywords of a string's length. */
+export function schemaLength(b: Bounds): { minLength?: number; maxLength: number } {
+  return b.min > 0 ? { minLength: b.min, maxLength: b.max } : { maxLength: b.max };
 }
 
 /** Whether a number lies within the bounds. */

@@ -5,11 +5,11 @@
 // (`rankd node remove`, which revokes a node's certificates, is with the node commands in nodes.ts.)
 import type { Command } from 'commander';
 import type { JoinTokenList } from '@rankd/protocol';
-import { JOIN_TOKEN_TTL_SECONDS, JOIN_TOKEN_USES } from '@rankd/protocol/limits';
+import { DESCRIPTION_CHARS, JOIN_TOKEN_TTL_SECONDS, JOIN_TOKEN_USES } from '@rankd/protocol/limits';
 import { httpsUrl, loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
-import { integerIn, secondsIn } from '../options.js';
+import { integerIn, secondsIn, textOf } from '../options.js';
 import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
 
@@ -50,7 +50,7 @@ function mintOptions(command: Command): Command {
   return command
     .option('--ttl <duration>', 'how long the token is valid (default 24h, at most 365d)', secondsIn(JOIN_TOKEN_TTL_SECONDS))
     .option('--uses <n>', `how many nodes may enroll with it (default 1: single-use, at most ${JOIN_TOKEN_USES.max})`, integerIn(JOIN_TOKEN_USES))
-    .option('--description <text>', 'a note kept with the token')
+    .option('--description <text>', `a note kept with the token (at most ${DESCRIPTION_CHARS.max} characters)`, textOf(DESCRIPTION_CHARS))
     .option('--controller <url>', 'the controller URL agents dial (default: the one in the client config)')
     .option('--json', 'print JSON');
 }

@@ -2,9 +2,11 @@
 // one node's standing (operators drain and resume; removing revokes its certificates).
 import type { Command } from 'commander';
 import type { NodeList, NodeView } from '@rankd/protocol';
+import { DRAIN_REASON_CHARS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { printJson } from '../json-output.js';
+import { textOf } from '../options.js';
 import { renderTable } from '../table.js';
 
 export function register(program: Command): void {
@@ -38,7 +40,7 @@ export function register(program: Command): void {
     .command('drain')
     .description('take no new ranks on the node; running ranks finish (as scontrol state=drain)')
     .argument('<name>')
-    .option('--reason <text>', 'why, shown by rankd nodes', 'drained')
+    .option('--reason <text>', `why, shown by rankd nodes (at most ${DRAIN_REASON_CHARS.max} characters)`, textOf(DRAIN_REASON_CHARS), 'drained')
     .action(async (name: string, opts: { reason: string }) => {
       const view = await request<NodeView>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}/drain`, { method: 'POST', body: { reason: opts.reason } });
       process.stderr.write(`rankd: node ${view.name} drained: ${view.drain?.reason ?? opts.reason}\n`);

@@ -3,14 +3,14 @@
 // ranks to end; a second Ctrl-C detaches.
 import type { Command } from 'commander';
 import type { JobSubmit } from '@rankd/protocol';
-import { JOB_GRACE_SECONDS, JOB_TIMEOUT_SECONDS, PRIORITY } from '@rankd/protocol/limits';
+import { JOB_GRACE_SECONDS, JOB_NAME_CHARS, JOB_TIMEOUT_SECONDS, PRIORITY } from '@rankd/protocol/limits';
 import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { checkJobEnvSize } from '@rankd/protocol/export-env';
 import { loadClientConfig } from '../client/config.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { exportedEnv } from '../export-env.js';
-import { integerIn, oneOf, secondsIn } from '../options.js';
+import { integerIn, oneOf, secondsIn, textOf } from '../options.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 
 type FailPolicy = NonNullable<JobSubmit['failPolicy']>;
@@ -50,7 +50,7 @@ export function register(program: Command): void {
     .option('--pty', 'run each rank under a pseudo-terminal')
     .option('--user <name>', 'run the ranks as this user')
     .option('--cwd <dir>', 'working directory of the ranks (default: this one)')
-    .option('--name <name>', 'a name for the job')
+    .option('--name <name>', `a name for the job (at most ${JOB_NAME_CHARS.max} characters)`, textOf(JOB_NAME_CHARS))
     .option('--priority <N>', `queue order, higher first (default 0; above 0 for operators and admins; ${PRIORITY.min} to ${PRIORITY.max})`, integerIn(PRIORITY))
     .option('--immediate', 'start now or fail at once with the reason (exit 65); never wait in the queue')
     .option('--export <ALL|NONE|VAR[,VAR=value…]>', 'which of your variables the ranks get, as srun\'s --export (default ALL; never RANKD_* or SLURM_*); rankd\'s RANK, WORLD_SIZE, … win over them, --env over both')

@@ -1,10 +1,12 @@
 // `rankd user add|list|remove` and `rankd token create|list|revoke`.
 import type { Command } from 'commander';
 import type { TokenCreated, TokenList, UserList } from '@rankd/protocol';
+import { DESCRIPTION_CHARS } from '@rankd/protocol/limits';
 import { ROLES } from '@rankd/protocol/roles';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { printJson } from '../json-output.js';
+import { textOf } from '../options.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { renderTable } from '../table.js';
 
@@ -49,7 +51,7 @@ export function register(program: Command): void {
     .command('create')
     .description("create an API token for yourself, or for another user (admin); prints it once")
     .option('--user <name>', 'whose token (admin)')
-    .option('--description <text>', 'what it is for')
+    .option('--description <text>', `what it is for (at most ${DESCRIPTION_CHARS.max} characters)`, textOf(DESCRIPTION_CHARS))
     .option('--json', 'print {"name","role","unixUser","accessor","token"}')
     .action(async (opts: { user?: string; description?: string; json?: boolean }) => {
       const created = await request<TokenCreated>(loadClientConfig(), '/v1/tokens', {

@@ -2,7 +2,7 @@
 // The answers are what the routes send, field for field: fastify serializes with them, so a
 // field missing here would be dropped from the answer.
 import Type from 'typebox';
-import { JOIN_TOKEN_TTL_SECONDS, JOIN_TOKEN_USES, schemaBounds } from '../limits.js';
+import { DESCRIPTION_CHARS, JOIN_TOKEN_TTL_SECONDS, JOIN_TOKEN_USES, schemaBounds, schemaLength } from '../limits.js';
 
 /** A join token's public id, the part before the dot: names it in lists and revocations. */
 const JoinTokenId = Type.String({ pattern: '^[a-z0-9]{6}$' });
@@ -35,7 +35,7 @@ export const JoinTokenMint = Type.Object(
   {
     ttlSeconds: Type.Optional(Type.Integer(schemaBounds(JOIN_TOKEN_TTL_SECONDS))),
     uses: Type.Optional(Type.Integer(schemaBounds(JOIN_TOKEN_USES))),
-    description: Type.Optional(Type.String({ maxLength: 200 })),
+    description: Type.Optional(Type.String(schemaLength(DESCRIPTION_CHARS))),
   },
   { additionalProperties: false },
 );

@@ -2,7 +2,7 @@
 import Type from 'typebox';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_GROUPS, MAX_JOB_LIST_LIMIT, type JobStateName } from '../job-list.js';
 import type { MpiMode } from '../mpi-modes.js';
-import { JOB_GRACE_SECONDS, JOB_TIMEOUT_SECONDS, PRIORITY, schemaBounds } from '../limits.js';
+import { JOB_GRACE_SECONDS, JOB_NAME_CHARS, JOB_TIMEOUT_SECONDS, PRIORITY, schemaBounds, schemaLength } from '../limits.js';
 import { Nullable } from '../nullable.js';
 import { Binding, SignalName, StreamName } from '../messages/jobs.js';
 import { PlacementSpec, RankMap } from '../plan.js';
@@ -24,7 +24,7 @@ export const JobSubmit = Type.Object(
   {
     /** argv: the program and its arguments. Never a shell string. */
     command: Type.Array(Type.String({ maxLength: 65536 }), { minItems: 1, maxItems: 4096 }),
-    name: Type.Optional(Type.String({ maxLength: 128 })),
+    name: Type.Optional(Type.String(schemaLength(JOB_NAME_CHARS))),
     cwd: Type.Optional(Type.String({ maxLength: 4096 })),
     /** Added to every rank's environment after the planner's (and so overriding it). */
     // additionalProperties: false makes the key pattern binding (a Record with a pattern only constrains matching keys)

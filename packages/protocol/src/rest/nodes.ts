@@ -1,6 +1,7 @@
 // REST views of the node registry.
 import Type from 'typebox';
 import { Labels, NodeName } from '../messages/session.js';
+import { DRAIN_REASON_CHARS, schemaLength } from '../limits.js';
 import { Nullable } from '../nullable.js';
 
 export const NodeState = Type.Union([
@@ -22,7 +23,7 @@ export const NodeDrain = Type.Object({
 });
 export type NodeDrain = Type.Static<typeof NodeDrain>;
 
-export const NodeDrainBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) }, { additionalProperties: false });
+export const NodeDrainBody = Type.Object({ reason: Type.Optional(Type.String(schemaLength(DRAIN_REASON_CHARS))) }, { additionalProperties: false });
 export type NodeDrainBody = Type.Static<typeof NodeDrainBody>;
 
 /** A node's hardware at a glance, from its last facts: what a fleet table shows. */

@@ -1,6 +1,6 @@
 // REST schemas of users, API tokens and the audit log.
 import Type from 'typebox';
-import { AUDIT_LIMIT, schemaBounds } from '../limits.js';
+import { AUDIT_LIMIT, DESCRIPTION_CHARS, schemaBounds, schemaLength } from '../limits.js';
 import { Nullable } from '../nullable.js';
 
 /** admin: everything; operator: every job, exec, shell, doctor, inventory; user: its own jobs as its own Unix user; reader: reads. */
@@ -53,7 +53,7 @@ export const TokenCreate = Type.Object(
   {
     /** Whose token; default the caller. Another user's needs admin. */
     user: Type.Optional(UserName),
-    description: Type.Optional(Type.String({ maxLength: 200 })),
+    description: Type.Optional(Type.String(schemaLength(DESCRIPTION_CHARS))),
   },
   { additionalProperties: false },
 );
