@@ -8,6 +8,7 @@ import { RANK_MAP_FORMATS, RANK_MAP_FORMAT_GLOSS, renderRankMap, type RankMapFor
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { printJson } from '../json-output.js';
 import { collect, integerIn, oneOf } from '../options.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 
@@ -42,7 +43,8 @@ export function register(program: Command): void {
         const body: PlanRequest = { placement, ...(opts.priority === undefined ? {} : { priority: opts.priority }) };
         const answer = await request<PlanAnswer>(loadClientConfig(), '/v1/plan', { method: 'POST', body });
         const { schedule, ...map } = answer;
-        process.stdout.write(format === 'json' ? JSON.stringify(answer, null, 2) + '\n' : renderRankMap(map, format));
+        if (format === 'json') printJson(answer);
+        else process.stdout.write(renderRankMap(map, format));
         // on stderr: machine formats on stdout stay what they are
         if (schedule.startsNow) process.stderr.write('rankd: a job of this spec would start now, on the CPUs and GPUs above\n');
         else process.stderr.write(`rankd: a job of this spec would wait: ${schedule.reason}\nrankd: the map above is its plan on the idle cluster; the nodes and CPUs it gets may differ\n`);
@@ -54,6 +56,7 @@ export function register(program: Command): void {
       const { planOffline } = await import('../plan-offline.js');
       const { answer, facts } = planOffline(opts.factsDir, opts.address ?? [], placement);
       const { schedule: _idle, ...map } = answer;
-      process.stdout.write(format === 'json' ? JSON.stringify(answer, null, 2) + '\n' : renderRankMap(map, format, facts));
+      if (format === 'json') printJson(answer);
+      else process.stdout.write(renderRankMap(map, format, facts));
     });
 }
