@@ -72,8 +72,10 @@ const rows: Row[] = [
   // every entry is younger than two hours, whichever "now" each side counted back from
   { args: ['audit', '--since', '2h', '--json'], path: () => `/v1/audit?since=${since}` },
   { args: ['inventory', '--json'], path: () => '/v1/inventory' },
+  { args: ['inventory', 'match', NODE, '--json'], path: () => `/v1/inventory/match?pattern=${NODE}` },
   // not compared: ping, exec and doctor run a new probe at each call (latencies, outputs),
-  // so no two answers are equal; they print the report of their POST as it came
+  // so no two answers are equal; they print the report of their POST as it came. Nor
+  // user add and token create: each call mints a new token.
 ];
 
 for (const row of rows) {
