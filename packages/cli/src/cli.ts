@@ -6,6 +6,9 @@ import { RANKD_VERSION } from '@rankd/protocol/version';
 import { CliError, ExitCode } from './exit-codes.js';
 import { modulesFor } from './commands/index.js';
 import { nameFlagsInRefusals } from './options.js';
+import { watchStdout } from './closed-stdout.js';
+
+watchStdout();
 
 const program = new Command('rankd')
   .description('pinned distributed ranks on RDMA clusters')

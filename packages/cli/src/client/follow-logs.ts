@@ -42,7 +42,8 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
       const entry = ranksOf.map?.ranks[rank];
       const label = renderLabel(options.label, { rank, node: entry?.node ?? '?', localRank: entry?.localRank ?? 0, stream });
       const out = stream === 'stdout' ? process.stdout : process.stderr;
-      labelers.set(key, (l = new LineLabeler(label, (bytes) => out.write(bytes))));
+      // once stdout's reader is gone (closed-stdout.ts) its output has nowhere to go
+      labelers.set(key, (l = new LineLabeler(label, (bytes) => out.destroyed || out.write(bytes))));
     }
     return l;
   };
@@ -79,7 +80,7 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
         positions.set(cursorKey(frame.rank, frame.stream), { rank: frame.rank, stream: frame.stream, offset: frame.offset + frame.data.length });
         const out = frame.stream === 'stdout' ? process.stdout : process.stderr;
         // our own stdout is slow (a pipe into less, a slow terminal): wait, do not buffer without bound
-        if (!labeler(frame.rank, frame.stream).push(frame.data)) await new Promise((r) => out.once('drain', r));
+        if (!labeler(frame.rank, frame.stream).push(frame.data)) await writable(out);
       }
       // the stream ended without an end event: all stored output was asked for, or the controller went away
       if (options.follow === false) {
@@ -105,4 +106,18 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
 function isStreamReset(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'EPIPE';
+}
+
+/** Resolves when `out` takes writes again, or when it closed (its reader went away). */
+function writable(out: NodeJS.WriteStream): Promise<void> {
+  if (out.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('close', done);
+      resolve();
+    };
+    out.on('drain', done);
+    out.on('close', done);
+  });
 }

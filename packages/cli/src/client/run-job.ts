@@ -5,6 +5,12 @@ import type { ClientConfig } from './config.js';
 import { followLogs } from './follow-logs.js';
 import { request } from './http.js';
 import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
+import { CLOSED_STDOUT_STATUS, onStdoutClosed } from '../closed-stdout.js';
+
+/** How long a job cancelled because our stdout closed may take to end, beyond its grace. */
+const CLOSED_STDOUT_WAIT_MS = 10_000;
+/** The agents' grace between SIGTERM and SIGKILL when the job names none. */
+const DEFAULT_GRACE_S = 10;
 
 export interface RunJobOptions {
   quiet: boolean;
@@ -26,17 +32,26 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
 
   let interrupts = 0;
   const detach = new AbortController();
+  const cancel = () => request(config, `/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
   const onInterrupt = () => {
     interrupts++;
     if (interrupts === 1) {
       process.stderr.write(`\nrankd: cancelling job ${job.id}; waiting for its ranks to end (Ctrl-C again to detach)\n`);
-      request(config, `/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
+      cancel();
     } else {
       detach.abort();
     }
   };
   process.on('SIGINT', onInterrupt);
   process.on('SIGTERM', onInterrupt);
+  // `rankd run … | head -1`: nobody reads the output any more, so the job is cancelled as
+  // Ctrl-C cancels it, and its ranks are waited for, for a bounded time
+  let stdoutClosed = false;
+  const unwatchStdout = onStdoutClosed(() => {
+    stdoutClosed = true;
+    cancel();
+    setTimeout(() => detach.abort(), ((submit.grace ?? DEFAULT_GRACE_S) * 1000) + CLOSED_STDOUT_WAIT_MS).unref();
+  });
   try {
     const end = await followLogs(config, job, {
       label: options.label,
@@ -53,13 +68,15 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
     });
     if (!end) {
       process.stderr.write(`rankd: detached from job ${job.id}; it may still be ending ("rankd job ${job.id}")\n`);
-      return 130;
+      return stdoutClosed ? CLOSED_STDOUT_STATUS : 130;
     }
+    if (stdoutClosed) return CLOSED_STDOUT_STATUS;
     // -q hides the header, never the reason a job failed
     if (end.state !== 'succeeded') process.stderr.write(`rankd: job ${job.id} ${end.state}: ${end.reason}\n`);
     return end.exitCode ?? 1;
   } finally {
     process.off('SIGINT', onInterrupt);
     process.off('SIGTERM', onInterrupt);
+    unwatchStdout();
   }
 }
