@@ -13,6 +13,9 @@ watchStdout();
 const program = new Command('rankd')
   .description('pinned distributed ranks on RDMA clusters')
   .version(RANKD_VERSION, '-V, --version')
+  // rankd's own options come before the command, so that a command may hand every word
+  // after its program to that program (program-argv.ts)
+  .enablePositionalOptions()
   .exitOverride()
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 

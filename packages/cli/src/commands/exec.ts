@@ -9,6 +9,7 @@ import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { collect, integerIn, secondsIn } from '../options.js';
+import { programAfterOperands } from '../program-argv.js';
 
 /** ansible's codes: RUN_FAILED_HOSTS and RUN_UNREACHABLE_HOSTS. */
 export const EXEC_FAILED_HOSTS = 2;
@@ -26,22 +27,22 @@ interface ExecFlags {
 }
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('exec')
     .description('run a command on every host a pattern selects, in parallel (like ansible -m command)')
-    .usage('PATTERN [options] -- CMD [ARGS…]  |  PATTERN --shell STRING')
+    .usage('[options] PATTERN [options] [--] CMD [ARGS…]  |  PATTERN --shell STRING')
     .argument('<pattern>', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value')
-    .argument('[command...]', 'the program and its arguments (after --)')
+    .argument('[command...]', 'the program and its arguments: every word from the first one after PATTERN that is not an option (or after --)')
     .option('--shell <string>', 'run a shell string with /bin/sh -c instead (an explicit opt-in)')
     .option('--timeout <time>', `end the command on a host after this long: seconds or a duration (default 300, at most ${EXEC_TIMEOUT_SECONDS.max})`, secondsIn(EXEC_TIMEOUT_SECONDS))
     .option('--user <name>', 'run as this user')
     .option('--cwd <dir>', 'working directory (default: the user\'s home)')
     .option('--env <K=V>', 'environment variable (repeatable)', collect)
     .option('--max-output <bytes>', `output kept per stream and host (default 65536, at most ${EXEC_OUTPUT_BYTES.max})`, integerIn(EXEC_OUTPUT_BYTES))
-    .option('--json', 'print the report as JSON')
-    .action(async (pattern: string, command: string[], flags: ExecFlags) => {
-      if (command.length > 0 && flags.shell !== undefined) throw new CliError('give a command after -- or --shell, not both', ExitCode.Usage);
-      if (command.length === 0 && flags.shell === undefined) throw new CliError('nothing to run: give a command after -- (or --shell STRING)', ExitCode.Usage);
+    .option('--json', 'print the report as JSON');
+  programAfterOperands(cmd, 1).action(async (pattern: string, command: string[], flags: ExecFlags) => {
+      if (command.length > 0 && flags.shell !== undefined) throw new CliError('give a command or --shell, not both', ExitCode.Usage);
+      if (command.length === 0 && flags.shell === undefined) throw new CliError('nothing to run: give a command after the pattern (or --shell STRING)', ExitCode.Usage);
       const timeout = flags.timeout;
       const body: ExecRequest = {
         pattern,

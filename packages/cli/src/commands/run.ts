@@ -12,6 +12,7 @@ import { CliError, ExitCode } from '../exit-codes.js';
 import { exportedEnv } from '../export-env.js';
 import { integerIn, oneOf, secondsIn, textOf } from '../options.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
+import { programAfterOperands } from '../program-argv.js';
 
 type FailPolicy = NonNullable<JobSubmit['failPolicy']>;
 const FAIL_POLICIES: readonly FailPolicy[] = ['fail-fast', 'wait'];
@@ -39,8 +40,8 @@ export function register(program: Command): void {
   const cmd = program
     .command('run')
     .description('launch pinned ranks and stream their output (like srun); exits with the job\'s code')
-    .usage('[placement flags] [options] -- CMD [ARGS…]')
-    .argument('<command...>', 'the program and its arguments (after --)')
+    .usage('[placement flags] [options] [--] CMD [ARGS…]')
+    .argument('<command...>', 'the program and its arguments: every word from the first one that is not an option (or after --) is the program\'s')
     .option('-q, --quiet', 'do not print the rank map on stderr')
     .option('--no-label', 'raw output, without the "RANK: " prefix')
     .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
@@ -56,6 +57,7 @@ export function register(program: Command): void {
     .option('--export <ALL|NONE|VAR[,VAR=value…]>', 'which of your variables the ranks get, as srun\'s --export (default ALL; never RANKD_* or SLURM_*); rankd\'s RANK, WORLD_SIZE, … win over them, --env over both')
     .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none', oneOf(MPI_MODES));
   addPlacementOptions(cmd);
+  programAfterOperands(cmd, 0);
   cmd.action(async (command: string[], flags: RunFlags) => {
     const config = loadClientConfig();
     const placement = placementSpecFromOptions(flags);

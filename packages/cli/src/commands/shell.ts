@@ -11,6 +11,7 @@ import { MAX_FRAME_BYTES } from '@rankd/protocol/wire';
 import { loadClientConfig, type ClientConfig } from '../client/config.js';
 import { readCa, reachError } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { programAfterOperands } from '../program-argv.js';
 
 interface ShellFlags {
   user?: string;
@@ -21,15 +22,15 @@ interface ShellFlags {
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGTERM'];
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('shell')
     .description('open an interactive terminal on a node (like kubectl exec -it); exits with the remote exit code')
-    .usage('NODE [options] [-- CMD [ARGS…]]')
+    .usage('[options] NODE [options] [[--] CMD [ARGS…]]')
     .argument('<node>', 'the node')
-    .argument('[command...]', 'run this instead of the login shell (after --)')
+    .argument('[command...]', 'run this instead of the login shell: every word from the first one after NODE that is not an option (or after --)')
     .option('--user <name>', 'run as this user')
-    .option('--cwd <dir>', 'start in this directory (default: the user\'s home)')
-    .action(async (node: string, command: string[], flags: ShellFlags) => {
+    .option('--cwd <dir>', 'start in this directory (default: the user\'s home)');
+  programAfterOperands(cmd, 1).action(async (node: string, command: string[], flags: ShellFlags) => {
       process.exitCode = await openShell(loadClientConfig(), node, command, flags);
     });
 }
