@@ -1,7 +1,7 @@
 // rankd exec over real agents: per-host exit, output and duration, Ansible's summary
 // lines and exit codes, capped output, timeouts that end the command, hosts without an
 // agent, and an agent lost in the middle of a command.
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -93,7 +93,11 @@ t.test('capped output, timeouts, missing programs, bad cwd, shell strings and en
 
   const missing = await f.cli(['exec', 'b1', '--', 'no-such-program-xyz', '--flag']);
   t.equal(missing.code, 2);
-  t.match(missing.stdout, /^b1 \| FAILED \| cannot run "no-such-program-xyz": no such program on PATH$/m);
+  t.match(missing.stdout, /^b1 \| FAILED \| rc=127 \| [\d.]+ ms >>\nno-such-program-xyz: command not found\n$/, 'rc 127 and the shell\'s words, as `sh -c` would give');
+  const notExecutable = join(dir, 'not-executable');
+  writeFileSync(notExecutable, '#!/bin/sh\necho ran\n', { mode: 0o644 });
+  const denied = await f.cli(['exec', 'b1', '--json', notExecutable]);
+  t.match((JSON.parse(denied.stdout) as Report).hosts[0], { status: 'FAILED', rc: 126, stdout: '', error: { code: 'RANKD_EXEC_SPAWN', message: `${notExecutable}: Permission denied` } });
   const badCwd = await f.cli(['exec', 'b1', '--json', '--cwd', '/nonexistent-dir', '--', 'true']);
   t.same((JSON.parse(badCwd.stdout) as Report).hosts[0]!.error, { code: 'RANKD_EXEC_SPAWN', message: 'cwd /nonexistent-dir: ENOENT' });
 

@@ -50,10 +50,10 @@ t.test('the exit code propagates, stderr stays stderr, labels and -q work', asyn
 t.test('programs that do not exist, bad users and bad cwds fail clearly', async (t) => {
   const { env } = await localCluster(t, ['solo']);
   const missing = await runCli(['run', '-n', '1', '-q', '--', 'no-such-program-rankd'], env);
-  t.not(missing.code, 0);
-  t.match(missing.stderr, /failed to start.*no-such-program-rankd/);
+  t.equal(missing.code, 127, 'a shell\'s status for a missing command');
+  t.match(missing.stderr, /failed to start: no-such-program-rankd: command not found/);
   const user = await runCli(['run', '-n', '1', '-q', '--user', 'no-such-user-rankd', '--', 'true'], env);
-  t.not(user.code, 0);
+  t.equal(user.code, 1, 'a start failure no shell would meet ends the job with 1');
   t.match(user.stderr, /no-such-user-rankd/);
 });
 

@@ -17,11 +17,25 @@ async function refused(t: Test, r: RankRunner, l: RankLaunch, code: string, what
 t.test('missing programs', async (t) => {
   const r = runner(t);
   await refused(t, r, launch('e', 0, ['rankd-no-such-program']), 'RANKD_RANK_PROGRAM_NOT_FOUND', 'not on PATH');
+  await t.rejects(r.start(launch('e', 0, ['rankd-no-such-program'])), { message: 'rankd-no-such-program: command not found' }, 'in bash\'s words');
   await refused(t, r, launch('e', 0, ['/nonexistent/program']), 'RANKD_RANK_PROGRAM_NOT_FOUND', 'absolute path');
-  const plain = path.join(tmpSpool(t), 'plain-file');
-  fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
-  await refused(t, r, launch('e', 0, [plain]), 'RANKD_RANK_PROGRAM_NOT_FOUND', 'not executable');
+  await t.rejects(r.start(launch('e', 0, ['/nonexistent/program'])), { message: '/nonexistent/program: No such file or directory' }, 'a path, in bash\'s words');
   await refused(t, r, launch('e', 0, ['sh'], { env: { PATH: '/nonexistent' } }), 'RANKD_RANK_PROGRAM_NOT_FOUND', 'looked up on the rank\'s PATH');
+  t.same(r.list(), []);
+});
+
+t.test('programs that are there but cannot be executed', async (t) => {
+  const r = runner(t);
+  const dir = tmpSpool(t);
+  const plain = path.join(dir, 'plain-file');
+  fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
+  await refused(t, r, launch('e', 0, [plain]), 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE', 'no execute permission');
+  await t.rejects(r.start(launch('e', 0, [plain])), { message: `${plain}: Permission denied` }, 'in bash\'s words');
+  await refused(t, r, launch('e', 0, [dir]), 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE', 'a directory');
+  await t.rejects(r.start(launch('e', 0, [dir])), { message: `${dir}: Is a directory` });
+  // as bash: a file of that name on the PATH without execute permission is reported, not "not found"
+  await refused(t, r, launch('e', 0, ['plain-file'], { env: { PATH: dir } }), 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE', 'on the PATH without execute permission');
+  await t.rejects(r.start(launch('e', 0, ['plain-file'], { env: { PATH: dir } })), { message: 'plain-file: Permission denied' });
   t.same(r.list(), []);
 });
 

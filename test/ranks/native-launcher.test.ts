@@ -121,9 +121,13 @@ t.test('exit code and signal are recorded exactly, as supervisor.pl records them
 });
 
 t.test('a start that fails answers "failed CODE MESSAGE" and records it, as supervisor.pl does', { skip }, async (t) => {
+  const plain = path.join(tmpSpool(t), 'plain-file');
+  fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
   const cases: [string, string[], string][] = [
     ['bad cwd', ['/nonexistent-rankd-cwd', '--', 'true'], 'RANKD_RANK_BAD_CWD /nonexistent-rankd-cwd: No such file or directory'],
-    ['missing program', ['/', '--', '/nonexistent/program'], 'RANKD_RANK_EXEC /nonexistent/program: No such file or directory'],
+    ['missing program', ['/', '--', '/nonexistent/program'], 'RANKD_RANK_PROGRAM_NOT_FOUND /nonexistent/program: No such file or directory'],
+    ['program without execute permission', ['/', '--', plain], `RANKD_RANK_PROGRAM_NOT_EXECUTABLE ${plain}: Permission denied`],
+    ['directory as the program', ['/', '--', '/etc'], 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE /etc: Permission denied'],
     ['missing cgroup', ['/', '--', 'true'], 'RANKD_RANK_CGROUP /nonexistent-rankd-cgroup: No such file or directory'],
   ];
   for (const [what, rest, answer] of cases) {
@@ -260,7 +264,13 @@ t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment 
   t.equal(bad.stderr, 'rankd: RANKD_RANK_BAD_CWD /nonexistent-rankd-cwd: No such file or directory\n');
   fs.writeFileSync(envFile, records);
   const missing = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', 'rankd-no-such-program'], { env, encoding: 'utf8' });
-  t.equal(missing.status, 127);
-  t.equal(missing.stderr, 'rankd: RANKD_RANK_EXEC rankd-no-such-program: No such file or directory\n');
+  t.equal(missing.status, 127, 'a missing program: 127, as a shell gives');
+  t.equal(missing.stderr, 'rankd: RANKD_RANK_PROGRAM_NOT_FOUND rankd-no-such-program: No such file or directory\n');
+  fs.writeFileSync(envFile, records);
+  const plain = path.join(dir, 'plain-file');
+  fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
+  const denied = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', plain], { env, encoding: 'utf8' });
+  t.equal(denied.status, 126, 'a program that cannot be executed: 126, as a shell gives');
+  t.equal(denied.stderr, `rankd: RANKD_RANK_PROGRAM_NOT_EXECUTABLE ${plain}: Permission denied\n`);
   t.end();
 });

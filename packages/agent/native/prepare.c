@@ -157,6 +157,13 @@ void rs_prepare(const struct rs_args *a, char ***env)
 	rs_env_set(env, "PWD", a->cwd);
 }
 
+/* The code of a failed execvp, for the status a shell gives it (errors.ts, shellStatusOf): only
+ * ENOENT is "not there" (127); any other errno means it is there and cannot be run (126), as in bash. */
+const char *rs_exec_failure(int e)
+{
+	return e == ENOENT ? "RANKD_RANK_PROGRAM_NOT_FOUND" : "RANKD_RANK_PROGRAM_NOT_EXECUTABLE";
+}
+
 /* Exec mode: node-pty's child becomes the rank in place (node-pty already made it a session leader). */
 int rs_exec(const struct rs_args *a, char **env)
 {
@@ -164,6 +171,7 @@ int rs_exec(const struct rs_args *a, char **env)
 	/* execvp searches the PATH of environ: the rank's, as it would in the program's own shell */
 	environ = env;
 	execvp(a->argv[0], a->argv);
-	fprintf(stderr, "rankd: RANKD_RANK_EXEC %s: %s\n", a->argv[0], strerror(errno));
-	return 127;
+	int e = errno;
+	fprintf(stderr, "rankd: %s %s: %s\n", rs_exec_failure(e), a->argv[0], strerror(e));
+	return e == ENOENT ? 127 : 126;
 }

@@ -69,6 +69,7 @@ void rs_fail_to(int fd);
 __attribute__((noreturn, format(printf, 2, 3))) void rs_fail(const char *code, const char *fmt, ...);
 void rs_prepare(const struct rs_args *a, char ***env);
 int rs_exec(const struct rs_args *a, char **env);
+const char *rs_exec_failure(int e);
 
 /* supervise.c */
 int rs_run(const struct rs_args *a);

@@ -128,7 +128,8 @@ __attribute__((noreturn)) static void child(const struct rs_args *a, char **env,
 		rs_fail("RANKD_RANK_SPAWN_FAILED", "stderr: %s", strerror(errno));
 	environ = env;
 	execvp(a->argv[0], a->argv);
-	rs_fail("RANKD_RANK_EXEC", "%s: %s", a->argv[0], strerror(errno));
+	int e = errno;
+	rs_fail(rs_exec_failure(e), "%s: %s", a->argv[0], strerror(e));
 }
 
 /* A socket passed to the rank (PMI_FD): only the rank may hold it, so that its other end sees EOF when the rank is gone. */

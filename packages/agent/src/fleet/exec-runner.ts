@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import { constants } from 'node:os';
 import { ErrorCode, FleetErrorCode, RankdError, type ExecRun } from '@rankd/protocol';
 import { refuseLoaderEnvForRoot } from '../ranks/caller-env.js';
-import { RankErrorCode } from '../ranks/errors.js';
+import { shellStatusOf } from '../ranks/errors.js';
 import type { IdentityResolver } from '../ranks/identity.js';
 import type { Launcher } from '../ranks/launcher.js';
 import { resolveProgram } from '../ranks/program.js';
@@ -56,8 +56,8 @@ export interface ExecHooks {
 
 export async function runExec(m: ExecRun, identities: IdentityResolver, launcher: Launcher, hooks: ExecHooks): Promise<ExecOutcome> {
   const started = performance.now();
-  const failed = (code: string, message: string): ExecOutcome => ({
-    code: null,
+  const failed = (code: string, message: string, status: number | null = null): ExecOutcome => ({
+    code: status,
     signal: null,
     stdout: '',
     stderr: '',
@@ -90,8 +90,10 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, launcher
   } catch (e) {
     const code = (e as RankdError).code;
     if (code === ErrorCode.RootLoaderEnv) return failed(code, (e as Error).message);
-    if (code === RankErrorCode.ProgramNotFound) return failed(FleetErrorCode.ExecSpawn, `cannot run "${m.argv[0]}": no such program on PATH`);
-    return failed(FleetErrorCode.ExecSpawn, `cannot run "${m.argv[0]}": ${(e as Error).message}`);
+    // rc is what a shell reports for it: 127 for no such program, 126 for one that cannot be executed
+    const status = shellStatusOf(code);
+    // a program a shell would not run says so in the shell's words (`foo: command not found`)
+    return failed(FleetErrorCode.ExecSpawn, status === null ? `cannot run "${m.argv[0]}": ${(e as Error).message}` : (e as Error).message, status);
   }
   const argv = command.argv;
   const out = new Capture(m.maxOutputBytes);

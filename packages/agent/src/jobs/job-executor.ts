@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
 import type { PmiServer } from '../pmi/pmi-server.js';
 import { watchRankDir } from '../ranks/dir-watch.js';
+import { shellStatusOf } from '../ranks/errors.js';
 import { RankOutput } from '../ranks/output.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
 import type { RankExit, RankInfo } from '../ranks/rank-spec.js';
@@ -114,7 +115,8 @@ export class JobExecutor {
         type: 'rank.exit',
         jobId,
         rank: launch.rank,
-        code: null,
+        // what a shell would report for this failure (127 not found, 126 not executable), else none
+        code: shellStatusOf(e.code),
         signal: null,
         endedAt: new Date().toISOString(),
         outputBytes: { stdout: 0, stderr: 0 },

@@ -11,8 +11,10 @@ export const RankErrorCode = {
   RootNotAllowed: 'RANKD_RANK_ROOT_NOT_ALLOWED',
   /** The working directory does not exist or the user cannot enter it. */
   BadCwd: 'RANKD_RANK_BAD_CWD',
-  /** argv[0] is not an executable file on the rank's PATH. */
+  /** argv[0] is not there: no such file, or no such program on the rank's PATH (a shell's 127). */
   ProgramNotFound: 'RANKD_RANK_PROGRAM_NOT_FOUND',
+  /** argv[0] is there but cannot be executed: no execute permission, a directory (a shell's 126). */
+  ProgramNotExecutable: 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE',
   /** The rank already runs (or ran) on this node and was not forgotten. */
   Exists: 'RANKD_RANK_EXISTS',
   /** The job is being aborted (or was); no new rank of it may start. */
@@ -29,7 +31,10 @@ export const RankErrorCode = {
   Cgroup: 'RANKD_RANK_CGROUP',
   /** The supervisor could not drop to the job's user (setgroups/setgid/setuid). */
   UserSwitch: 'RANKD_RANK_USER_SWITCH',
-  /** The first program of the exec chain could not be executed. */
+  /**
+   * The first program of the exec chain could not be executed. Not sent: the supervisors name
+   * the failure ProgramNotFound or ProgramNotExecutable by its errno; kept, as every published code.
+   */
   Exec: 'RANKD_RANK_EXEC',
   /** A read past the end of a stream, or a stream name that does not exist. */
   BadOffset: 'RANKD_RANK_BAD_OFFSET',
@@ -40,4 +45,15 @@ export type RankErrorCode = (typeof RankErrorCode)[keyof typeof RankErrorCode];
 
 export function rankError(code: RankErrorCode, message: string, details?: Record<string, unknown>): RankdError {
   return new RankdError(code, message, details);
+}
+
+/**
+ * The status a shell gives a program that could not start for this reason, as bash and
+ * POSIX have it: 127 when it is not there, 126 when it cannot be executed; null for the
+ * failures no shell would meet (a bad user, pinning, a cgroup), which end the job with 1.
+ */
+export function shellStatusOf(code: string | undefined): number | null {
+  if (code === RankErrorCode.ProgramNotFound) return 127;
+  if (code === RankErrorCode.ProgramNotExecutable || code === RankErrorCode.Exec) return 126;
+  return null;
 }

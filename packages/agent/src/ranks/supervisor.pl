@@ -49,8 +49,9 @@ if ($mode eq 'exec') {
     my %env = env_from_file("$dir/env", $fail);
     prepare(\%env, $fail);
     exec { $argv[0] } @argv;
-    print STDERR "rankd: RANKD_RANK_EXEC $argv[0]: $!\n";
-    exit 127;
+    my ($code, $words, $status) = (exec_failure(), "$!", $! == ENOENT() ? 127 : 126);
+    print STDERR "rankd: $code $argv[0]: $words\n";
+    exit $status;
 }
 
 $SIG{PIPE} = 'IGNORE';    # the agent may be gone when we answer it
@@ -80,7 +81,7 @@ if ($pid == 0) {
     open(STDOUT, '>&', $out) or $fail->('RANKD_RANK_SPAWN_FAILED', "stdout: $!");
     open(STDERR, '>&', $err) or $fail->('RANKD_RANK_SPAWN_FAILED', "stderr: $!");
     exec { $argv[0] } @argv;
-    $fail->('RANKD_RANK_EXEC', "$argv[0]: $!");
+    $fail->(exec_failure(), "$argv[0]: $!");
 }
 close $report_w;
 close $out;
@@ -134,6 +135,16 @@ exit 0;
 
 # Everything the rank's process needs before exec: cgroup, identity, cwd, environment.
 # Runs in the child (run mode) or in place (exec mode); $fail never returns.
+# ENOENT on Linux, every architecture (Errno.pm would be a module to load).
+sub ENOENT () { 2 }
+
+# The code of a failed exec, for the status a shell gives it (errors.ts, shellStatusOf):
+# only ENOENT is "not there" (127); any other errno means it is there and cannot be run
+# (126), as in bash. As the native launcher's rs_exec_failure.
+sub exec_failure {
+    return $! == ENOENT ? 'RANKD_RANK_PROGRAM_NOT_FOUND' : 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE';
+}
+
 sub prepare {
     my ($env, $fail) = @_;
     if ($cgroup ne '-') {

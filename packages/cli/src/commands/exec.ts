@@ -3,7 +3,7 @@
 // Exits 0 when every host succeeded; like ansible, 4 when a host was unreachable and
 // otherwise 2 when a host failed; 77 when its token was revoked while it ran.
 import type { Command } from 'commander';
-import type { ExecHostResult, ExecReport, ExecRequest } from '@rankd/protocol';
+import { FleetErrorCode, type ExecHostResult, type ExecReport, type ExecRequest } from '@rankd/protocol';
 import { EXEC_OUTPUT_BYTES, EXEC_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
@@ -77,6 +77,8 @@ export function renderHost(h: ExecHostResult): string {
   if (h.timedOut) fields.push('timed out');
   if (h.durationMs !== null) fields.push(`${h.durationMs} ms`);
   let out = `${fields.join(' | ')} >>\n`;
+  // a command that never ran (rc 127 or 126, as a shell gives it) has only its reason to show
+  if (h.error?.code === FleetErrorCode.ExecSpawn) out += `${h.error.message}\n`;
   out += withNewline(h.stdout);
   if (h.truncated.stdout) out += `[rankd: stdout truncated; it was ${h.stdoutBytes} bytes]\n`;
   out += withNewline(h.stderr);

@@ -10,6 +10,9 @@ export function isTerminal(r: RankRecord): boolean {
 /** A rank's status as a shell reports it: its code, or 128 + the signal number. */
 export function exitStatus(r: RankRecord): number {
   if (r.state === 'exited' && r.exitCode !== null) return r.exitCode;
+  // a rank that never ran: the status a shell gives the reason when the agent named one
+  // (127: no such program, 126: not executable), and never success
+  if (r.state === 'failed-to-start') return r.exitCode || 1;
   if (r.signal) return 128 + (signalNumber(r.signal) ?? 0);
   return r.state === 'exited' ? 0 : 1;
 }

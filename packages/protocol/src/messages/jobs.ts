@@ -122,7 +122,11 @@ export type RankOutput = Type.Static<typeof RankOutput>;
 export const RankExit = message('rank.exit', {
   jobId: JobId,
   rank: Rank,
-  /** Exit code, or null when killed by a signal or when the status is unknown. */
+  /**
+   * Exit code, or null when killed by a signal or when the status is unknown. With `error`
+   * (the rank never ran): the status a shell gives that failure, 127 for a program that is
+   * not there and 126 for one that cannot be executed, or null.
+   */
   code: Type.Union([Type.Integer(), Type.Null()]),
   signal: Type.Union([SignalName, Type.Null()]),
   endedAt: Type.String({ maxLength: 64 }),
