@@ -25,10 +25,14 @@ interface Piped {
   stderr: string;
 }
 
-/** `rankd ARGS | head -1` in bash, with rankd's own status from PIPESTATUS. */
-function pipeToHead(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Piped> {
+/**
+ * `rankd ARGS | head -1` in bash, with rankd's own status from PIPESTATUS; rankd's stderr
+ * goes to $RANKD_TEST_ERR, or with `both` into the same pipe (`2>&1 | head -1`).
+ */
+function pipeToHead(args: string[], env: NodeJS.ProcessEnv, both = false, timeoutMs = 60_000): Promise<Piped> {
   const quoted = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  return capture(spawn('bash', ['-c', `${quoted} 2>"$RANKD_TEST_ERR" | head -1; echo "status=\${PIPESTATUS[0]}" >&2`], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }), timeoutMs, true);
+  const stderr = both ? '2>&1' : '2>"$RANKD_TEST_ERR"';
+  return capture(spawn('bash', ['-c', `${quoted} ${stderr} | head -1; echo "status=\${PIPESTATUS[0]}" >&2`], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }), timeoutMs, true);
 }
 
 /**
@@ -111,6 +115,17 @@ t.test('a closed stdout ends every command quietly with 141', async (t) => {
       t.notOk(processAlive(rank.pid!), `rank ${rank.rank} (pid ${rank.pid}) is gone`);
       t.same(groupMembers(rank.pid!), [], `rank ${rank.rank}'s process group is empty`);
     }
+  });
+
+  await t.test('rankd run … 2>&1 | head -1: a rank that writes only to stderr', async (t) => {
+    const r = await pipeToHead(['run', '-q', '-n', '1', '--grace', '2', '--name', 'stderr-only', '--', 'sh', '-c', 'while :; do echo oops >&2; sleep 0.02; done'], env, true);
+    t.equal(r.stdout, '0: oops\n', 'head got one line');
+    t.equal(r.code, SIGPIPE_STATUS);
+    t.equal(r.stderr, '', 'bash itself saw nothing else');
+    const { body: jobs } = await controller.api<{ jobs: JobLike[] }>('/v1/jobs');
+    const { body: job } = await controller.api<JobLike>(`/v1/jobs/${jobs.jobs.find((j) => j.name === 'stderr-only')!.id}`);
+    t.equal(job.state, 'cancelled');
+    t.notOk(processAlive(job.ranks[0]!.pid!), 'the rank is gone');
   });
 
   await t.test('rankd run with its reader gone from the start', async (t) => {
