@@ -96,7 +96,7 @@ const rows: Row[] = [
     srun: 2,
     rankd: 127,
     differs: SHELL_CODES,
-    words: { srun: /bad interpreter\(\/nonexistent\/interpreter\): No such file or directory/, rankd: /failed to start: .*bad-interpreter\.sh: No such file or directory \(RANKD_RANK_PROGRAM_NOT_FOUND\)/ },
+    words: { srun: /bad interpreter\(\/nonexistent\/interpreter\): No such file or directory/, rankd: /failed to start: .*bad-interpreter\.sh: \/nonexistent\/interpreter: bad interpreter: No such file or directory \(RANKD_RANK_PROGRAM_NOT_FOUND\)/ },
   },
 ];
 

@@ -123,11 +123,14 @@ t.test('exit code and signal are recorded exactly, as supervisor.pl records them
 t.test('a start that fails answers "failed CODE MESSAGE" and records it, as supervisor.pl does', { skip }, async (t) => {
   const plain = path.join(tmpSpool(t), 'plain-file');
   fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
+  const badInterpreter = path.join(tmpSpool(t), 'bad-interpreter');
+  fs.writeFileSync(badInterpreter, '#! /nonexistent/interpreter -x\n', { mode: 0o755 });
   const cases: [string, string[], string][] = [
     ['bad cwd', ['/nonexistent-rankd-cwd', '--', 'true'], 'RANKD_RANK_BAD_CWD /nonexistent-rankd-cwd: No such file or directory'],
     ['missing program', ['/', '--', '/nonexistent/program'], 'RANKD_RANK_PROGRAM_NOT_FOUND /nonexistent/program: No such file or directory'],
     ['program without execute permission', ['/', '--', plain], `RANKD_RANK_PROGRAM_NOT_EXECUTABLE ${plain}: Permission denied`],
     ['directory as the program', ['/', '--', '/etc'], 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE /etc: Permission denied'],
+    ['a #! interpreter that does not exist', ['/', '--', badInterpreter], `RANKD_RANK_PROGRAM_NOT_FOUND ${badInterpreter}: /nonexistent/interpreter: bad interpreter: No such file or directory`],
     ['missing cgroup', ['/', '--', 'true'], 'RANKD_RANK_CGROUP /nonexistent-rankd-cgroup: No such file or directory'],
   ];
   for (const [what, rest, answer] of cases) {
@@ -230,7 +233,7 @@ t.test('environment records with odd bytes reach the rank unchanged', { skip }, 
   }
 });
 
-t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment and is deleted, pinning applies, failures exit 127', { skip }, (t) => {
+t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment and is deleted, pinning applies, failures exit 127 or 126', { skip }, (t) => {
   const cpu = allowedCpus()[0]!;
   const dir = tmpSpool(t);
   const envFile = path.join(dir, 'env');
@@ -262,15 +265,23 @@ t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment 
   const bad = spawnSync(BIN, ['exec', dir, '-', '-', '/nonexistent-rankd-cwd', '--', 'true'], { env, encoding: 'utf8' });
   t.equal(bad.status, 127);
   t.equal(bad.stderr, 'rankd: RANKD_RANK_BAD_CWD /nonexistent-rankd-cwd: No such file or directory\n');
-  fs.writeFileSync(envFile, records);
-  const missing = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', 'rankd-no-such-program'], { env, encoding: 'utf8' });
-  t.equal(missing.status, 127, 'a missing program: 127, as a shell gives');
-  t.equal(missing.stderr, 'rankd: RANKD_RANK_PROGRAM_NOT_FOUND rankd-no-such-program: No such file or directory\n');
-  fs.writeFileSync(envFile, records);
   const plain = path.join(dir, 'plain-file');
   fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
-  const denied = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', plain], { env, encoding: 'utf8' });
-  t.equal(denied.status, 126, 'a program that cannot be executed: 126, as a shell gives');
-  t.equal(denied.stderr, `rankd: RANKD_RANK_PROGRAM_NOT_EXECUTABLE ${plain}: Permission denied\n`);
+  const badInterpreter = path.join(dir, 'bad-interpreter');
+  fs.writeFileSync(badInterpreter, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+  // a program that cannot start: the status a shell gives it, and the same line from both supervisors
+  const failures: [string, string, number, string][] = [
+    ['a missing program', 'rankd-no-such-program', 127, 'RANKD_RANK_PROGRAM_NOT_FOUND rankd-no-such-program: No such file or directory'],
+    ['a program without execute permission', plain, 126, `RANKD_RANK_PROGRAM_NOT_EXECUTABLE ${plain}: Permission denied`],
+    ['a #! interpreter that does not exist', badInterpreter, 127, `RANKD_RANK_PROGRAM_NOT_FOUND ${badInterpreter}: /nonexistent/interpreter: bad interpreter: No such file or directory`],
+  ];
+  for (const [name, cmd] of [['native', NATIVE], ['perl', PERL]] as const) {
+    for (const [what, program, status, line] of failures) {
+      fs.writeFileSync(envFile, records);
+      const r = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', dir, '-', '-', '/', '--', program], { env, encoding: 'utf8' });
+      t.equal(r.status, status, `${name}, ${what}: ${status}, as a shell gives`);
+      t.equal(r.stderr, `rankd: ${line}\n`, `${name}, ${what}: the words`);
+    }
+  }
   t.end();
 });

@@ -164,6 +164,27 @@ const char *rs_exec_failure(int e)
 	return e == ENOENT ? "RANKD_RANK_PROGRAM_NOT_FOUND" : "RANKD_RANK_PROGRAM_NOT_EXECUTABLE";
 }
 
+/* Why execvp failed, in a shell's words: "FILE: strerror". ENOENT for a file that is there
+ * means its #! interpreter is not: that line names it, as bash 4 and srun do. The file is read
+ * as the rank's user (after the switch), never as root. */
+void rs_exec_words(const char *file, int e, char *out, size_t size)
+{
+	int fd = e == ENOENT && strchr(file, '/') ? open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
+	if (fd >= 0) {
+		char head[256];
+		ssize_t n = read(fd, head, sizeof head - 1);
+		close(fd);
+		if (n >= 2 && head[0] == '#' && head[1] == '!') {
+			head[n] = 0;
+			const char *interpreter = head + 2 + strspn(head + 2, " \t");
+			int len = (int)strcspn(interpreter, " \t\r\n");
+			snprintf(out, size, "%s: %.*s: bad interpreter: %s", file, len, interpreter, strerror(e));
+			return;
+		}
+	}
+	snprintf(out, size, "%s: %s", file, strerror(e));
+}
+
 /* Exec mode: node-pty's child becomes the rank in place (node-pty already made it a session leader). */
 int rs_exec(const struct rs_args *a, char **env)
 {
@@ -172,6 +193,8 @@ int rs_exec(const struct rs_args *a, char **env)
 	environ = env;
 	execvp(a->argv[0], a->argv);
 	int e = errno;
-	fprintf(stderr, "rankd: %s %s: %s\n", rs_exec_failure(e), a->argv[0], strerror(e));
+	char words[8192];
+	rs_exec_words(a->argv[0], e, words, sizeof words);
+	fprintf(stderr, "rankd: %s %s\n", rs_exec_failure(e), words);
 	return e == ENOENT ? 127 : 126;
 }

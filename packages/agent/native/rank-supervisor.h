@@ -70,6 +70,7 @@ __attribute__((noreturn, format(printf, 2, 3))) void rs_fail(const char *code, c
 void rs_prepare(const struct rs_args *a, char ***env);
 int rs_exec(const struct rs_args *a, char **env);
 const char *rs_exec_failure(int e);
+void rs_exec_words(const char *file, int e, char *out, size_t size);
 
 /* supervise.c */
 int rs_run(const struct rs_args *a);

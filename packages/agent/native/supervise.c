@@ -129,7 +129,9 @@ __attribute__((noreturn)) static void child(const struct rs_args *a, char **env,
 	environ = env;
 	execvp(a->argv[0], a->argv);
 	int e = errno;
-	rs_fail(rs_exec_failure(e), "%s: %s", a->argv[0], strerror(e));
+	char words[8192];
+	rs_exec_words(a->argv[0], e, words, sizeof words);
+	rs_fail(rs_exec_failure(e), "%s", words);
 }
 
 /* A socket passed to the rank (PMI_FD): only the rank may hold it, so that its other end sees EOF when the rank is gone. */

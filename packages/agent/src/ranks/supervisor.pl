@@ -49,8 +49,8 @@ if ($mode eq 'exec') {
     my %env = env_from_file("$dir/env", $fail);
     prepare(\%env, $fail);
     exec { $argv[0] } @argv;
-    my ($code, $words, $status) = (exec_failure(), "$!", $! == ENOENT() ? 127 : 126);
-    print STDERR "rankd: $code $argv[0]: $words\n";
+    my ($code, $status) = (exec_failure(), $! == ENOENT() ? 127 : 126);
+    print STDERR "rankd: $code " . exec_words($argv[0]) . "\n";
     exit $status;
 }
 
@@ -81,7 +81,7 @@ if ($pid == 0) {
     open(STDOUT, '>&', $out) or $fail->('RANKD_RANK_SPAWN_FAILED', "stdout: $!");
     open(STDERR, '>&', $err) or $fail->('RANKD_RANK_SPAWN_FAILED', "stderr: $!");
     exec { $argv[0] } @argv;
-    $fail->(exec_failure(), "$argv[0]: $!");
+    $fail->(exec_failure(), exec_words($argv[0]));
 }
 close $report_w;
 close $out;
@@ -143,6 +143,21 @@ sub ENOENT () { 2 }
 # (126), as in bash. As the native launcher's rs_exec_failure.
 sub exec_failure {
     return $! == ENOENT ? 'RANKD_RANK_PROGRAM_NOT_FOUND' : 'RANKD_RANK_PROGRAM_NOT_EXECUTABLE';
+}
+
+# Why the exec failed, in a shell's words: "FILE: strerror". ENOENT for a file that is there
+# means its #! interpreter is not: that line names it, as bash 4 and srun do. The file is read
+# as the rank's user (after the switch), never as root. As the native launcher's rs_exec_words.
+sub exec_words {
+    my ($file) = @_;
+    my ($enoent, $words) = ($! == ENOENT, "$!");
+    if ($enoent && index($file, '/') >= 0 && open(my $fh, '<', $file)) {
+        my $head = '';
+        sysread($fh, $head, 255);
+        close $fh;
+        return "$file: $1: bad interpreter: $words" if $head =~ /\A#![ \t]*([^ \t\r\n\0]*)/;
+    }
+    return "$file: $words";
 }
 
 sub prepare {
