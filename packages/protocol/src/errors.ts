@@ -96,6 +96,12 @@ export const ErrorCode = {
   EnvTooLarge: 'RANKD_ENV_TOO_LARGE',
   /** An exported variable rankd never passes from a submitter to ranks (RANKD_*, SLURM_*, PMI wire-up: export-env.ts). */
   EnvNotExportable: 'RANKD_ENV_NOT_EXPORTABLE',
+  /** `--input RANK` (a submission's `stdin`) names a rank the job does not have. */
+  StdinRankOutOfRange: 'RANKD_STDIN_RANK_OUT_OF_RANGE',
+  /** stdin asked of a job that cannot take it: a --pty job, or an Open MPI one (its mpirun holds the ranks' stdio). */
+  StdinUnsupported: 'RANKD_STDIN_UNSUPPORTED',
+  /** A stdin connection to a job that takes no stdin, whose stdin already ended, or that already has its writer. */
+  StdinUnavailable: 'RANKD_STDIN_UNAVAILABLE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -14,6 +14,7 @@ export * from './plan.js';
 export * from './mpi-modes.js';
 export * from './job-list.js';
 export * from './orted-launch.js';
+export * from './stdin-path.js';
 export * from './messages/index.js';
 export * from './rest/index.js';
 export { PROTOCOL_VERSION, RANKD_VERSION } from './version.js';

@@ -1631,6 +1631,7 @@ export interface paths {
                         mpi?: "pmi1" | "openmpi" | "none";
                         priority?: number;
                         immediate?: boolean;
+                        stdin?: "all" | number;
                     };
                 };
             };
@@ -3476,6 +3477,123 @@ export interface paths {
                 };
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stdin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's stdin: a WebSocket whose bytes reach the ranks that read it (like srun --input)
+         * @description Upgrades to a WebSocket (RFC 6455) with subprotocol `rankd.stdin.v1`; `rankd run` opens it right after its submission when its stdin is not /dev/null.
+         *     The job must have been submitted with `stdin` (a rank, or `all`). The API token goes in the upgrade request's `Authorization: Bearer` header;
+         *     only the job's owner (any role that submits) or an admin may write to it, and a job has one writer: a second connection is refused.
+         *     Anything wrong is answered as plain HTTP with an error body and no socket opens; a connection opens only once its audit entry is written.
+         *
+         *     Frames once upgraded:
+         *     - **binary, client → controller**: the bytes, in order, never interpreted. The client's close is the stdin's end: each rank that reads it gets EOF after the last byte.
+         *     - **text, controller → client**: one JSON event before the controller closes: `{"type":"closed","reason"}` once no rank takes more (each closed its stdin or ended), or `{"type":"error","code","message"}`.
+         *
+         *     Flow control: the controller stops reading the socket while a rank has a window of bytes unread, so a fast producer waits.
+         *     A job whose stdin no client opens within 10 s of its first reading rank's start gets EOF.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The job */
+                    job: string;
+                };
+                header: {
+                    /** @description The subprotocols the client offers; the stdin one must be among them */
+                    "Sec-WebSocket-Protocol": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Switching Protocols: the WebSocket is open, speaking `rankd.stdin.v1` */
+                101: {
+                    headers: {
+                        "Sec-WebSocket-Protocol"?: "rankd.stdin.v1";
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The subprotocol `rankd.stdin.v1` was not offered, or the job id is malformed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, wrong or revoked API token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description The caller is neither the job's owner nor an admin */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description No such job */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description `RANKD_STDIN_UNAVAILABLE`: the job reads no stdin, has ended, or its stdin already has its writer or ended */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many failed authentications from this address; see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description The audit log cannot be written */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;

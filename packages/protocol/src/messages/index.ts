@@ -1,7 +1,7 @@
 // The two dispatch maps of the agent gateway, one per direction.
 import { defineMessages } from '../codec.js';
 import { ErrorMessage, FactsUpdate, Heartbeat, Hello, Welcome } from './session.js';
-import { JobAbort, JobRelease, JobResume, JobSignal, JobStart, RankExit, RankOutput, RankStarted, RanksReport } from './jobs.js';
+import { JobAbort, JobRelease, JobResume, JobSignal, JobStart, RankExit, RankOutput, RankStarted, RanksReport, RankStdin, RankStdinAck, RankStdinClosed, RankStdinEnd } from './jobs.js';
 import { DoctorInspect, DoctorNodeReport, ExecCancel, ExecResult, ExecRun, FleetPing, FleetPong, ProbeConnect, ProbeListen, ProbeListening, ProbeResult } from './fleet.js';
 import { PmiChunk, PmiFailed, PmiFence, PmiFenced, PmiFetch } from './pmi.js';
 import { OmpiAbort, OmpiDaemonRequest, OmpiDaemonRun, OmpiDaemonState, OmpiLauncherState, OmpiStart } from './openmpi.js';
@@ -17,12 +17,12 @@ export * from './openmpi.js';
 /** Frames the controller accepts from an agent. */
 export const AgentMessages = defineMessages([Hello, Heartbeat, FactsUpdate, ErrorMessage, RankStarted, RankExit, RanksReport,
   ExecResult, FleetPong, DoctorNodeReport, ProbeListening, ProbeResult, PtyOpened, PtyOutput, PtyExit, PmiFence, PmiFetch, PmiFailed,
-  OmpiDaemonRequest, OmpiDaemonState, OmpiLauncherState]);
+  OmpiDaemonRequest, OmpiDaemonState, OmpiLauncherState, RankStdinAck, RankStdinClosed]);
 
 /** Frames the agent accepts from the controller. */
 export const ControllerMessages = defineMessages([Welcome, ErrorMessage, JobStart, JobAbort, JobSignal, JobResume, JobRelease,
   ExecRun, ExecCancel, FleetPing, DoctorInspect, ProbeListen, ProbeConnect, PtyOpen, PtyInput, PtyAck, PtyResize, PtySignal, PtyClose, PmiFenced, PmiChunk,
-  OmpiStart, OmpiAbort, OmpiDaemonRun, OmpiDaemonState]);
+  OmpiStart, OmpiAbort, OmpiDaemonRun, OmpiDaemonState, RankStdin, RankStdinEnd]);
 
 /** Binary frames the controller accepts from an agent: a header and raw bytes. */
 export const AgentBinaryMessages = defineMessages([RankOutput]);

@@ -28,6 +28,8 @@ export const RankLaunch = Type.Object({
   memNodes: IntList,
   user: Type.Optional(Type.String({ maxLength: 64 })),
   pty: Type.Optional(Type.Boolean()),
+  /** The rank reads the job's stdin (rank.stdin frames) instead of /dev/null; never with pty. */
+  stdin: Type.Optional(Type.Boolean()),
 });
 export type RankLaunch = Type.Static<typeof RankLaunch>;
 
@@ -150,3 +152,30 @@ export const RanksReport = message('ranks.report', {
   ),
 });
 export type RanksReport = Type.Static<typeof RanksReport>;
+
+// ---- a rank's stdin ---------------------------------------------------------------------
+//
+// The submitter's stdin, relayed by the controller to the agent of each rank that reads it
+// (a job's `stdin`). Flow control is by acknowledgement: the controller never has more than
+// a window of unacknowledged bytes out per rank, and the agent acknowledges bytes only once
+// they are in the rank's pipe, so a fast producer waits instead of filling memory.
+
+/** controller → agent: bytes for the rank's stdin, in order. */
+export const RankStdin = message('rank.stdin', {
+  jobId: JobId,
+  rank: Rank,
+  data: Type.String({ maxLength: 262_144, pattern: '^[A-Za-z0-9+/]*={0,2}$' }),
+});
+export type RankStdin = Type.Static<typeof RankStdin>;
+
+/** controller → agent: the stdin ended (the client's EOF, or it left): close the rank's stdin after what was sent. */
+export const RankStdinEnd = message('rank.stdin.end', { jobId: JobId, rank: Rank });
+export type RankStdinEnd = Type.Static<typeof RankStdinEnd>;
+
+/** agent → controller: this many more bytes are in the rank's pipe. */
+export const RankStdinAck = message('rank.stdin.ack', { jobId: JobId, rank: Rank, bytes: Type.Integer({ minimum: 1 }) });
+export type RankStdinAck = Type.Static<typeof RankStdinAck>;
+
+/** agent → controller: the rank's stdin takes nothing more (the rank closed it or exited, or the agent has no such stdin). */
+export const RankStdinClosed = message('rank.stdin.closed', { jobId: JobId, rank: Rank, reason: Type.String({ maxLength: 1024 }) });
+export type RankStdinClosed = Type.Static<typeof RankStdinClosed>;

@@ -16,6 +16,10 @@ export const MpiModeSchema = Type.Union([Type.Literal('pmi1'), Type.Literal('ope
 const sameModes: [Type.Static<typeof MpiModeSchema>, MpiMode] extends [MpiMode, Type.Static<typeof MpiModeSchema>] ? true : never = true;
 void sameModes;
 
+/** The ranks that read a job's stdin: one rank, or every rank. */
+export const StdinTarget = Type.Union([Type.Literal('all'), Type.Integer({ minimum: 0, maximum: 1 << 24 })]);
+export type StdinTarget = Type.Static<typeof StdinTarget>;
+
 export const DEFAULT_PRIORITY = 0;
 export const MIN_PRIORITY = PRIORITY.min;
 export const MAX_PRIORITY = PRIORITY.max;
@@ -57,6 +61,12 @@ export const JobSubmit = Type.Object(
     priority: Type.Optional(Type.Integer({ minimum: MIN_PRIORITY, maximum: MAX_PRIORITY })),
     /** Start now or fail at once with RANKD_WOULD_WAIT (srun --immediate); never queued. */
     immediate: Type.Optional(Type.Boolean()),
+    /**
+     * Which ranks read the submitter's stdin (srun --input): one rank, or `all` (each gets a
+     * copy); absent, every rank's stdin is /dev/null. The bytes come over the stdin WebSocket
+     * (STDIN_PATH) and end with it.
+     */
+    stdin: Type.Optional(StdinTarget),
   },
   { additionalProperties: false },
 );
