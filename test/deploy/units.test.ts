@@ -134,7 +134,7 @@ t.test('install.sh into a temporary root', async (t) => {
   // the rank launcher, and the perl fallback with its scripts, travel in dist: the installed
   // agent finds them there (a tree without src)
   const agentDist = path.join(root, 'opt/rankd/app/packages/agent/dist');
-  t.equal(run([path.join(agentDist, 'native/rank-supervisor'), '--version']).stdout, 'rank-supervisor 2\n', 'the native rank launcher is installed and runs');
+  t.equal(run([path.join(agentDist, 'native/rank-supervisor'), '--version']).stdout, 'rank-supervisor 3\n', 'the native rank launcher is installed and runs');
   const found = run([process.execPath, '--input-type=module', '-e', `
     import { detectLauncher } from ${JSON.stringify(path.join(agentDist, 'ranks/launcher.js'))};
     import { scriptPath } from ${JSON.stringify(path.join(agentDist, 'openmpi/ompi-files.js'))};

@@ -88,7 +88,7 @@ t.test('a binary that does not answer --version as expected is not used', async 
   fs.writeFileSync(fake, '#!/bin/sh\necho something else\n', { mode: 0o755 });
   const l = detectLauncher({ preference: 'auto', nativePath: fake });
   t.equal(l.kind, 'perl');
-  t.match(l.fallback, /--version answered "something else", not "rank-supervisor 2"/);
+  t.match(l.fallback, /--version answered "something else", not "rank-supervisor 3"/);
 });
 
 t.test('the doctor reports the launcher: PASS for native, WARN with a fix for perl', async (t) => {
@@ -119,6 +119,6 @@ t.test('the build makes a working binary where a compiler is', { skip: hasTool('
   const r = spawnSync(process.execPath, [buildScript, '--out', out], { encoding: 'utf8' });
   t.equal(r.status, 0, r.stderr);
   t.match(r.stdout, /built the native rank launcher/);
-  t.equal(spawnSync(out, ['--version'], { encoding: 'utf8' }).stdout, 'rank-supervisor 2\n');
+  t.equal(spawnSync(out, ['--version'], { encoding: 'utf8' }).stdout, 'rank-supervisor 3\n');
   t.equal(detectLauncher({ preference: 'auto', nativePath: out }).kind, 'native');
 });

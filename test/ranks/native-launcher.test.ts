@@ -82,7 +82,7 @@ t.test('the command line is parsed strictly: a clear message and exit 2, nothing
     t.equal(r.stdout, '', 'no answer line');
   }
   t.same(fs.readdirSync(dir), [], 'no file was created');
-  t.equal(spawnSync(BIN, ['--version'], { encoding: 'utf8' }).stdout, 'rank-supervisor 2\n');
+  t.equal(spawnSync(BIN, ['--version'], { encoding: 'utf8' }).stdout, 'rank-supervisor 3\n');
   t.match(spawnSync(BIN, ['--help'], { encoding: 'utf8' }), { status: 0, stdout: /^usage: rank-supervisor run\|exec \[--cpus LIST\] \[--mems LIST\]/ });
 });
 

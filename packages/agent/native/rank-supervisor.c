@@ -5,7 +5,9 @@
  *       The rank's environment arrives on stdin as NAME=VALUE\0 records. The agent reads
  *       one line on stdout: "started PID" or "failed CODE MESSAGE". RANKD_PASS_FD=N in the
  *       supervisor's own environment names an inherited descriptor (the rank's PMI socket)
- *       that the rank keeps and the supervisor closes after the fork. supervise.c.
+ *       that the rank keeps and the supervisor closes after the fork. RANKD_STDIN_FD=N names
+ *       one that becomes the rank's stdin (after the drop to the user), also closed here
+ *       after the fork; without it the rank's stdin is /dev/null. supervise.c.
  *   rank-supervisor exec [--cpus LIST] [--mems LIST] RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...
  *       PTY ranks, exec and shell: the parent (node-pty, or the agent) holds the process's
  *       stdio, so this only prepares the process and execs. The environment comes as

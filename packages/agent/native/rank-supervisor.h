@@ -17,7 +17,7 @@
 
 /* What `rank-supervisor --version` prints; the agent runs it once to prove the binary works here
  * and is of these sources. Raised with every change of the contract (2: exec mode reads RANKDIR/env). */
-#define RS_VERSION "rank-supervisor 2"
+#define RS_VERSION "rank-supervisor 3"
 
 /* The same bound the agent's validateLaunch puts on a CPU id. */
 #define RS_MAX_CPU (1u << 20)

@@ -112,7 +112,7 @@ static int open_output(const char *dir, const char *name)
 	return fd;
 }
 
-__attribute__((noreturn)) static void child(const struct rs_args *a, char **env, int out, int err, int report, const sigset_t *mask)
+__attribute__((noreturn)) static void child(const struct rs_args *a, char **env, int in, int out, int err, int report, const sigset_t *mask)
 {
 	rs_fail_to(report);
 	/* an ignored signal or a blocked one would survive the exec into the rank */
@@ -122,6 +122,12 @@ __attribute__((noreturn)) static void child(const struct rs_args *a, char **env,
 	if (setsid() != getpid())
 		rs_fail("RANKD_RANK_SPAWN_FAILED", "setsid: %s", strerror(errno));
 	rs_prepare(a, &env);
+	/* the job's stdin, installed as the rank's only after the drop, as its output files are */
+	if (in >= 0) {
+		if (dup2(in, STDIN_FILENO) < 0)
+			rs_fail("RANKD_RANK_SPAWN_FAILED", "stdin: %s", strerror(errno));
+		close(in);
+	}
 	if (dup2(out, STDOUT_FILENO) < 0)
 		rs_fail("RANKD_RANK_SPAWN_FAILED", "stdout: %s", strerror(errno));
 	if (dup2(err, STDERR_FILENO) < 0)
@@ -143,6 +149,25 @@ static void close_passed_fd(void)
 	int fd = atoi(v);
 	if (fd > STDERR_FILENO && fcntl(fd, F_GETFD) >= 0)
 		close(fd);
+}
+
+/*
+ * RANKD_STDIN_FD=N: an inherited socket the agent writes the job's stdin into. It becomes
+ * the rank's stdin, and only the rank holds it (we close our copy after the fork), so that
+ * the agent's writes fail once the rank is gone. -1 without one: the rank reads /dev/null.
+ */
+static int stdin_fd(const char *dir)
+{
+	const char *v = getenv("RANKD_STDIN_FD");
+	if (!v)
+		return -1;
+	int fd = (*v && strspn(v, "0123456789") == strlen(v) && strlen(v) <= 6) ? atoi(v) : -1;
+	if (fd <= STDERR_FILENO || fcntl(fd, F_GETFD) < 0) {
+		char message[128];
+		snprintf(message, sizeof message, "RANKD_STDIN_FD=%.16s is not an open descriptor above 2", v);
+		answer_failed(dir, "RANKD_RANK_SPAWN_FAILED", message, 0);
+	}
+	return fd;
 }
 
 static void write_rank_record(const struct rs_args *a, pid_t pid)
@@ -187,6 +212,7 @@ int rs_run(const struct rs_args *a)
 	char **env = rs_env_from_records(blob.p ? blob.p : "", blob.len);
 	free(blob.p);
 	reopen(STDIN_FILENO, "/dev/null", O_RDONLY);
+	int in = stdin_fd(a->dir);
 	int out = open_output(a->dir, "stdout");
 	int err = open_output(a->dir, "stderr");
 	int report[2];
@@ -214,9 +240,11 @@ int rs_run(const struct rs_args *a)
 	}
 	if (pid == 0) {
 		close(report[0]);
-		child(a, env, out, err, report[1], &before);
+		child(a, env, in, out, err, report[1], &before);
 	}
 	close(report[1]);
+	if (in >= 0)
+		close(in);
 	close(out);
 	close(err);
 	close_passed_fd();

@@ -21,7 +21,7 @@ const outArg = process.argv.indexOf('--out');
 const out = outArg > 0 ? path.resolve(process.argv[outArg + 1] ?? '') : path.join(pkg, 'dist', 'native', 'rank-supervisor');
 const cc = process.env.CC || 'cc';
 const FLAGS = ['-std=gnu11', '-O2', '-Wall', '-Wextra', '-Werror'];
-const EXPECTED_VERSION = 'rank-supervisor 2';
+const EXPECTED_VERSION = 'rank-supervisor 3';
 
 const sources = fs.readdirSync(srcDir).filter((f) => f.endsWith('.c')).sort().map((f) => path.join(srcDir, f));
 const inputs = [...sources, ...fs.readdirSync(srcDir).filter((f) => f.endsWith('.h')).map((f) => path.join(srcDir, f)), fileURLToPath(import.meta.url)];

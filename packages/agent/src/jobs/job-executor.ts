@@ -12,6 +12,7 @@ import type { RankRunner } from '../ranks/rank-runner.js';
 import type { RankExit, RankInfo } from '../ranks/rank-spec.js';
 import type { StartedRank } from '../ranks/rank-spec.js';
 import { OutputPump } from './output-pump.js';
+import { RankStdinChannels } from './rank-stdin.js';
 
 /** Lease of jobs adopted after an agent restart, whose job.start (and lease) is gone. */
 const DEFAULT_LEASE_MS = 60_000;
@@ -27,6 +28,7 @@ interface JobEntry {
 export class JobExecutor {
   private readonly jobs = new Map<string, JobEntry>();
   private readonly output: RankOutput;
+  private readonly stdin: RankStdinChannels;
   private leaseTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -38,6 +40,7 @@ export class JobExecutor {
     private readonly pmi: PmiServer,
   ) {
     this.output = new RankOutput(runner.spool);
+    this.stdin = new RankStdinChannels(link, log);
     runner.on('exit', (exit) => this.onExit(exit));
     link.handle('job.start', (m) => void this.start(m as unknown as JobStart));
     link.handle('job.abort', (m) => void this.abort(m as unknown as JobAbort));
@@ -62,6 +65,7 @@ export class JobExecutor {
 
   close(): void {
     this.pmi.close();
+    this.stdin.close();
     if (this.leaseTimer) clearTimeout(this.leaseTimer);
     for (const entry of this.jobs.values()) {
       for (const p of entry.pumps.values()) p.stop();
@@ -103,8 +107,11 @@ export class JobExecutor {
         ...(launch.cwd ? { cwd: launch.cwd } : {}),
         ...(launch.user ? { user: launch.user } : {}),
         ...(launch.pty ? { pty: true } : {}),
+        ...(launch.stdin ? { stdin: true } : {}),
       });
       if (started.passedSocket) this.pmi.attach(jobId, launch.rank, started.passedSocket);
+      // before rank.started: the controller sends the rank's stdin once it has heard that
+      if (started.stdin) this.stdin.attach(jobId, launch.rank, started.stdin);
       this.announce(entry, started, pump);
     } catch (err) {
       const e = err as { code?: string; message: string };
@@ -148,6 +155,7 @@ export class JobExecutor {
 
   private release(m: JobRelease): void {
     this.pmi.closeJob(m.jobId, 'the job has ended');
+    this.stdin.forgetJob(m.jobId);
     const entry = this.jobs.get(m.jobId);
     if (entry) {
       for (const p of entry.pumps.values()) p.stop();

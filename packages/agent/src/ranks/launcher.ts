@@ -30,7 +30,7 @@ export interface Launcher {
 }
 
 /** The answer of a working binary to --version; native/rank-supervisor.h's RS_VERSION. */
-const NATIVE_VERSION = 'rank-supervisor 2';
+const NATIVE_VERSION = 'rank-supervisor 3';
 
 export interface LauncherOptions {
   preference?: LauncherPreference;

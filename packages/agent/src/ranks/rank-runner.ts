@@ -113,6 +113,7 @@ export class RankRunner extends EventEmitter<Events> {
     const launchRecord: LaunchRecord = { argv: launch.argv, execArgv: pin.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: launch.pty === true };
     let cgroup: string | null = null;
     let passed: Socket | undefined;
+    let input: Socket | undefined;
     try {
       writeJsonAtomic(files.launch(dir), launchRecord);
       cgroup = this.cgroupBase ? createRankCgroup(this.cgroupBase, jobId, rank) : null;
@@ -133,10 +134,11 @@ export class RankRunner extends EventEmitter<Events> {
       if (args.chain.length !== pin.argv.length) wrappers.push(args.chain);
       if (pin.argv.length !== launch.argv.length) wrappers.push(pin.argv);
 
-      const started: { pid: number; ended: Promise<void>; child?: ChildProcess; passedSocket?: Socket } = launch.pty
+      const started: { pid: number; ended: Promise<void>; child?: ChildProcess; passedSocket?: Socket; stdinSocket?: Socket } = launch.pty
         ? await startPtyRank(args, env, launch.cols, launch.rows)
-        : await startSupervised(args, env, launch.passSocket === true);
+        : await startSupervised(args, env, launch.passSocket === true, launch.stdin === true);
       passed = started.passedSocket;
+      input = started.stdinSocket;
       const t = this.track(jobId, rank, dir, launchRecord, readRankRecord(dir));
       t.child = started.child;
       const binding = await verifyBinding(started.pid, { cpus: launch.cpus, memNodes: launch.memNodes, memBound: pin.memBound }, {
@@ -158,9 +160,11 @@ export class RankRunner extends EventEmitter<Events> {
         cgroup,
         execArgv: pin.argv,
         ...(passed ? { passedSocket: passed } : {}),
+        ...(input ? { stdin: input } : {}),
       };
     } catch (err) {
       passed?.destroy();
+      input?.destroy();
       // the start failed: leave no trace, so that the controller may retry the rank here;
       // if the supervisor died after the fork, its rank is ended first
       if (!this.ranks.has(keyOf(jobId, rank))) {

@@ -35,6 +35,8 @@ export interface RankLaunch {
   rows?: number;
   /** Give the rank one end of a socketpair at descriptor 3 (its PMI_FD); not with pty. */
   passSocket?: boolean;
+  /** The rank's stdin is a socket whose other end the agent writes (StartedRank.stdin); else /dev/null. Not with pty. */
+  stdin?: boolean;
 }
 
 /** The binding read back from the rank's own /proc entry after it started. */
@@ -71,6 +73,8 @@ export interface StartedRank {
   execArgv: string[];
   /** The agent's end of the socket asked for with passSocket. */
   passedSocket?: Socket;
+  /** The agent's end of the rank's stdin, asked for with stdin. */
+  stdin?: Socket;
 }
 
 /** The explicit final message of a rank. `outcome: 'unknown'` is never a success. */
@@ -172,6 +176,7 @@ export function validateLaunch(launch: RankLaunch): void {
   if (launch.user !== undefined && (typeof launch.user !== 'string' || !/^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$/.test(launch.user))) {
     throw bad(`user ${JSON.stringify(launch.user)} is not a valid user name or uid`);
   }
+  if (launch.stdin && launch.pty) throw bad('stdin is not forwarded to a PTY rank');
   for (const k of ['cols', 'rows'] as const) {
     const v = launch[k];
     if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 10000)) throw bad(`${k} must be an integer in [1, 10000]`);

@@ -26,7 +26,9 @@
 #       The rank's environment arrives on stdin as NAME=VALUE\0 records. The agent reads
 #       one line on stdout: "started PID" or "failed CODE MESSAGE". RANKD_PASS_FD=N in the
 #       supervisor's own environment names an inherited descriptor (the rank's PMI socket)
-#       that the rank keeps and the supervisor closes after the fork.
+#       that the rank keeps and the supervisor closes after the fork. RANKD_STDIN_FD=N
+#       names one that becomes the rank's stdin (after the drop to the user), also closed
+#       here after the fork; without it the rank's stdin is /dev/null.
 #   supervisor.pl exec RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...
 #       PTY ranks, exec and shell: the parent (node-pty, or the agent) holds the stdio, so
 #       this only prepares the process and execs. The environment comes as NAME=VALUE\0
@@ -58,6 +60,13 @@ $SIG{PIPE} = 'IGNORE';    # the agent may be gone when we answer it
 open(STDERR, '>>', "$dir/supervisor.log");
 my %env = read_env();
 open(STDIN, '<', '/dev/null');
+# The job's stdin (a socket the agent writes into): only the rank holds it after the fork,
+# so that the agent's writes fail once the rank is gone.
+my $in;
+if (defined $ENV{RANKD_STDIN_FD}) {
+    ($ENV{RANKD_STDIN_FD} =~ /^\d{1,6}$/ && $ENV{RANKD_STDIN_FD} > 2 && open($in, '<&=', $ENV{RANKD_STDIN_FD}))
+        or answer_failed('RANKD_RANK_SPAWN_FAILED', "RANKD_STDIN_FD=$ENV{RANKD_STDIN_FD} is not an open descriptor above 2");
+}
 open(my $out, '>', "$dir/stdout") or answer_failed('RANKD_RANK_SPAWN_FAILED', "$dir/stdout: $!");
 open(my $err, '>', "$dir/stderr") or answer_failed('RANKD_RANK_SPAWN_FAILED', "$dir/stderr: $!");
 # The child reports a failed setup or exec on this pipe. Perl marks fds above 2
@@ -78,6 +87,11 @@ if ($pid == 0) {
         syscall($setsid + 0) == $$ or $fail->('RANKD_RANK_SPAWN_FAILED', "setsid: $!");
     }
     prepare(\%env, $fail);
+    # installed only after the drop to the user, as the output files are
+    if ($in) {
+        open(STDIN, '<&', $in) or $fail->('RANKD_RANK_SPAWN_FAILED', "stdin: $!");
+        close $in;
+    }
     open(STDOUT, '>&', $out) or $fail->('RANKD_RANK_SPAWN_FAILED', "stdout: $!");
     open(STDERR, '>&', $err) or $fail->('RANKD_RANK_SPAWN_FAILED', "stderr: $!");
     exec { $argv[0] } @argv;
@@ -86,6 +100,7 @@ if ($pid == 0) {
 close $report_w;
 close $out;
 close $err;
+close $in if $in;
 # A socket passed to the rank (PMI_FD): only the rank may hold it, so that its other end
 # sees EOF when the rank is gone.
 if (defined $ENV{RANKD_PASS_FD} && $ENV{RANKD_PASS_FD} =~ /^\d+$/ && open(my $passed, '+<&=', $ENV{RANKD_PASS_FD})) {

@@ -41,27 +41,35 @@ export interface SupervisedStart {
   ended: Promise<void>;
   /** The agent's end of the socket the rank holds at PASS_FD, when one was asked for. */
   passedSocket?: Socket;
+  /** The agent's end of the rank's stdin, when one was asked for: what is written there, the rank reads. */
+  stdinSocket?: Socket;
 }
 
 /** The descriptor a passed socket (PMI_FD) sits on in the rank: the first after stdio. */
 export const PASS_FD = 3;
+/** The descriptor the rank's stdin arrives on in the supervisor, which makes it the rank's fd 0. */
+export const STDIN_FD = 4;
 
 /**
  * Spawns the supervisor in its own session and resolves once the rank has exec'd its first
  * program. The environment travels on the supervisor's stdin, not in its own environment,
  * so nothing of the job's environment (PERL5OPT, PERL5LIB, LC_ALL, LD_PRELOAD) affects the supervisor.
  */
-export function startSupervised(a: SupervisorArgs, env: Record<string, string>, passSocket = false): Promise<SupervisedStart> {
+export function startSupervised(a: SupervisorArgs, env: Record<string, string>, passSocket = false, stdin = false): Promise<SupervisedStart> {
   const argv = supervisorArgv(a);
   // a 'pipe' beyond stdio is a socketpair: the rank inherits one end at PASS_FD, through the
   // supervisor, which closes its own copy so that the agent sees EOF when the rank is gone.
+  // The rank's stdin is another, at STDIN_FD, which the supervisor makes the rank's fd 0.
   // stderr is read only until the supervisor moves it to supervisor.log, its first step:
   // what comes before is a usage error, which the agent should not have to guess.
+  const stdio: Array<'pipe' | 'ignore'> = ['pipe', 'pipe', 'pipe'];
+  if (passSocket || stdin) stdio.push(passSocket ? 'pipe' : 'ignore');
+  if (stdin) stdio.push('pipe');
   const child = spawn(argv[0]!, argv.slice(1), {
     detached: true,
-    stdio: passSocket ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+    stdio,
     cwd: '/',
-    env: { ...supervisorEnv(a.launcher), ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}) },
+    env: { ...supervisorEnv(a.launcher), ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}), ...(stdin ? { RANKD_STDIN_FD: String(STDIN_FD) } : {}) },
   });
   // listened for from the spawn on, so that a rank that ends at once is never missed
   const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -75,10 +83,12 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>, 
       child.stdout!.removeAllListeners('data');
       child.stdout!.destroy();
       const passed = passSocket ? (child.stdio[PASS_FD] as Socket) : undefined;
+      const input = stdin ? (child.stdio[STDIN_FD] as Socket) : undefined;
       if (err) {
         passed?.destroy();
+        input?.destroy();
         reject(err);
-      } else resolve({ child, pid: pid!, supervisorPid: child.pid!, ended, ...(passed ? { passedSocket: passed } : {}) });
+      } else resolve({ child, pid: pid!, supervisorPid: child.pid!, ended, ...(passed ? { passedSocket: passed } : {}), ...(input ? { stdinSocket: input } : {}) });
     };
     child.once('error', (err) => settle(rankError(RankErrorCode.SpawnFailed, `cannot start the supervisor: ${err.message}`)));
     // 'close' comes after the exit and after stdout has delivered everything, so an answer
