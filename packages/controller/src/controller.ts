@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode } from '@rankd/protocol';
+import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode, STDIN_PATH } from '@rankd/protocol';
 import { buildApi } from './api/server.js';
 import { NodeRegistry } from './fleet/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
@@ -19,6 +19,7 @@ import { JobManager } from './jobs/job-manager.js';
 import { OpenMpiLaunch } from './openmpi/openmpi-launch.js';
 import { LogStore } from './jobs/log-store.js';
 import { RankEvents } from './jobs/rank-events.js';
+import { StdinRelay } from './jobs/stdin-relay.js';
 import { JobsRepo } from './store/jobs-repo.js';
 import { openDatabase, type Db } from './store/database.js';
 import { secureDataDir } from './store/data-dir.js';
@@ -154,6 +155,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
   for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs, refusals)]) gw.handle(type, batched(handler));
   fleet.attach(gw);
+  const stdin = new StdinRelay(jobs, registry, access, log);
+  for (const [type, handler] of stdin.handlers()) gw.handle(type, handler);
+  gw.route(STDIN_PATH, stdin.upgrade);
   for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, refusals, log).handlers()) gw.handle(type, batched(handler));
   await app.listen({ host, port: options.port ?? DEFAULT_PORT });
   registry.start();
@@ -170,6 +174,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const close = () =>
     (closed ??= (async () => {
       fleet.close();
+      stdin.close();
       gw.close(CloseCode.ShuttingDown, 'controller shutting down');
       rankEvents.close();
       registry.stop();

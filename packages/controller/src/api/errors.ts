@@ -36,6 +36,9 @@ const statusOf: Record<string, number> = {
   [ErrorCode.RootLoaderEnv]: 400,
   [ErrorCode.EnvTooLarge]: 400,
   [ErrorCode.EnvNotExportable]: 400,
+  [ErrorCode.StdinRankOutOfRange]: 400,
+  [ErrorCode.StdinUnsupported]: 400,
+  [ErrorCode.StdinUnavailable]: 409,
 };
 
 const reason: Record<number, string> = {

@@ -6,7 +6,7 @@
 // whose success is 101 Switching Protocols, with the frames in prose and the JSON text
 // frames as component schemas. The agent link (/v1/agent) is no client's business; the
 // document's description says where it is.
-import { SHELL_PATH, SHELL_SUBPROTOCOL, SUBPROTOCOL } from '@rankd/protocol';
+import { SHELL_PATH, SHELL_SUBPROTOCOL, STDIN_PATH, STDIN_SUBPROTOCOL, SUBPROTOCOL } from '@rankd/protocol';
 
 const AGENT_PATH = '/v1/agent';
 
@@ -24,8 +24,50 @@ const refused = (description: string) => ({
 
 const query = (name: string, description: string, schema: Record<string, unknown>, required = false) => ({ in: 'query', name, description, required, schema });
 
+const subprotocolHeader = (subprotocol: string, what: string) => ({
+  in: 'header',
+  name: 'Sec-WebSocket-Protocol',
+  description: `The subprotocols the client offers; ${what} must be among them`,
+  required: true,
+  schema: { type: 'string', examples: [subprotocol] },
+});
+
 /** Path items to add to the document, keyed by path. */
 export const webSocketPaths = {
+  [STDIN_PATH]: {
+    get: {
+      tags: ['jobs'],
+      summary: "A job's stdin: a WebSocket whose bytes reach the ranks that read it (like srun --input)",
+      description: [
+        `Upgrades to a WebSocket (RFC 6455) with subprotocol \`${STDIN_SUBPROTOCOL}\`; \`rankd run\` opens it right after its submission when its stdin is not /dev/null.`,
+        'The job must have been submitted with `stdin` (a rank, or `all`). The API token goes in the upgrade request\'s `Authorization: Bearer` header;',
+        'only the job\'s owner (any role that submits) or an admin may write to it, and a job has one writer: a second connection is refused.',
+        'Anything wrong is answered as plain HTTP with an error body and no socket opens; a connection opens only once its audit entry is written.',
+        '',
+        'Frames once upgraded:',
+        '- **binary, client → controller**: the bytes, in order, never interpreted. The client\'s close is the stdin\'s end: each rank that reads it gets EOF after the last byte.',
+        '- **text, controller → client**: one JSON event before the controller closes: `{"type":"closed","reason"}` once no rank takes more (each closed its stdin or ended), or `{"type":"error","code","message"}`.',
+        '',
+        'Flow control: the controller stops reading the socket while a rank has a window of bytes unread, so a fast producer waits.',
+        'A job whose stdin no client opens within 10 s of its first reading rank\'s start gets EOF.',
+      ].join('\n'),
+      security: [{ bearer: [] }],
+      parameters: [query('job', 'The job', { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' }, true), subprotocolHeader(STDIN_SUBPROTOCOL, 'the stdin one')],
+      responses: {
+        101: {
+          description: `Switching Protocols: the WebSocket is open, speaking \`${STDIN_SUBPROTOCOL}\``,
+          headers: { 'Sec-WebSocket-Protocol': { schema: { type: 'string', const: STDIN_SUBPROTOCOL } } },
+        },
+        400: refused(`The subprotocol \`${STDIN_SUBPROTOCOL}\` was not offered, or the job id is malformed`),
+        401: refused('Missing, wrong or revoked API token'),
+        403: refused('The caller is neither the job\'s owner nor an admin'),
+        404: refused('No such job'),
+        409: refused('`RANKD_STDIN_UNAVAILABLE`: the job reads no stdin, has ended, or its stdin already has its writer or ended'),
+        429: refused('Too many failed authentications from this address; see Retry-After'),
+        503: refused('The audit log cannot be written'),
+      },
+    },
+  },
   [SHELL_PATH]: {
     get: {
       tags: ['fleet'],

@@ -13,6 +13,7 @@ export type Permission =
   | 'jobs.read'
   | 'jobs.submit'
   | 'jobs.control' // cancel, signal
+  | 'jobs.stdin' // write to a job's stdin: its owner's, or an admin's
   | 'jobs.priority' // submit above the default priority
   | 'queue.read' // the whole queue, without command lines
   | 'logs.read'
@@ -62,6 +63,8 @@ export const ROUTE_POLICY: Readonly<Record<string, RouteRule>> = {
   'POST /v1/ping': { permission: 'ping', what: 'ping agents' },
   'POST /v1/doctor': { permission: 'doctor', what: 'run the doctor' },
   'GET /v1/shell': { permission: 'shell', what: 'open a shell' },
+  // the stdin WebSocket names its job in the query (?job=ID); jobs/stdin-relay.ts checks the owner
+  'GET /v1/stdin': { permission: 'jobs.stdin', what: 'write to the stdin of job' },
   'GET /v1/users': { permission: 'users.manage', what: 'list users' },
   'POST /v1/users': { permission: 'users.manage', what: 'add a user' },
   'DELETE /v1/users/:name': { permission: 'users.manage', what: 'remove a user' },
@@ -87,10 +90,11 @@ const READ: Permission[] = ['api.read', 'nodes.read', 'plan', 'jobs.read', 'logs
 
 export const GRANTS: Readonly<Record<Role, Partial<Record<Permission, Scope>>>> = {
   admin: Object.fromEntries(
-    (['api.read', 'nodes.read', 'plan', 'jobs.read', 'jobs.submit', 'jobs.control', 'logs.read', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'tokens.self', 'users.manage', 'nodes.manage', 'nodes.drain', 'audit.read', 'metrics.read', 'queue.read', 'jobs.priority'] as Permission[]).map((p) => [p, 'all']),
+    (['api.read', 'nodes.read', 'plan', 'jobs.read', 'jobs.submit', 'jobs.control', 'logs.read', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'tokens.self', 'users.manage', 'nodes.manage', 'nodes.drain', 'audit.read', 'metrics.read', 'queue.read', 'jobs.priority', 'jobs.stdin'] as Permission[]).map((p) => [p, 'all']),
   ),
-  operator: Object.fromEntries([...READ, 'jobs.submit', 'jobs.control', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'audit.read', 'nodes.drain', 'jobs.priority'].map((p) => [p, 'all'])),
-  user: { 'api.read': 'all', 'nodes.read': 'all', plan: 'all', 'tokens.self': 'all', 'jobs.read': 'own', 'logs.read': 'own', 'jobs.submit': 'own', 'jobs.control': 'own', 'queue.read': 'all' },
+  // a job's stdin is its submitter's: an operator, who acts on every job, still writes only to its own
+  operator: { ...Object.fromEntries([...READ, 'jobs.submit', 'jobs.control', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'audit.read', 'nodes.drain', 'jobs.priority'].map((p) => [p, 'all'])), 'jobs.stdin': 'own' },
+  user: { 'api.read': 'all', 'nodes.read': 'all', plan: 'all', 'tokens.self': 'all', 'jobs.read': 'own', 'logs.read': 'own', 'jobs.submit': 'own', 'jobs.control': 'own', 'jobs.stdin': 'own', 'queue.read': 'all' },
   reader: Object.fromEntries(READ.map((p) => [p, 'all'])),
 };
 

@@ -15,6 +15,7 @@ export function admit(id: string, submit: JobSubmit, owner: string | null, now: 
   const spec = submit.placement ?? {};
   if (spec.exclusive && spec.share) throw new RankdError(ErrorCode.InvalidRequest, '--exclusive and --share contradict each other; give one');
   const idle = planRankMap(nodes, spec, options);
+  checkStdin(submit, idle.worldSize);
   const facts = new Map<string, Facts>(nodes.map((n) => [n.name, n.facts]));
   const factsOf = (name: string) => facts.get(name)!;
   const cores = coresUsed(idle, factsOf);
@@ -30,4 +31,14 @@ export function admit(id: string, submit: JobSubmit, owner: string | null, now: 
     timeLimitMs: submit.timeout === undefined ? null : submit.timeout * 1000,
   };
   return { job, idle };
+}
+
+/** A job's stdin goes to ranks it has, and only where the agent holds the ranks' stdio. */
+function checkStdin(submit: JobSubmit, worldSize: number): void {
+  if (submit.stdin === undefined) return;
+  if (submit.pty) throw new RankdError(ErrorCode.StdinUnsupported, 'stdin is not forwarded to --pty ranks: leave --input out (each rank has its terminal)');
+  if (submit.mpi === 'openmpi') throw new RankdError(ErrorCode.StdinUnsupported, "stdin is not forwarded with --mpi openmpi (mpirun holds the ranks' stdio): leave --input out");
+  if (typeof submit.stdin === 'number' && submit.stdin >= worldSize) {
+    throw new RankdError(ErrorCode.StdinRankOutOfRange, `--input ${submit.stdin}: the job has ${worldSize === 1 ? 'one rank, 0' : `${worldSize} ranks, 0 to ${worldSize - 1}`}`);
+  }
 }

@@ -232,6 +232,11 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     return this.repo.get(id)?.owner;
   }
 
+  /** The record of a queued or live job; undefined once it has ended (or never was). */
+  current(id: string): JobRecord | undefined {
+    return this.live.get(id)?.job ?? this.queued.get(id);
+  }
+
   /** True when the job exists and has ended (its ranks are all gone). */
   isEnded(id: string): boolean {
     if (this.live.has(id) || this.queued.has(id)) return false;

@@ -1,5 +1,5 @@
 // What an agent is told to start: each pending rank of a live job as a RankLaunch, by node.
-import type { RankLaunch } from '@rankd/protocol';
+import type { RankLaunch, StdinTarget } from '@rankd/protocol';
 import { plannedCpus } from './job-view.js';
 import type { LiveJob } from './live-job.js';
 
@@ -20,10 +20,16 @@ export function rankLaunches(live: LiveJob, onlyNode?: string): Map<string, Rank
       ...(job.submit.cwd ? { cwd: job.submit.cwd } : {}),
       ...(job.submit.user ? { user: job.submit.user } : {}),
       ...(job.submit.pty ? { pty: true } : {}),
+      ...(readsStdin(job.submit.stdin, r.rank) ? { stdin: true } : {}),
     };
     let list = byNode.get(r.node);
     if (!list) byNode.set(r.node, (list = []));
     list.push(launch);
   }
   return byNode;
+}
+
+/** Whether `rank` reads the job's stdin (srun --input: one rank, or all). */
+export function readsStdin(target: StdinTarget | undefined, rank: number): boolean {
+  return target === 'all' || target === rank;
 }

@@ -297,7 +297,7 @@ export class ShellRelay {
   }
 }
 
-function refuse(socket: Duplex, status: number, code: string, message: string, retryAfter?: number): void {
+export function refuse(socket: Duplex, status: number, code: string, message: string, retryAfter?: number): void {
   const text: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
   const body = JSON.stringify({ statusCode: status, code, error: text[status] ?? 'Error', message });
   socket.end(`HTTP/1.1 ${status} ${text[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retryAfter === undefined ? '' : `Retry-After: ${retryAfter}\r\n`}Connection: close\r\n\r\n${body}`);
