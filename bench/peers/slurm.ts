@@ -74,6 +74,8 @@ export async function startLocalSlurm(dir: string, log: (m: string) => void): Pr
   mkdirSync(path.join(dir, 'spool'), { recursive: true });
   const cpus = os.availableParallelism();
   const ports = { ctld: await freeLoopbackPort(), slurmd: await freeLoopbackPort() };
+  // two probes in a row may be handed the same free port: the daemons need two
+  for (let tries = 0; ports.slurmd === ports.ctld && tries < 10; tries++) ports.slurmd = await freeLoopbackPort();
   const confPath = path.join(dir, 'slurm.conf');
   writeFileSync(confPath, slurmConf(dir, ports, cpus));
   const env = { ...process.env, SLURM_CONF: confPath };

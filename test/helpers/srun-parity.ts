@@ -23,7 +23,7 @@ export interface ParityCall {
   /** The client's whole environment besides what points it at its cluster; PATH is added when absent. */
   env?: Record<string, string>;
   /** Written to the client's stdin, then closed; without it stdin is /dev/null. */
-  stdin?: string;
+  stdin?: string | Uint8Array;
   timeoutMs?: number;
 }
 
@@ -72,7 +72,13 @@ function runClient(file: string, args: readonly string[], env: NodeJS.ProcessEnv
     const stderr: Buffer[] = [];
     child.stdout!.on('data', (d: Buffer) => stdout.push(d));
     child.stderr!.on('data', (d: Buffer) => stderr.push(d));
-    if (call?.stdin !== undefined) child.stdin!.end(call.stdin);
+    if (call?.stdin !== undefined) {
+      // a client may stop reading before the end (its rank exited): EPIPE is its answer, not a failure
+      child.stdin!.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EPIPE') reject(err);
+      });
+      child.stdin!.end(call.stdin);
+    }
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`${file} ${args.join(' ')} took over ${timeoutMs} ms; stderr: ${Buffer.concat(stderr).toString()}`));

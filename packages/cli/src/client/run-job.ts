@@ -4,6 +4,7 @@ import type { JobSubmit, JobView } from '@rankd/protocol';
 import type { ClientConfig } from './config.js';
 import { followLogs } from './follow-logs.js';
 import { request } from './http.js';
+import { forwardStdin } from './stdin-forward.js';
 import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
 import { CLOSED_STDOUT_STATUS, onStdoutClosed } from '../closed-stdout.js';
 
@@ -25,6 +26,9 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
     process.stderr.write(`rankd: job ${view.id}\n${renderRankMapTable(view.rankMap)}`);
   };
   showHeader(job);
+  // opened at once, queued or not: the bytes wait at the controller, within their window;
+  // the job's end, a detach or an error stops it (finally below), and the ranks read EOF
+  const input = submit.stdin === undefined ? null : await forwardStdin(config, job.id);
   // like srun's "job N queued and waiting for resources": always said, -q or not
   const onQueued = (reason: string) => process.stderr.write(`rankd: job ${job.id} queued: ${reason}\n`);
   if (job.state === 'queued') onQueued(job.reason);
@@ -75,6 +79,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
     if (end.state !== 'succeeded') process.stderr.write(`rankd: job ${job.id} ${end.state}: ${end.reason}\n`);
     return end.exitCode ?? 1;
   } finally {
+    input?.stop();
     process.off('SIGINT', onInterrupt);
     process.off('SIGTERM', onInterrupt);
     unwatchStdout();

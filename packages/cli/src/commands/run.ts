@@ -8,6 +8,7 @@ import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { checkJobEnvSize } from '@rankd/protocol/export-env';
 import { loadClientConfig } from '../client/config.js';
 import { runJob } from '../client/run-job.js';
+import { stdinIsEmpty } from '../client/stdin-forward.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { exportedEnv } from '../export-env.js';
 import { integerIn, oneOf, secondsIn, textOf } from '../options.js';
@@ -34,6 +35,7 @@ interface RunFlags extends PlacementOptions {
   priority?: number;
   immediate?: boolean;
   export?: string;
+  input?: string;
 }
 
 export function register(program: Command): void {
@@ -55,8 +57,20 @@ export function register(program: Command): void {
     .option('--priority <N>', `queue order, higher first (default 0; above 0 for operators and admins; ${PRIORITY.min} to ${PRIORITY.max})`, integerIn(PRIORITY))
     .option('--immediate', 'start now or fail at once with the reason (exit 65); never wait in the queue')
     .option('--export <ALL|NONE|VAR[,VAR=value…]>', 'which of your variables the ranks get, as srun\'s --export (default ALL; never RANKD_* or SLURM_*); rankd\'s RANK, WORLD_SIZE, … win over them, --env over both')
+    .option('--input <who>', 'which ranks read this stdin, as srun --input: a rank (default 0), all (each a copy), none; the others read /dev/null')
     .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none', oneOf(MPI_MODES));
   addPlacementOptions(cmd);
+  cmd.addHelpText(
+    'after',
+    `
+stdin:
+  Rank 0 reads this command's stdin, to its end (EOF), as with mpirun; the other ranks read
+  /dev/null. --input all gives every rank a copy, --input N rank N alone, --input none no rank.
+  Bytes go as they are, as fast as the ranks read them. A second Ctrl-C (detach) ends it:
+  the ranks read EOF. With --pty or --mpi openmpi, stdin is not forwarded.
+  echo hi | rankd run -n 1 -- cat          # prints hi
+  rankd run -n 4 --input all -- wc -c < data`,
+  );
   programAfterOperands(cmd, 0);
   cmd.action(async (command: string[], flags: RunFlags) => {
     const config = loadClientConfig();
@@ -77,6 +91,7 @@ export function register(program: Command): void {
       ...(flags.mpi !== undefined ? { mpi: flags.mpi } : {}),
       ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
       ...(flags.immediate ? { immediate: true } : {}),
+      ...stdinOf(flags),
     };
     process.exitCode = await runJob(config, submit, { quiet: flags.quiet ?? false, label: flags.label ? flags.labelFormat : '' });
   });
@@ -90,4 +105,19 @@ function checkEnvSize(exported: Record<string, string>, explicit: Record<string,
     // the controller's words and code, as if it had answered: nothing was sent
     throw new CliError(`${(err as Error).message} (${(err as { code?: string }).code})`, ExitCode.Usage);
   }
+}
+
+/** Who reads this stdin: nobody when it is /dev/null or closed (they read EOF at once), nor for --pty and Open MPI jobs. */
+function stdinOf(flags: RunFlags): Pick<JobSubmit, 'stdin'> {
+  const who = flags.input ?? '0';
+  if (who !== 'all' && who !== 'none' && !/^(0|[1-9][0-9]{0,7})$/.test(who)) throw new CliError(`--input is a rank, all or none, not "${who}"`, ExitCode.Usage);
+  const unsupported = flags.pty ? '--pty' : flags.mpi === 'openmpi' ? '--mpi openmpi' : null;
+  if (unsupported && flags.input !== undefined && who !== 'none') throw new CliError(`--input ${who}: stdin is not forwarded with ${unsupported}`, ExitCode.Usage);
+  if (who === 'none' || stdinIsEmpty()) return {};
+  if (unsupported) {
+    // a pipe or file given to such a job is not read: say so rather than drop it unseen
+    if (!process.stdin.isTTY) process.stderr.write(`rankd: stdin is not forwarded with ${unsupported}; the ranks do not read it\n`);
+    return {};
+  }
+  return { stdin: who === 'all' ? 'all' : Number(who) };
 }

@@ -1,0 +1,119 @@
+// srun parity: which ranks read the client's stdin, and what they read. Each row runs the
+// same case under a local Slurm and under `rankd run`, as real clients given the row's
+// stdin, and the two must agree unless the row says why they differ.
+//
+// Each rank prints "RANK:BYTES" (the bytes it read from its stdin, `wc -c`), so a row
+// compares, rank by rank, who read what.
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import t from 'tap';
+import { CLI } from '../helpers/daemons.js';
+import { parityMissing, parityRig, type Outcome, type ParityCall } from '../helpers/srun-parity.js';
+
+const skip = parityMissing();
+
+/** Prints the rank (Slurm's SLURM_PROCID, rankd's RANK) and how many bytes its stdin held. */
+const COUNT = ['sh', '-c', 'echo "${SLURM_PROCID:-$RANK}:$(wc -c)"'];
+const HELLO = 'hello\n';
+
+interface Row {
+  name: string;
+  /** Options before the program, per tool (rankd's are srun's unless given). */
+  srun: string[];
+  rankd?: string[];
+  argv: string[];
+  call: ParityCall;
+  /** What each tool prints (sorted lines); `rankd` only where it deliberately differs. */
+  expect: string;
+  rankdExpect?: { output: string; why: string };
+}
+
+const big = randomBytes(6 * 1024 * 1024 + 123);
+const bigSha = createHash('sha256').update(big).digest('hex');
+
+const rows: Row[] = [
+  { name: 'echo hi | run -n 1 -- cat', srun: ['-n', '1'], argv: ['cat'], call: { stdin: 'hi\n' }, expect: 'hi' },
+  {
+    name: '-n 2 by default',
+    srun: ['-n', '2'],
+    argv: COUNT,
+    call: { stdin: HELLO },
+    expect: '0:6\n1:6',
+    rankdExpect: { output: '0:6\n1:0', why: 'rankd follows mpirun (and torchrun users\' habit): stdin goes to rank 0 by default; srun broadcasts it to every task unless told --input' },
+  },
+  { name: 'stdin to rank 0, -n 2: rank 1 reads nothing', srun: ['-n', '2', '--input', '0'], rankd: ['-n', '2'], argv: COUNT, call: { stdin: HELLO }, expect: '0:6\n1:0' },
+  { name: '--input all', srun: ['-n', '2', '--input', 'all'], argv: COUNT, call: { stdin: HELLO }, expect: '0:6\n1:6' },
+  { name: '--input 1', srun: ['-n', '2', '--input', '1'], argv: COUNT, call: { stdin: HELLO }, expect: '0:0\n1:6' },
+  { name: '--input none', srun: ['-n', '2', '--input', 'none'], argv: COUNT, call: { stdin: HELLO }, expect: '0:0\n1:0' },
+  { name: 'a /dev/null stdin: EOF at once', srun: ['-n', '2', '--input', 'all'], argv: COUNT, call: {}, expect: '0:0\n1:0' },
+  {
+    name: 'several MiB, byte for byte',
+    srun: ['-n', '1'],
+    argv: ['sha256sum'],
+    call: { stdin: big, timeoutMs: 60_000 },
+    expect: `${bigSha}  -`,
+  },
+  {
+    name: '--input all, several MiB to each rank',
+    srun: ['-n', '2', '--input', 'all'],
+    argv: ['sh', '-c', 'echo "${SLURM_PROCID:-$RANK}:$(sha256sum)"'],
+    call: { stdin: big, timeoutMs: 60_000 },
+    expect: `0:${bigSha}  -\n1:${bigSha}  -`,
+  },
+  {
+    name: 'the rank ends before its stdin does: no error',
+    srun: ['-n', '1'],
+    argv: ['head', '-c', '5'],
+    call: { stdin: Buffer.concat([Buffer.from('hello world\n'), big]), timeoutMs: 60_000 },
+    expect: 'hello',
+  },
+];
+
+const lines = (o: Outcome) => o.stdout.trim().split('\n').sort().join('\n');
+
+t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
+  const rig = await parityRig(t);
+  for (const row of rows) {
+    const srun = await rig.srun([...row.srun, '--', ...row.argv], row.call);
+    const rankd = await rig.rankd([...(row.rankd ?? row.srun), '--no-label', '--', ...row.argv], row.call);
+    t.equal(srun.code, 0, `srun: ${row.name} exits 0 (stderr: ${srun.stderr})`);
+    t.equal(lines(srun), row.expect, `srun: ${row.name}`);
+    t.equal(rankd.code, 0, `rankd: ${row.name} exits 0 (stderr: ${rankd.stderr})`);
+    t.equal(rankd.stderr, '', `rankd: ${row.name} says nothing on stderr`);
+    if (row.rankdExpect) t.equal(lines(rankd), row.rankdExpect.output, `rankd: ${row.name}, deliberately unlike srun: ${row.rankdExpect.why}`);
+    else t.equal(lines(rankd), row.expect, `rankd: ${row.name}`);
+  }
+
+  t.test('a rank that does not read yet holds the producer back, end to end', async (t) => {
+    // 24 MiB offered to a rank that reads nothing for 3 s: without flow control the client
+    // would take it all at once; with it, what is taken is bounded by the windows (client
+    // 1 MiB, controller → agent 1 MiB, the agent's socket to the rank, the pipe buffers)
+    const data = randomBytes(24 * 1024 * 1024);
+    const child = spawn(process.execPath, [CLI, 'run', '-q', '--no-label', '-n', '1', '--', 'sh', '-c', 'sleep 3; sha256sum'], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => err.push(d));
+    let taken = 0;
+    const SLICE = 64 * 1024;
+    const writeAll = async () => {
+      for (let at = 0; at < data.length; at += SLICE) {
+        const slice = data.subarray(at, at + SLICE);
+        await new Promise<void>((resolve, reject) => child.stdin.write(slice, (e) => (e ? reject(e) : resolve())));
+        taken = at + slice.length;
+      }
+      child.stdin.end();
+    };
+    const writing = writeAll();
+    await new Promise((r) => setTimeout(r, 2000));
+    const takenWhileBlocked = taken;
+    t.ok(takenWhileBlocked < 10 * 1024 * 1024, `while the rank reads nothing the client takes a bounded amount (${(takenWhileBlocked / 1048576).toFixed(1)} MiB of 24)`);
+    await writing;
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    t.equal(code, 0, `exit 0 (stderr: ${Buffer.concat(err).toString()})`);
+    t.equal(Buffer.concat(out).toString().trim(), `${createHash('sha256').update(data).digest('hex')}  -`, 'and every byte arrives, in order');
+  });
+});
