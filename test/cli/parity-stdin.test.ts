@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import t from 'tap';
-import { CLI } from '../helpers/daemons.js';
+import { CLI, runCli, waitUntil } from '../helpers/daemons.js';
 import { parityMissing, parityRig, type Outcome, type ParityCall } from '../helpers/srun-parity.js';
 
 const skip = parityMissing();
@@ -82,6 +82,44 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
     t.equal(rankd.stderr, '', `rankd: ${row.name} says nothing on stderr`);
     if (row.rankdExpect) t.equal(lines(rankd), row.rankdExpect.output, `rankd: ${row.name}, deliberately unlike srun: ${row.rankdExpect.why}`);
     else t.equal(lines(rankd), row.expect, `rankd: ${row.name}`);
+  }
+
+  // rankd only: srun has no detach, and a killed srun takes its step with it
+  for (const how of ['gone', 'detached'] as const) {
+    t.test(`a client that is ${how}: the rank reads what came, then EOF`, async (t) => {
+      // the rank ignores SIGTERM, so that a first Ctrl-C (cancel) leaves it reading its stdin
+      const child = spawn(process.execPath, [CLI, 'run', '--no-label', '--grace', '60', '-n', '1', '--', 'sh', '-c', 'trap "" TERM; wc -c'], {
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdEnv },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      t.teardown(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const closed = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+      child.stdin.write('abcd');
+      const id = await waitUntil('the job to start', 20_000, () => /rankd: job (\S+)/.exec(stderr)?.[1]);
+      const job = async () => JSON.parse((await runCli(['job', id, '--json'], rig.rankdEnv)).stdout) as { state: string; reason: string; ranks: Array<{ state: string }> };
+      await waitUntil('its rank to run', 20_000, async () => (await job()).ranks[0]?.state === 'running');
+      // the 4 bytes reach the controller long before this; the client's stdin stays open
+      await new Promise((r) => setTimeout(r, 1000));
+      if (how === 'gone') child.kill('SIGKILL');
+      else {
+        child.kill('SIGINT');
+        await waitUntil('the cancel to take', 10_000, async () => /^stopping/.test((await job()).reason));
+        child.kill('SIGINT');
+      }
+      const code = await closed;
+      if (how === 'detached') t.equal(code, 130, `a detached client exits 130 (stderr: ${stderr})`);
+      const end = await waitUntil('the job to end', 30_000, async () => {
+        const v = await job();
+        return ['succeeded', 'failed', 'cancelled'].includes(v.state) ? v : undefined;
+      });
+      t.equal(end.state, how === 'gone' ? 'succeeded' : 'cancelled', `the job ends once its rank read EOF (${end.state})`);
+      t.match((await runCli(['logs', id], rig.rankdEnv)).stdout.trim(), /^(0: )?4$/, 'the rank read the 4 bytes, then EOF');
+      child.stdin.destroy();
+    });
   }
 
   t.test('a rank that does not read yet holds the producer back, end to end', async (t) => {
