@@ -41,6 +41,8 @@ export class RankStdinChannels {
     socket.resume();
     socket.on('error', (err: NodeJS.ErrnoException) => this.closed(ch, `rank ${rank}'s stdin is closed (${err.code ?? err.message})`));
     socket.on('close', () => this.closed(ch, `rank ${rank} closed its stdin or ended`));
+    // a rank that closed it while its start was being checked: the socket may have seen its end already
+    if (socket.destroyed) this.closed(ch, `rank ${rank} closed its stdin or ended`);
   }
 
   /** The job's spool is released: nothing of it reads any more. */
