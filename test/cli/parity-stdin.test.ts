@@ -84,6 +84,27 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
     else t.equal(lines(rankd), row.expect, `rankd: ${row.name}`);
   }
 
+  t.test('an endless producer and a rank that reads one line: the client stops reading quietly', async (t) => {
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn('sh', ['-c', `yes | "${process.execPath}" "${CLI}" run -q --no-label -n 1 -- head -1`], {
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.once('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+    t.equal(r.code, 0, `yes | rankd run -- head -1 exits 0 (stderr: ${r.stderr})`);
+    t.equal(r.stdout, 'y\n', 'and prints y');
+    t.equal(r.stderr, '', 'with nothing on stderr');
+  });
+
   // rankd only: srun has no detach, and a killed srun takes its step with it
   for (const how of ['gone', 'detached'] as const) {
     t.test(`a client that is ${how}: the rank reads what came, then EOF`, async (t) => {

@@ -16,6 +16,7 @@ const suffix = randomBytes(3).toString('hex');
 interface Created {
   name: string;
   token: string;
+  accessor: string;
 }
 interface JobLike {
   id: string;
@@ -125,6 +126,29 @@ t.test("only a job's owner, or an admin, writes to its stdin", { skip: isRoot ? 
   const none = await submit({});
   refused(t, await openStdin(controller, alice.token, none), 409, 'RANKD_STDIN_UNAVAILABLE', /reads no stdin/, 'a job submitted without stdin');
   t.equal(await output(none), '0', 'and its rank read /dev/null');
+
+  // a revoked token ends the stdin it opened: the client is told, the rank reads EOF after what came
+  const revokedJob = await submit({ stdin: 0 });
+  const second = await runCli(['token', 'create', '--user', 'alice', '--json'], env);
+  t.equal(second.code, 0, second.stderr);
+  const aliceToo = JSON.parse(second.stdout) as Created;
+  const opened = await openStdin(controller, aliceToo.token, revokedJob);
+  t.ok('ws' in opened, 'alice opens the stdin with her second token');
+  if ('ws' in opened) {
+    const ws = opened.ws;
+    const events: string[] = [];
+    ws.on('message', (d: Buffer, binary: boolean) => !binary && events.push(d.toString()));
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    await new Promise<void>((resolve) => ws.send(Buffer.from('abcd'), { binary: true }, () => resolve()));
+    await waitUntil('the 4 bytes to be acknowledged', 10_000, () => events.some((e) => /"ack"/.test(e)));
+    const revoked = await controller.api(`/v1/tokens/${aliceToo.accessor}`, { method: 'DELETE', token: controller.apiToken });
+    t.equal(revoked.status, 204, 'the token is revoked');
+    const at = Date.now();
+    t.equal(await closed, 4401, 'the stdin socket closes with 4401');
+    t.ok(Date.now() - at < 1000, 'within 1 s of the answer');
+    t.ok(events.some((e) => /RANKD_CREDENTIAL_REVOKED/.test(e)), 'after an error event RANKD_CREDENTIAL_REVOKED');
+  }
+  t.equal(await output(revokedJob), '4', 'the rank read what came before the revocation, then EOF');
 
   const audit = await controller.api<{ entries: AuditLike[] }>('/v1/audit?limit=1000', { token: controller.apiToken });
   const stdinEntries = audit.body.entries.filter((e) => e.route === '/v1/stdin' && e.resource['job'] === id);

@@ -365,19 +365,18 @@ export class StdinRelay {
   private finish(s: Session, last: Exclude<StdinEvent, { type: 'ack' }>, code: number): void {
     if (s.done) return;
     s.done = true;
-    s.eof = true;
     if (s.ws) {
       const ws = s.ws;
       this.sendEvent(s, last);
       ws.close(code, last.type === 'error' ? last.code : 'closed');
     }
-    this.finishAudit(s, `${last.type === 'error' ? `${last.code}: ${last.message}` : last.reason}; ${s.queue.end} bytes`);
+    // nothing more comes in: every rank still reading gets EOF after what came
+    this.endInput(s, last.type === 'error' ? `${last.code}: ${last.message}` : last.reason);
   }
 
   private revoked(s: Session, why: StreamEnd): void {
     const ws = s.ws;
     this.finish(s, { type: 'error', code: why.code, message: why.message }, CloseCode.Revoked);
-    this.endInput(s, `${why.code}: ${why.message}`);
     if (ws) setTimeout(() => ws.terminate(), REVOKED_CLOSE_MS).unref();
   }
 
