@@ -99,6 +99,25 @@ const golden: Record<string, Golden[]> = {
     { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: null, signal: null, endedAt: 'x', outputBytes: { stdout: 0, stderr: 0 }, error: { code: 'RANKD_RANK_BAD_USER', message: 'no user nosuch' } } },
     { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: 0, signal: null, endedAt: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
   ],
+  'rank.stdin': [
+    { map: ControllerMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'aGVsbG8K' } },
+    { map: ControllerMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'not base64!' }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: ControllerMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'A'.repeat(262_148) }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: AgentMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'aGVsbG8K' }, error: 'RANKD_UNKNOWN_TYPE' },
+  ],
+  'rank.stdin.end': [
+    { map: ControllerMessages, frame: { type: 'rank.stdin.end', jobId: 'j1', rank: 0 } },
+    { map: ControllerMessages, frame: { type: 'rank.stdin.end', jobId: 'j1' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
+  'rank.stdin.ack': [
+    { map: AgentMessages, frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 65536 } },
+    { map: AgentMessages, frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 0 }, error: 'RANKD_INVALID_MESSAGE' },
+    { map: ControllerMessages, frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 1 }, error: 'RANKD_UNKNOWN_TYPE' },
+  ],
+  'rank.stdin.closed': [
+    { map: AgentMessages, frame: { type: 'rank.stdin.closed', jobId: 'j1', rank: 0, reason: 'rank 0 closed its stdin or ended' } },
+    { map: AgentMessages, frame: { type: 'rank.stdin.closed', jobId: 'j1', rank: -1, reason: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
+  ],
   'ranks.report': [
     { map: AgentMessages, frame: { type: 'ranks.report', ranks: [] } },
     { map: AgentMessages, frame: { type: 'ranks.report', ranks: [{ jobId: 'j1', rank: 0, state: 'running', pid: 77, outputBytes: { stdout: 1, stderr: 2 } }] } },
