@@ -69,6 +69,22 @@ const rows: Row[] = [
   },
 ];
 
+t.test('a bad --input is a usage error (64) that names the flag, before any request', async (t) => {
+  // port 1 answers nothing: a request would exit 69
+  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', RANKD_URL: 'https://127.0.0.1:1', RANKD_TOKEN: 'rankd_x' };
+  const cases: Array<[string[], RegExp]> = [
+    [['-n', '2', '--input', '2'], /--input 2: the job has 2 ranks, 0 to 1/],
+    [['-n', '2', '--input', 'some'], /--input is a rank, all or none, not "some"/],
+    [['--pty', '--input', '0'], /--input 0: stdin is not forwarded with --pty/],
+    [['--mpi', 'openmpi', '--input', 'all'], /--input all: stdin is not forwarded with --mpi openmpi/],
+  ];
+  for (const [flags, message] of cases) {
+    const r = await runCli(['run', ...flags, '--', 'true'], env);
+    t.equal(r.code, 64, `rankd run ${flags.join(' ')}: exit 64 (${r.stderr.trim()})`);
+    t.match(r.stderr, message, 'and says why');
+  }
+});
+
 const lines = (o: Outcome) => o.stdout.trim().split('\n').sort().join('\n');
 
 t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {

@@ -150,6 +150,10 @@ t.test("only a job's owner, or an admin, writes to its stdin", { skip: isRoot ? 
   }
   t.equal(await output(revokedJob), '4', 'the rank read what came before the revocation, then EOF');
 
+  // nobody opens the stdin: the rank reads EOF 10 s after its start, and does not wait forever
+  const orphan = await submit({ stdin: 0 });
+  t.equal(await output(orphan), '0', 'a stdin no client opened ends on its own');
+
   const audit = await controller.api<{ entries: AuditLike[] }>('/v1/audit?limit=1000', { token: controller.apiToken });
   const stdinEntries = audit.body.entries.filter((e) => e.route === '/v1/stdin' && e.resource['job'] === id);
   for (const who of ['bob', 'otto', 'rita']) {

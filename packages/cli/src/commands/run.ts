@@ -111,6 +111,9 @@ function checkEnvSize(exported: Record<string, string>, explicit: Record<string,
 function stdinOf(flags: RunFlags): Pick<JobSubmit, 'stdin'> {
   const who = flags.input ?? '0';
   if (who !== 'all' && who !== 'none' && !/^(0|[1-9][0-9]{0,7})$/.test(who)) throw new CliError(`--input is a rank, all or none, not "${who}"`, ExitCode.Usage);
+  // -n is the world size: a rank past it is a usage error before any request (else the controller says so, 400)
+  const ranks = flags.ntasks === undefined ? NaN : Number(flags.ntasks);
+  if (/^[0-9]+$/.test(who) && Number(who) >= ranks) throw new CliError(`--input ${who}: the job has ${ranks === 1 ? 'one rank, 0' : `${ranks} ranks, 0 to ${ranks - 1}`}`, ExitCode.Usage);
   const unsupported = flags.pty ? '--pty' : flags.mpi === 'openmpi' ? '--mpi openmpi' : null;
   if (unsupported && flags.input !== undefined && who !== 'none') throw new CliError(`--input ${who}: stdin is not forwarded with ${unsupported}`, ExitCode.Usage);
   if (who === 'none' || stdinIsEmpty()) return {};
