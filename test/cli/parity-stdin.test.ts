@@ -121,6 +121,40 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
     t.equal(r.stderr, '', 'with nothing on stderr');
   });
 
+  t.test('a terminal as stdin, without --pty, is forwarded the same way', async (t) => {
+    // script(1) gives the client a pseudo-terminal for its stdin and copies ours into it
+    const child = spawn('script', ['-qfec', `"${process.execPath}" "${CLI}" run -q --no-label -n 1 -- head -1`, '/dev/null'], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', TERM: 'dumb', ...rig.rankdEnv },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    t.teardown(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const closed = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    // typed once the client runs: a terminal echoes it, and the rank prints it back
+    await new Promise((r) => setTimeout(r, 1500));
+    child.stdin.write('typed on a tty\r');
+    const code = await closed;
+    t.equal(code, 0, `exit 0 (output: ${JSON.stringify(out)})`);
+    t.ok(out.split('typed on a tty').length - 1 >= 2, 'the line is echoed by the terminal, then printed by rank 0');
+  });
+
+  t.test('a queued job keeps its stdin until it starts', async (t) => {
+    const blocker = spawn(process.execPath, [CLI, 'run', '-q', '--exclusive', '-n', '1', '--', 'sleep', '3'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdEnv }, stdio: 'ignore' });
+    const blockerDone = new Promise((r) => blocker.once('close', r));
+    await waitUntil('the blocker to run', 20_000, async () => {
+      const q = (await runCli(['jobs', '--json'], rig.rankdEnv)).stdout;
+      return /"state":\s*"running"/.test(q);
+    });
+    const r = await rig.rankd(['-n', '1', '--no-label', '--', 'cat'], { stdin: 'waited\n' });
+    await blockerDone;
+    t.equal(r.code, 0, `exit 0 (stderr: ${r.stderr})`);
+    t.match(r.stderr, /queued/, 'the job was queued');
+    t.equal(r.stdout, 'waited\n', 'and its rank read the stdin given while it waited');
+  });
+
   // rankd only: srun has no detach, and a killed srun takes its step with it
   for (const how of ['gone', 'detached'] as const) {
     t.test(`a client that is ${how}: the rank reads what came, then EOF`, async (t) => {
