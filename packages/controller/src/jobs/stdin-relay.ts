@@ -159,6 +159,10 @@ export class StdinRelay {
         }
         s.claimed = true;
         s.audit = { id: auditId, startedAt };
+        // a client that leaves during the handshake never attaches: its stdin ends all the same
+        socket.once('close', () => {
+          if (s.ws === null) this.endInput(s, 'the client left before its stdin opened');
+        });
         this.wss.handleUpgrade(req, socket, head, (ws) => this.attach(s, ws, auth.principal));
       },
       (err: Error) => {
