@@ -8,7 +8,7 @@ import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { checkJobEnvSize } from '@rankd/protocol/export-env';
 import { loadClientConfig } from '../client/config.js';
 import { runJob } from '../client/run-job.js';
-import { stdinIsEmpty } from '../client/stdin-forward.js';
+import { stdinOf } from '../input-flag.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { exportedEnv } from '../export-env.js';
 import { integerIn, oneOf, secondsIn, textOf } from '../options.js';
@@ -105,22 +105,4 @@ function checkEnvSize(exported: Record<string, string>, explicit: Record<string,
     // the controller's words and code, as if it had answered: nothing was sent
     throw new CliError(`${(err as Error).message} (${(err as { code?: string }).code})`, ExitCode.Usage);
   }
-}
-
-/** Who reads this stdin: nobody when it is /dev/null or closed (they read EOF at once), nor for --pty and Open MPI jobs. */
-function stdinOf(flags: RunFlags): Pick<JobSubmit, 'stdin'> {
-  const who = flags.input ?? '0';
-  if (who !== 'all' && who !== 'none' && !/^(0|[1-9][0-9]{0,7})$/.test(who)) throw new CliError(`--input is a rank, all or none, not "${who}"`, ExitCode.Usage);
-  // -n is the world size: a rank past it is a usage error before any request (else the controller says so, 400)
-  const ranks = flags.ntasks === undefined ? NaN : Number(flags.ntasks);
-  if (/^[0-9]+$/.test(who) && Number(who) >= ranks) throw new CliError(`--input ${who}: the job has ${ranks === 1 ? 'one rank, 0' : `${ranks} ranks, 0 to ${ranks - 1}`}`, ExitCode.Usage);
-  const unsupported = flags.pty ? '--pty' : flags.mpi === 'openmpi' ? '--mpi openmpi' : null;
-  if (unsupported && flags.input !== undefined && who !== 'none') throw new CliError(`--input ${who}: stdin is not forwarded with ${unsupported}`, ExitCode.Usage);
-  if (who === 'none' || stdinIsEmpty()) return {};
-  if (unsupported) {
-    // a pipe or file given to such a job is not read: say so rather than drop it unseen
-    if (!process.stdin.isTTY) process.stderr.write(`rankd: stdin is not forwarded with ${unsupported}; the ranks do not read it\n`);
-    return {};
-  }
-  return { stdin: who === 'all' ? 'all' : Number(who) };
 }
