@@ -103,7 +103,7 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
   t.test('an endless producer and a rank that reads one line: the client stops reading quietly', async (t) => {
     const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = spawn('sh', ['-c', `yes | "${process.execPath}" "${CLI}" run -q --no-label -n 1 -- head -1`], {
-        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdEnv },
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';
@@ -124,7 +124,7 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
   t.test('a terminal as stdin, without --pty, is forwarded the same way', async (t) => {
     // script(1) gives the client a pseudo-terminal for its stdin and copies ours into it
     const child = spawn('script', ['-qfec', `"${process.execPath}" "${CLI}" run -q --no-label -n 1 -- head -1`, '/dev/null'], {
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', TERM: 'dumb', ...rig.rankdEnv },
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', TERM: 'dumb', ...rig.rankdClientEnv },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     t.teardown(() => {
@@ -142,10 +142,10 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
   });
 
   t.test('a queued job keeps its stdin until it starts', async (t) => {
-    const blocker = spawn(process.execPath, [CLI, 'run', '-q', '--exclusive', '-n', '1', '--', 'sleep', '3'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdEnv }, stdio: 'ignore' });
+    const blocker = spawn(process.execPath, [CLI, 'run', '-q', '--exclusive', '-n', '1', '--', 'sleep', '3'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv }, stdio: 'ignore' });
     const blockerDone = new Promise((r) => blocker.once('close', r));
     await waitUntil('the blocker to run', 20_000, async () => {
-      const q = (await runCli(['jobs', '--json'], rig.rankdEnv)).stdout;
+      const q = (await runCli(['jobs', '--json'], rig.rankdClientEnv)).stdout;
       return /"state":\s*"running"/.test(q);
     });
     const r = await rig.rankd(['-n', '1', '--no-label', '--', 'cat'], { stdin: 'waited\n' });
@@ -160,7 +160,7 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
     t.test(`a client that is ${how}: the rank reads what came, then EOF`, async (t) => {
       // the rank ignores SIGTERM, so that a first Ctrl-C (cancel) leaves it reading its stdin
       const child = spawn(process.execPath, [CLI, 'run', '--no-label', '--grace', '60', '-n', '1', '--', 'sh', '-c', 'trap "" TERM; wc -c'], {
-        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdEnv },
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
         stdio: ['pipe', 'pipe', 'pipe'],
       });
       t.teardown(() => {
@@ -171,7 +171,7 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
       const closed = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
       child.stdin.write('abcd');
       const id = await waitUntil('the job to start', 20_000, () => /rankd: job (\S+)/.exec(stderr)?.[1]);
-      const job = async () => JSON.parse((await runCli(['job', id, '--json'], rig.rankdEnv)).stdout) as { state: string; reason: string; ranks: Array<{ state: string }> };
+      const job = async () => JSON.parse((await runCli(['job', id, '--json'], rig.rankdClientEnv)).stdout) as { state: string; reason: string; ranks: Array<{ state: string }> };
       await waitUntil('its rank to run', 20_000, async () => (await job()).ranks[0]?.state === 'running');
       // the 4 bytes reach the controller long before this; the client's stdin stays open
       await new Promise((r) => setTimeout(r, 1000));
@@ -188,7 +188,7 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
         return ['succeeded', 'failed', 'cancelled'].includes(v.state) ? v : undefined;
       });
       t.equal(end.state, how === 'gone' ? 'succeeded' : 'cancelled', `the job ends once its rank read EOF (${end.state})`);
-      t.match((await runCli(['logs', id], rig.rankdEnv)).stdout.trim(), /^(0: )?4$/, 'the rank read the 4 bytes, then EOF');
+      t.match((await runCli(['logs', id], rig.rankdClientEnv)).stdout.trim(), /^(0: )?4$/, 'the rank read the 4 bytes, then EOF');
       child.stdin.destroy();
     });
   }
