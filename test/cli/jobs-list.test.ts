@@ -169,14 +169,14 @@ t.test('rankd jobs: filters by state, user and submission time, a limit that say
       [['--state', 'bogus'], '--state', /"bogus" is not a job state; the states are queued, pending, .*, active, done/],
       [['--state', 'running,'], '--state', /"" is not a job state/],
       [['--user', 'Not A User'], '--user', /is not a rankd user name/],
-      [['--since', 'yesterday'], '--since', /"yesterday" is neither a time back from now \(30s, 15m, 2h, 1d\) nor an ISO time/],
-      [['--since', '2026-13-45'], '--since', /"2026-13-45" is neither/],
-      [['--since', '2h ago'], '--since', /is neither/],
+      [['--since', 'yesterday'], '--since', /"yesterday" is not a duration \(e\.g\. 30s, 15m, 2h\) or an ISO time/],
+      [['--since', '2026-13-45'], '--since', /"2026-13-45" is not a duration/],
+      [['--since', '2h ago'], '--since', /"2h ago" is not a duration/],
     ] as const) {
       const r = await runCli(['jobs', ...args], env);
       t.equal(r.code, 64, `${args.join(' ')}: exit 64`);
       t.equal(r.stdout, '', `${args.join(' ')}: nothing listed`);
-      t.match(r.stderr, new RegExp(`option '${flag} <[a-z]+>' argument .* is invalid`), `${args.join(' ')}: names the flag`);
+      t.match(r.stderr, new RegExp(`^rankd: ${flag}: `), `${args.join(' ')}: names the flag`);
       t.match(r.stderr, why, `${args.join(' ')}: says why`);
     }
     t.equal(await requests(), before, 'no request reached the controller');
