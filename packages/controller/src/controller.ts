@@ -1,5 +1,5 @@
 // Wires the controller together: store, registry, REST API and agent gateway on one port.
-import { renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
@@ -23,6 +23,7 @@ import { StdinRelay } from './jobs/stdin-relay.js';
 import { JobsRepo } from './store/jobs-repo.js';
 import { openDatabase, type Db } from './store/database.js';
 import { secureDataDir } from './store/data-dir.js';
+import { lockDataDir, type DataDirLock } from './store/data-dir-lock.js';
 import { EventsRepo } from './store/events-repo.js';
 import { WriteBatch } from './store/write-batch.js';
 import { NodesRepo } from './store/nodes-repo.js';
@@ -59,6 +60,8 @@ export interface ControllerOptions {
   connections?: Partial<ConnectionLimits>;
   /** The audit log's retention and file rotation. */
   audit?: AuditOptions;
+  /** Told when a stale lock (a controller that died) was taken over; default: a warning in the log. */
+  onStaleLock?: (notice: string) => void;
 }
 
 export interface RunningController {
@@ -79,6 +82,23 @@ export const DEFAULT_PORT = DEFAULT_CONTROLLER_PORT;
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   const log = options.log ?? pino({ name: 'rankd-controller' });
+  // the lock comes before anything in the directory is opened: a second controller touches nothing
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const lock = lockDataDir(options.dataDir);
+  if (lock.tookOver) {
+    const notice = `took over the stale lock ${lock.path} (${lock.tookOver.why})`;
+    if (options.onStaleLock) options.onStaleLock(notice);
+    log.warn({ lock: lock.path, previous: lock.tookOver.holder }, notice);
+  }
+  try {
+    return await startLocked(options, log, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function startLocked(options: ControllerOptions, log: Logger, lock: DataDirLock): Promise<RunningController> {
   const tightened = secureDataDir(options.dataDir);
   if (tightened.length > 0) log.warn({ paths: tightened }, 'data directory: modes tightened to 0700 (directories) and 0600 (files)');
   const tokens = loadOrCreateTokens(options.dataDir);
@@ -183,6 +203,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       audit.close();
       batch.flush();
       db.close();
+      lock.release();
     })());
   return { url, tokens, tls, enrollment, registry, jobs, gateway: gw, app, db, log, close };
 }

@@ -102,6 +102,8 @@ export const ErrorCode = {
   StdinUnsupported: 'RANKD_STDIN_UNSUPPORTED',
   /** A stdin connection to a job that takes no stdin, whose stdin already ended, or that already has its writer. */
   StdinUnavailable: 'RANKD_STDIN_UNAVAILABLE',
+  /** A controller already holds this data directory's lock (controller.pid): one controller per data directory. */
+  ControllerRunning: 'RANKD_CONTROLLER_RUNNING',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -65,12 +65,15 @@ export function register(program: Command): void {
           ...(opts.maxJobsPerUser !== undefined ? { maxJobs: opts.maxJobsPerUser } : {}),
           ...(opts.maxCoresPerUser !== undefined ? { maxCores: opts.maxCoresPerUser } : {}),
         },
+        onStaleLock: (notice) => process.stderr.write(`rankd: ${notice}\n`),
         ...(opts.maxConnsPerSource !== undefined ? { connections: { perSource: opts.maxConnsPerSource } } : {}),
         audit: {
           ...(opts.auditRetention !== undefined ? { retentionMs: opts.auditRetention } : {}),
           file: { maxBytes: opts.auditFileSize ?? DEFAULT_AUDIT_FILE_LIMITS.maxBytes, keep: opts.auditFileKeep ?? DEFAULT_AUDIT_FILE_LIMITS.keep },
         },
       }).catch((err: Error & { code?: string }) => {
+        // one controller per data directory: the other one is what the user wants to reach
+        if (err.code === 'RANKD_CONTROLLER_RUNNING') throw new CliError(err.message, ExitCode.Unreachable);
         // a refused setting (a --tls-ca bundle, …) is the user's to fix: its code, no stack
         if (err.code?.startsWith('RANKD_')) throw new CliError(`${err.message} (${err.code})`, ExitCode.Usage);
         throw err;

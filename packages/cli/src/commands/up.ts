@@ -63,6 +63,11 @@ export interface LocalCluster {
 export async function startLocalCluster(home: string, flags: UpFlags): Promise<LocalCluster> {
   const controllerDir = join(home, 'controller');
   const agentDir = join(home, 'agent');
+  // before anything is written: a running cluster's controller.json, config and logs stay as they are
+  const { lockState } = await import('@rankd/controller/store/data-dir-lock');
+  const lock = lockState(controllerDir);
+  if (lock.holder && lock.stale === null) throw alreadyRunning(lock.holder.pid, lock.url, controllerDir);
+  if (lock.holder) process.stderr.write(`rankd: the last controller of ${controllerDir} did not stop cleanly (${lock.stale}); its lock is taken over\n`);
   mkdirSync(controllerDir, { recursive: true, mode: 0o700 });
   mkdirSync(agentDir, { recursive: true, mode: 0o700 });
   const stateFile = join(controllerDir, 'controller.json');
@@ -72,13 +77,23 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   // the person running `rankd up` is the cluster's first admin, under their login name
   const admin = adminName();
   const controller = new DaemonProcess('controller', ['controller', '--listen', flags.listen, '--data-dir', controllerDir, '--admin', admin, ...heartbeat], join(home, 'controller.log'));
-  const state = await untilReady(controller, 'the controller to listen', () => {
-    try {
-      return JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string; ca: string; caHash: string };
-    } catch {
-      return undefined;
-    }
-  });
+  const state = await untilReady(
+    controller,
+    'the controller to listen',
+    () => {
+      try {
+        return JSON.parse(readFileSync(stateFile, 'utf8')) as { url: string; ca: string; caHash: string };
+      } catch {
+        return undefined;
+      }
+    },
+    // another `rankd up` started its controller between the check above and this one's start
+    () => {
+      if (controller.exitCode !== ExitCode.Unreachable) return null;
+      const now = lockState(controllerDir);
+      return now.holder && now.stale === null ? alreadyRunning(now.holder.pid, now.url, controllerDir) : null;
+    },
+  );
   const url = state.url;
   // the controller speaks TLS only; its CA is what this client (and the local agent) trust
   const client: ClientConfig = { url, token: readFileSync(join(controllerDir, 'api-token'), 'utf8').trim(), ca: state.ca };
@@ -153,10 +168,23 @@ function adminName(): string {
   return /^[a-z_][a-z0-9_.-]{0,31}$/.test(login) ? login : 'admin';
 }
 
-async function untilReady<T>(daemon: DaemonProcess, what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
+/**
+ * A second `rankd up` on one home exits 69 and leaves the first alone, as `pg_ctl start` on
+ * a running cluster's data directory refuses (with its pid): attaching to a cluster that
+ * another terminal owns, and whose Ctrl-C would stop it under us, is not what up is for.
+ */
+function alreadyRunning(pid: number, url: string | null, controllerDir: string): CliError {
+  return new CliError(
+    `a controller is already running (pid ${pid}) at ${url ?? '(an address not yet written: it is starting)'}\n` +
+      `rankd: it uses ${controllerDir}: use it as it is ("rankd nodes"), or stop it before another "rankd up"`,
+    ExitCode.Unreachable,
+  );
+}
+
+async function untilReady<T>(daemon: DaemonProcess, what: string, probe: () => Promise<T | undefined> | T | undefined, explainExit: () => CliError | null = () => null): Promise<T> {
   try {
     return await waitFor(what, 20_000, () => {
-      if (!daemon.alive) throw new CliError(`the ${daemon.label} exited; its log (${daemon.logFile}) ends:\n${daemon.tail()}`, ExitCode.Software);
+      if (!daemon.alive) throw explainExit() ?? new CliError(`the ${daemon.label} exited; its log (${daemon.logFile}) ends:\n${daemon.tail()}`, ExitCode.Software);
       return probe();
     });
   } catch (err) {

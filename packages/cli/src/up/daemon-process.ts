@@ -9,6 +9,8 @@ export class DaemonProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private running = true;
+  /** Its exit code once it exited (null while it runs, or when a signal ended it). */
+  exitCode: number | null = null;
 
   constructor(
     readonly label: string,
@@ -24,6 +26,7 @@ export class DaemonProcess {
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
         this.running = false;
+        this.exitCode = code;
         resolve({ code, signal });
       });
     });
