@@ -87,7 +87,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const rows: Row[] = [];
   for (const [label, held] of [[labels[0]!, NODES], [labels[1]!, NODES / 2]] as const) {
     const ledger = ledgerWith(held);
-    const pass = (): PassResult => schedulingPass({ queue: queued, ledger, nodes, options, limits: {}, usageOf: () => undefined, now });
+    const pass = (): PassResult => schedulingPass({ queue: queued, ledger, nodes, drained: [], options, limits: {}, usageOf: () => undefined, now });
     const result = pass();
     ctx.log(`schedule: ${label}: ${result.starts.length} jobs would start`);
     notes.push(`${label}: the pass starts ${result.starts.length} jobs (${result.starts.reduce((n, s) => n + Object.keys(s.alloc.nodes).length, 0)} nodes) and leaves ${result.waits.size} waiting; the ledger is not changed, so every round is the same pass.`);

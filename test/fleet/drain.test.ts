@@ -1,5 +1,5 @@
 // rankd node drain / resume against a real controller and two agents: a drained node takes
-// no new ranks (the planner says why when --nodelist names it), running ranks finish, the
+// no new ranks (a job that fits only there waits, or with --immediate fails, with the drain's reason), running ranks finish, the
 // drain shows in `rankd nodes`, survives a controller restart, is an operator's act (403
 // for the role user, audited), and resume makes the node usable again.
 import t from 'tap';
@@ -42,15 +42,17 @@ t.test('a drained node takes no new ranks, lets running ones finish, and comes b
   const table = await cli(['nodes']);
   t.match(table.stdout, /^n1\s+ready, drained\s.*bad DIMM \(admin, /m, 'rankd nodes shows the drain and why');
 
-  const refused = await cli(['run', '-q', '-n', '1', '--nodelist', 'n1', '--', 'true']);
-  t.not(refused.code, 0, 'a job that names only n1 is refused');
-  t.match(refused.stderr, /node n1: cannot take ranks now: drained: bad DIMM/, 'and the error says why');
+  // a job that fits only on the drained node waits with the drain's reason (test/queue/drained.test.ts); --immediate refuses it
+  const refused = await cli(['run', '-q', '--immediate', '-n', '1', '--nodelist', 'n1', '--', 'true']);
+  t.equal(refused.code, 65, 'a job that names only n1 cannot start now');
+  t.match(refused.stderr, /--immediate: the job cannot start now: node n1 drained: bad DIMM/, 'and the error says why');
   const elsewhere = await cli(['run', '-q', '-N', '1', '--', 'true']);
   t.equal(elsewhere.code, 0, elsewhere.stderr);
   const jobs = (await controller.api<{ jobs: JobLike[] }>('/v1/jobs')).body.jobs;
   t.same((await controller.api<JobLike>(`/v1/jobs/${jobs[0]!.id}`)).body.ranks.map((r) => r.node), ['n2'], 'a job that may go anywhere goes to n2');
-  const two = await cli(['run', '-q', '-N', '2', '--', 'true']);
-  t.not(two.code, 0, 'two nodes are not to be had while one is drained');
+  const two = await cli(['run', '-q', '--immediate', '-N', '2', '--', 'true']);
+  t.equal(two.code, 65, 'two nodes are not to be had while one is drained');
+  t.match(two.stderr, /node n1 drained: bad DIMM/);
 
   const slept = await waitUntil('the sleeper to end', 20_000, async () => {
     const v = (await controller.api<JobLike>(`/v1/jobs/${sleeper.body.id}`)).body;

@@ -31,7 +31,8 @@ export interface NodeStateChange {
 }
 
 /** `changed`: the node may now take ranks it could not before (registered, reconnected, resumed, new facts). */
-export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts: [string]; changed: [string] }> {
+/** `drained`: the node takes no new ranks; queued jobs' reasons may change. */
+export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts: [string]; changed: [string]; drained: [string] }> {
   private readonly nodes = new Map<string, LiveNode>();
   private readonly dirtyLastSeen = new Set<string>();
   private graceUntil = 0;
@@ -145,6 +146,15 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** Nodes that would be candidates but for a drain, with its reason: jobs that fit only there wait on it. */
+  drained(): Array<{ name: string; address: string | null; facts: Facts; drain: string }> {
+    const out: Array<{ name: string; address: string | null; facts: Facts; drain: string }> = [];
+    for (const n of this.nodes.values()) {
+      if (n.drain && this.whyNotCandidate({ ...n, drain: null }) === null) out.push({ name: n.name, address: n.address, facts: n.facts!, drain: n.drain.reason });
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
   /** Why a known node is not a candidate now (drained, unreachable, …), for errors that name it; null for a candidate or an unknown name. */
   unavailable(name: string): string | null {
     const node = this.nodes.get(name);
@@ -159,6 +169,7 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     this.repo.setDrain(name, node.drain);
     this.events.append('node.drained', name, { reason, by });
     this.log.info({ node: name, reason, by }, 'node drained');
+    this.emit('drained', name);
     return toView(node);
   }
 

@@ -4,19 +4,32 @@
 // (more ranks, cores or GPUs than the ready nodes have, an unknown node, a bad spec),
 // the job is refused at once with the planner's reason: it would otherwise wait forever.
 // The idle plan gives the job's demand, which the scheduler matches against what is free.
-import { DEFAULT_PRIORITY, ErrorCode, RankdError, type Facts, type JobSubmit, type RankMap } from '@rankd/protocol';
-import { planRankMap, type PlannerNode, type PlanOptions } from '../planner/index.js';
+// Drained nodes count as coming back: a job that plans only with them is admitted (its
+// demand planned on the ready and drained nodes together) and waits with the drain's
+// reason (schedule/drained.ts); one that cannot run even then is refused.
+import { DEFAULT_PRIORITY, ErrorCode, RankdError, type Facts, type JobSubmit, type PlacementSpec, type RankMap } from '@rankd/protocol';
+import { PlanError, planRankMap, type PlannerNode, type PlanOptions } from '../planner/index.js';
+import type { DrainedNode } from '../schedule/drained.js';
 import { allocationOf, coresUsed } from '../schedule/allocation.js';
 import { demandOf } from '../schedule/demand.js';
 import { neverWithin, type UserLimits } from '../schedule/limits.js';
 import type { QueuedJob } from '../schedule/placement.js';
 
-export function admit(id: string, submit: JobSubmit, owner: string | null, now: number, nodes: readonly PlannerNode[], options: PlanOptions, limits: UserLimits): { job: QueuedJob; idle: RankMap } {
+export function admit(
+  id: string,
+  submit: JobSubmit,
+  owner: string | null,
+  now: number,
+  nodes: readonly PlannerNode[],
+  options: PlanOptions,
+  limits: UserLimits,
+  drained: readonly DrainedNode[] = [],
+): { job: QueuedJob; idle: RankMap } {
   const spec = submit.placement ?? {};
   if (spec.exclusive && spec.share) throw new RankdError(ErrorCode.InvalidRequest, '--exclusive and --share contradict each other; give one');
-  const idle = planRankMap(nodes, spec, options);
+  const { idle, planned } = idlePlan(nodes, drained, spec, options);
   checkStdin(submit, idle.worldSize);
-  const facts = new Map<string, Facts>(nodes.map((n) => [n.name, n.facts]));
+  const facts = new Map<string, Facts>(planned.map((n) => [n.name, n.facts]));
   const factsOf = (name: string) => facts.get(name)!;
   const cores = coresUsed(idle, factsOf);
   const never = neverWithin(cores, limits);
@@ -41,4 +54,16 @@ function checkStdin(submit: JobSubmit, worldSize: number): void {
   if (typeof submit.stdin === 'number' && submit.stdin >= worldSize) {
     throw new RankdError(ErrorCode.StdinRankOutOfRange, `--input ${submit.stdin}: the job has ${worldSize === 1 ? 'one rank, 0' : `${worldSize} ranks, 0 to ${worldSize - 1}`}`);
   }
+}
+
+/** The plan on the idle ready nodes; failing that, on the ready and drained nodes together. */
+function idlePlan(nodes: readonly PlannerNode[], drained: readonly DrainedNode[], spec: PlacementSpec, options: PlanOptions): { idle: RankMap; planned: readonly PlannerNode[] } {
+  try {
+    return { idle: planRankMap(nodes, spec, options), planned: nodes };
+  } catch (err) {
+    if (!(err instanceof PlanError) || drained.length === 0) throw err;
+  }
+  // a failure here is why the job can never run, drains or not: that is the refusal
+  const all = [...nodes, ...drained.map(({ drain: _drain, ...node }) => node)];
+  return { idle: planRankMap(all, spec, options), planned: all };
 }

@@ -84,6 +84,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     this.scheduler = new Scheduler(
       {
         nodes: () => this.registry.candidates(),
+        drained: () => this.registry.drained(),
         planOptions: () => this.planOptions(),
         usageOf: (id) => {
           const job = this.live.get(id)?.job;
@@ -97,6 +98,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     registry.on('state', (change) => this.onNodeState(change));
     // a node that is ready again, resumed, or reports new facts may let queued jobs start
     registry.on('changed', () => this.scheduler.schedule());
+    // a drain starts nothing, but queued jobs that now wait on it should say so
+    registry.on('drained', () => this.scheduler.schedule());
   }
 
   planOptions(): PlanOptions {
@@ -145,7 +148,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       if (existing) return { view: this.view(existing.id)!, created: false };
     }
     const now = Date.now();
-    const { job: queued } = admit(newJobId(now), submit, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits);
+    const { job: queued } = admit(newJobId(now), submit, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits, this.registry.drained());
     if (submit.immediate) {
       const tried = this.scheduler.tryNow(queued);
       if (!tried.starts) throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${tried.reason}`);
@@ -193,7 +196,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
    */
   preview(spec: PlacementSpec, priority: number | undefined, owner: string | null): PlanAnswer {
     const now = Date.now();
-    const { job, idle } = admit('preview', { command: ['true'], placement: spec, ...(priority === undefined ? {} : { priority }) }, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits);
+    const { job, idle } = admit('preview', { command: ['true'], placement: spec, ...(priority === undefined ? {} : { priority }) }, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits, this.registry.drained());
     const tried = this.scheduler.tryNow(job);
     return tried.start ? { ...tried.start.rankMap, schedule: { startsNow: true, reason: null } } : { ...idle, schedule: { startsNow: false, reason: tried.reason } };
   }

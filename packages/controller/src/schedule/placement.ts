@@ -2,7 +2,7 @@
 // plan on their free facts, and accept the plan only if it has the job's shape.
 import type { PlacementSpec, RankMap } from '@rankd/protocol';
 import { PlanError, planRankMap, type PlannerNode, type PlanOptions } from '../planner/index.js';
-import { globGroupResolver } from '../planner/select-nodes.js';
+import { globGroupResolver, type GroupResolver } from '../planner/select-nodes.js';
 import { topologyOf } from '../planner/topology.js';
 import { allocationMode, allocationOf, type Allocation } from './allocation.js';
 import { describePerNode, shapeOf, type Demand } from './demand.js';
@@ -35,10 +35,14 @@ export class PlacementContext {
     this.byName = new Map(nodes.map((n) => [n.name, n]));
   }
 
+  get resolveGroup(): GroupResolver {
+    return this.options.resolveGroup ?? globGroupResolver;
+  }
+
   inGroup(group: string): readonly PlannerNode[] {
     let list = this.groups.get(group);
     if (!list) {
-      const names = new Set((this.options.resolveGroup ?? globGroupResolver)(group, this.nodes.map((n) => n.name)));
+      const names = new Set(this.resolveGroup(group, this.nodes.map((n) => n.name)));
       this.groups.set(group, (list = this.nodes.filter((n) => names.has(n.name))));
     }
     return list;

@@ -5,6 +5,7 @@
 import type { PlannerNode, PlanOptions } from '../planner/index.js';
 import { naturalCompare } from '../planner/natural-order.js';
 import type { Allocation } from './allocation.js';
+import type { DrainedNode } from './drained.js';
 import { AllocationLedger } from './ledger.js';
 import type { UserLimits } from './limits.js';
 import type { QueuedJob } from './placement.js';
@@ -13,6 +14,8 @@ import { queueOrder, schedulingPass, type PassResult, type RunningUsage, type St
 export interface SchedulerHost {
   /** Ready, undrained nodes. */
   nodes(): PlannerNode[];
+  /** Nodes that would be ready but for a drain. */
+  drained(): DrainedNode[];
   planOptions(): PlanOptions;
   usageOf(id: string): RunningUsage | undefined;
   /** Starts a queued job on this rank map; the scheduler has already recorded its hold. */
@@ -105,6 +108,7 @@ export class Scheduler {
       queue,
       ledger: this.ledger,
       nodes,
+      drained: this.host.drained(),
       options: this.host.planOptions(),
       limits: this.limits,
       usageOf: (id) => this.host.usageOf(id),

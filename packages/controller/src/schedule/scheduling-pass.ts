@@ -14,6 +14,7 @@ import type { PlannerNode, PlanOptions } from '../planner/index.js';
 import { disjoint, type Allocation } from './allocation.js';
 import type { AllocationLedger, HeldJob } from './ledger.js';
 import { overLimit, ownerKey, type Usage, type UserLimits } from './limits.js';
+import { drainWait, type DrainedNode } from './drained.js';
 import { place, PlacementContext, type QueuedJob } from './placement.js';
 
 /** A running job's owner and cores, for per-user limits. */
@@ -28,6 +29,8 @@ export interface PassInput {
   ledger: AllocationLedger;
   /** Ready, undrained nodes. */
   nodes: readonly PlannerNode[];
+  /** Nodes that would be ready but for a drain: their reasons explain jobs that fit only there. */
+  drained: readonly DrainedNode[];
   options: PlanOptions;
   limits: UserLimits;
   /** Owner and cores of each job the ledger holds. */
@@ -87,7 +90,7 @@ export function schedulingPass(input: PassInput): PassResult {
     }
     const key = job.spec.nodelist || job.spec.group ? null : demandKey(job);
     const known = key === null ? undefined : failed.get(key);
-    const placed = known === undefined ? place(job, ledger, ctx) : ({ ok: false, reason: known } as const);
+    const placed = known === undefined ? placeOrDrainWait(job, ledger, ctx, input.drained) : ({ ok: false, reason: known } as const);
     if (!placed.ok) {
       waits.set(job.id, placed.reason);
       if (key !== null) failed.set(key, placed.reason);
@@ -104,6 +107,14 @@ export function schedulingPass(input: PassInput): PassResult {
     starts.push({ job, rankMap: placed.rankMap, alloc: placed.alloc, endsAt });
   }
   return { starts, waits };
+}
+
+/** Places the job; when it does not fit, and only drained nodes would take it, the drain is its reason. */
+function placeOrDrainWait(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementContext, drained: readonly DrainedNode[]): ReturnType<typeof place> {
+  const placed = place(job, ledger, ctx);
+  if (placed.ok || drained.length === 0) return placed;
+  const drain = drainWait(job, ctx, drained);
+  return drain === null ? placed : { ok: false, reason: drain };
 }
 
 /** When the head would start if running jobs end at their time limits, and what it would take. */
