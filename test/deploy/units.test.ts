@@ -75,6 +75,9 @@ t.test('the controller unit listens on loopback by default and keeps its data in
   t.match(exec, /^\/opt\/rankd\/bin\/rankd controller /);
   t.match(exec, /--listen \$\{RANKD_LISTEN\}/);
   t.match(exec, /--data-dir \/var\/lib\/rankd-controller(\s|$)/);
+  // a shared cluster's default: 1 core per rank for jobs without -c, as srun's 1 CPU per task
+  t.ok(env.includes('RANKD_DEFAULT_CPUS_PER_RANK=1'), 'a systemd-installed controller defaults to 1 core per rank');
+  t.match(exec, /--default-cpus-per-rank \$\{RANKD_DEFAULT_CPUS_PER_RANK\}(\s|$)/, 'overridable in controller.env');
   t.equal(one(controllerUnit, 'Service', 'StateDirectory'), 'rankd-controller');
   t.equal(one(controllerUnit, 'Service', 'Restart'), 'always');
   t.equal(one(controllerUnit, 'Install', 'WantedBy'), 'multi-user.target');

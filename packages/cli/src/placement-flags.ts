@@ -40,7 +40,7 @@ export function addPlacementOptions(cmd: Command): Command {
     .option('--ranks-per-node <N|numa|socket|gpu>', 'ranks per node: a count, or one per NUMA node, package or GPU')
     .addOption(new Option('--ppn <N|numa|socket|gpu>', 'alias of --ranks-per-node'))
     .addOption(new Option('--distribution <how>', 'global rank order across nodes').choices(['block', 'cyclic']))
-    .option('-c, --cpus-per-rank <C>', 'compute cores per rank (default: the whole share)')
+    .option('-c, --cpus-per-rank <C>', "compute cores per rank (default: the site's, the controller's --default-cpus-per-rank: the rank's share of its node, or N)")
     .option('--oversubscribe', 'allow more ranks than cores on a node: ranks share cores, each pinned to one')
     .addOption(new Option('--ht <policy>', 'hardware threads per compute core: first or all').choices(['first', 'all']))
     .option('--comm-workers <K>', 'CPUs reserved per rank for communication workers (oneCCL)')

@@ -7,6 +7,8 @@ import { basename, join } from 'node:path';
 import { Compile } from 'typebox/compile';
 import { Facts, type PlacementSpec, type PlanAnswer, type RankMap } from '@rankd/protocol';
 import { PlanError, planRankMap, type PlannerNode } from '@rankd/controller/planner/index';
+import { allocationOf } from '@rankd/controller/schedule/allocation';
+import { withHolds } from '@rankd/controller/schedule/holds';
 import { CliError, ExitCode } from './exit-codes.js';
 
 /**
@@ -22,7 +24,10 @@ export function planOffline(factsDir: string, addressPairs: readonly string[], s
 
 function plan(nodes: PlannerNode[], spec: PlacementSpec): RankMap {
   try {
-    return planRankMap(nodes, spec);
+    // what the job would hold on idle nodes, as the controller counts it
+    const map = planRankMap(nodes, spec);
+    const factsOf = (name: string) => nodes.find((n) => n.name === name)!.facts;
+    return withHolds(map, allocationOf(map, spec, factsOf), factsOf);
   } catch (err) {
     // the same exit code and wording as when the controller refuses the spec
     if (err instanceof PlanError) throw new CliError(`${err.message} (${err.code})`, ExitCode.RemoteFailure);

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode, STDIN_PATH } from '@rankd/protocol';
+import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode, STDIN_PATH, type CpuDefault } from '@rankd/protocol';
 import { buildApi } from './api/server.js';
 import { NodeRegistry } from './fleet/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './fleet/timing.js';
@@ -56,6 +56,8 @@ export interface ControllerOptions {
   bootstrapAdmin?: string;
   /** Per-user limits on running jobs and cores; over one, a job waits in the queue. */
   limits?: UserLimits;
+  /** CPUs per rank for jobs without -c: `share` (each node divided among its ranks, the default) or N cores. */
+  defaultCpusPerRank?: CpuDefault;
   /** What a connection without a node certificate may hold, and for how long (tls/connection-guard.ts). */
   connections?: Partial<ConnectionLimits>;
   /** The audit log's retention and file rotation. */
@@ -133,7 +135,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   users.on('userRemoved', (name) => streams.removeUser(name));
   const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id), streams });
   const fleet = createFleetServices({ db, registry, events, access, log });
-  jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver(), options.limits);
+  jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver(), options.limits, options.defaultCpusPerRank);
   jobs.restore();
   const refusals = new AgentRefusals(audit, agents, registry, log);
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);
@@ -188,7 +190,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   const caFile = join(options.dataDir, 'ca-bundle.crt');
   writeAtomically(caFile, tls.trustPem);
   writeAtomically(join(options.dataDir, 'controller.json'), JSON.stringify({ url, pid: process.pid, ca: caFile, caHash: tls.caHash }) + '\n');
-  log.info({ url, dataDir: options.dataDir, timing, caHash: tls.caHash }, 'controller listening (TLS)');
+  log.info({ url, dataDir: options.dataDir, timing, caHash: tls.caHash, defaultCpusPerRank: options.defaultCpusPerRank ?? 'share' }, 'controller listening (TLS)');
 
   let closed: Promise<void> | null = null;
   const close = () =>

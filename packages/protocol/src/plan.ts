@@ -31,7 +31,7 @@ export const PlacementSpec = Type.Object(
     distribution: Type.Optional(Type.Union([Type.Literal('block'), Type.Literal('cyclic')])),
     /** More ranks than cores: ranks share cores, each still pinned to one (mpirun --oversubscribe). */
     oversubscribe: Type.Optional(Type.Boolean()),
-    /** Compute cores per rank; default the rank's whole share. */
+    /** Compute cores per rank; default the site's (the controller's --default-cpus-per-rank: the rank's whole share, or N). */
     cpusPerRank: Type.Optional(Type.Integer(schemaBounds(PLACEMENT.cpusPerRank))),
     /** One hardware thread per compute core, or all of them. */
     ht: Type.Optional(Type.Union([Type.Literal('first'), Type.Literal('all')])),
@@ -92,6 +92,29 @@ export const RankEntry = Type.Object({
 });
 export type RankEntry = Type.Static<typeof RankEntry>;
 
+/**
+ * The site's default CPUs per rank, for jobs that do not say `-c` (`rankd controller
+ * --default-cpus-per-rank`): `share` divides each node among its ranks; N gives each rank N
+ * cores, as Slurm gives 1 CPU per task.
+ */
+export const CpuDefault = Type.Union([Type.Literal('share'), Type.Integer({ minimum: 1, maximum: 65536 })]);
+export type CpuDefault = Type.Static<typeof CpuDefault>;
+
+/** Which rule gave a job's ranks their compute cores. */
+export const RankCpuPolicy = Type.Object({
+  /** The site's default at planning time. */
+  site: CpuDefault,
+  /**
+   * `asked`: the job's own -c; `site`: the site's default N; `share`: the node divided among
+   * its ranks (the site's default); `exclusive`: divided too, whatever the site's default,
+   * since an --exclusive job holds its whole nodes anyway.
+   */
+  applied: Type.Union([Type.Literal('asked'), Type.Literal('site'), Type.Literal('share'), Type.Literal('exclusive')]),
+  /** Compute cores per rank: the job's -c or the site's N; null for a share. */
+  cpusPerRank: Nullable(Type.Integer({ minimum: 1 })),
+});
+export type RankCpuPolicy = Type.Static<typeof RankCpuPolicy>;
+
 export const RankMapNode = Type.Object({
   nodeRank: Type.Integer({ minimum: 0 }),
   name: Name,
@@ -100,6 +123,12 @@ export const RankMapNode = Type.Object({
   ranks: IntList,
   /** Link layers of the active RDMA ports this node's ranks use; empty means TCP only. */
   linkLayers: Type.Array(Type.String(), { maxItems: 8 }),
+  /**
+   * Whole cores the job holds on this node (all of them under --exclusive, none under
+   * --share), of the node's allowed cores. Set by the controller, and by `rankd plan
+   * --facts-dir`; absent in maps stored before it existed.
+   */
+  cores: Type.Optional(Type.Object({ held: Type.Integer({ minimum: 0 }), of: Type.Integer({ minimum: 0 }) })),
 });
 export type RankMapNode = Type.Static<typeof RankMapNode>;
 
@@ -111,6 +140,8 @@ export const RankMap = Type.Object({
   ranks: Type.Array(RankEntry),
   /** Choices worth showing: fallbacks taken, GIDs that differ between ports, … */
   notes: Type.Array(Type.String()),
+  /** Which CPUs-per-rank rule applied; absent in maps stored before it existed. */
+  cpuPolicy: Type.Optional(RankCpuPolicy),
 });
 export type RankMap = Type.Static<typeof RankMap>;
 

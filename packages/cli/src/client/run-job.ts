@@ -6,6 +6,7 @@ import { followLogs } from './follow-logs.js';
 import { request } from './http.js';
 import { forwardStdin } from './stdin-forward.js';
 import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
+import { cpuHoldLine } from '@rankd/protocol/cpu-hold';
 import { CLOSED_STDOUT_STATUS, onStdoutClosed } from '../closed-stdout.js';
 
 /** How long a job cancelled because our stdout closed may take to end, beyond its grace. */
@@ -23,7 +24,8 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
   const showHeader = (view: JobView) => {
     if (options.quiet || !view.rankMap) return;
-    process.stderr.write(`rankd: job ${view.id}\n${renderRankMapTable(view.rankMap)}`);
+    const hold = cpuHoldLine(view.rankMap);
+    process.stderr.write(`rankd: job ${view.id}\n${renderRankMapTable(view.rankMap)}${hold ? `rankd: job ${view.id} ${hold}\n` : ''}`);
   };
   showHeader(job);
   // opened at once, queued or not: the bytes wait at the controller, within their window;

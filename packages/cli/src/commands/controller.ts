@@ -1,5 +1,5 @@
 // `rankd controller`: runs the controller in the foreground (systemd runs it so).
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { join } from 'node:path';
 import { DEFAULT_CONTROLLER_PORT as DEFAULT_PORT } from '@rankd/protocol/wire';
 import { rankdHome } from '../client/config.js';
@@ -24,6 +24,15 @@ interface ControllerFlags {
   auditRetention?: number;
   auditFileSize?: number;
   auditFileKeep?: number;
+  defaultCpusPerRank: 'share' | number;
+}
+
+/** `share`, or a whole number of cores from 1 (the planner's -c range). */
+function cpuDefault(value: string): 'share' | number {
+  if (value === 'share') return value;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 65536) throw new InvalidArgumentError(`"${value}" is neither share nor a number of cores from 1 to 65536`);
+  return n;
 }
 
 export function register(program: Command): void {
@@ -45,6 +54,12 @@ export function register(program: Command): void {
     .option('--audit-retention <duration>', 'audit entries older than this are deleted from the store (default 90d)', duration)
     .option('--audit-file-size <size>', 'audit.jsonl is rotated to audit.jsonl.1 before it grows past this (default 64MiB)', byteSize)
     .option('--audit-file-keep <n>', 'rotated audit files kept, audit.jsonl.1 … .N (default 5)', nonNegativeInt)
+    .option(
+      '--default-cpus-per-rank <share|N>',
+      'cores per rank for jobs without -c: share divides each node among its ranks (one user per node); N gives each rank N cores, as srun gives 1 CPU per task (a shared cluster; the systemd unit sets 1)',
+      cpuDefault,
+      'share',
+    )
     .action(async (opts: ControllerFlags) => {
       if (!/^[a-z_][a-z0-9_.-]{0,31}$/.test(opts.admin)) throw new CliError(`--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`, ExitCode.Usage);
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
@@ -65,6 +80,7 @@ export function register(program: Command): void {
           ...(opts.maxJobsPerUser !== undefined ? { maxJobs: opts.maxJobsPerUser } : {}),
           ...(opts.maxCoresPerUser !== undefined ? { maxCores: opts.maxCoresPerUser } : {}),
         },
+        defaultCpusPerRank: opts.defaultCpusPerRank,
         onStaleLock: (notice) => process.stderr.write(`rankd: ${notice}\n`),
         ...(opts.maxConnsPerSource !== undefined ? { connections: { perSource: opts.maxConnsPerSource } } : {}),
         audit: {

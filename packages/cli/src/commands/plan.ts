@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import type { PlanAnswer, PlanRequest } from '@rankd/protocol';
 import { PRIORITY } from '@rankd/protocol/limits';
 import { RANK_MAP_FORMATS, RANK_MAP_FORMAT_GLOSS, renderRankMap, type RankMapFormat } from '@rankd/controller/planner/views/index';
+import { cpuHoldLine } from '@rankd/protocol/cpu-hold';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
@@ -48,6 +49,8 @@ export function register(program: Command): void {
         // on stderr: machine formats on stdout stay what they are
         if (schedule.startsNow) process.stderr.write('rankd: a job of this spec would start now, on the CPUs and GPUs above\n');
         else process.stderr.write(`rankd: a job of this spec would wait: ${schedule.reason}\nrankd: the map above is its plan on the idle cluster; the nodes and CPUs it gets may differ\n`);
+        const hold = cpuHoldLine(map, 'would hold');
+        if (hold) process.stderr.write(`rankd: it ${hold}\n`);
         if (opts.immediate && !schedule.startsNow) process.exitCode = ExitCode.RemoteFailure;
         return;
       }
@@ -58,5 +61,7 @@ export function register(program: Command): void {
       const { schedule: _idle, ...map } = answer;
       if (format === 'json') printJson(answer);
       else process.stdout.write(renderRankMap(map, format, facts));
+      const hold = cpuHoldLine(map, 'would hold');
+      if (hold) process.stderr.write(`rankd: a job of this spec ${hold}\n`);
     });
 }

@@ -12,6 +12,7 @@ import { PlanError, planRankMap, type PlannerNode, type PlanOptions } from '../p
 import type { DrainedNode } from '../schedule/drained.js';
 import { allocationOf, coresUsed } from '../schedule/allocation.js';
 import { demandOf } from '../schedule/demand.js';
+import { withHolds } from '../schedule/holds.js';
 import { neverWithin, type UserLimits } from '../schedule/limits.js';
 import type { QueuedJob } from '../schedule/placement.js';
 
@@ -27,10 +28,12 @@ export function admit(
 ): { job: QueuedJob; idle: RankMap } {
   const spec = submit.placement ?? {};
   if (spec.exclusive && spec.share) throw new RankdError(ErrorCode.InvalidRequest, '--exclusive and --share contradict each other; give one');
-  const { idle, planned } = idlePlan(nodes, drained, spec, options);
-  checkStdin(submit, idle.worldSize);
+  const { idle: plan, planned } = idlePlan(nodes, drained, spec, options);
+  checkStdin(submit, plan.worldSize);
   const facts = new Map<string, Facts>(planned.map((n) => [n.name, n.facts]));
   const factsOf = (name: string) => facts.get(name)!;
+  const alloc = allocationOf(plan, spec, factsOf);
+  const idle = withHolds(plan, alloc, factsOf);
   const cores = coresUsed(idle, factsOf);
   const never = neverWithin(cores, limits);
   if (never) throw new RankdError(ErrorCode.OverLimit, `the job can never run: ${never}`);
@@ -40,7 +43,7 @@ export function admit(
     priority: submit.priority ?? DEFAULT_PRIORITY,
     createdAt: now,
     spec,
-    demand: demandOf(idle, allocationOf(idle, spec, factsOf), factsOf, cores),
+    demand: demandOf(idle, alloc, factsOf, cores),
     timeLimitMs: submit.timeout === undefined ? null : submit.timeout * 1000,
   };
   return { job, idle };

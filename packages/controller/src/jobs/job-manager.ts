@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import {
   ErrorCode,
   RankdError,
+  type CpuDefault,
   type JobState,
   type JobList,
   type JobSubmit,
@@ -78,6 +79,8 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     /** --group against the inventory; globs over node names without one. */
     private readonly resolveGroup?: GroupResolver,
     limits: UserLimits = {},
+    /** CPUs per rank for jobs without -c (`rankd controller --default-cpus-per-rank`). */
+    private readonly defaultCpusPerRank: CpuDefault = 'share',
   ) {
     super();
     this.setMaxListeners(0);
@@ -106,6 +109,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     return {
       pickPort: (node) => this.pickPort(node),
       unavailable: (node) => this.registry.unavailable(node),
+      defaultCpusPerRank: this.defaultCpusPerRank,
       ...(this.resolveGroup ? { resolveGroup: this.resolveGroup } : {}),
     };
   }

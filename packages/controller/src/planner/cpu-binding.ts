@@ -12,6 +12,8 @@ import type { TopoCore } from './topology.js';
 export interface CpuPolicy {
   /** Compute cores per rank; undefined means the whole share (less the worker cores). */
   cpusPerRank: number | undefined;
+  /** cpusPerRank is the site's default, not the job's -c: errors say so. */
+  fromSite: boolean;
   ht: 'first' | 'all';
   commWorkers: number;
   commOn: 'siblings' | 'cores';
@@ -29,7 +31,8 @@ export function bindShare(share: readonly TopoCore[], policy: CpuPolicy, node: s
   const reserved = policy.commOn === 'cores' ? k : 0;
 
   if (policy.cpusPerRank !== undefined && policy.cpusPerRank > size) {
-    throw new PlanError(PlanErrorCode.TooManyCpus, `-c ${policy.cpusPerRank} asks for more compute cores than ${where}`, {
+    const asked = policy.fromSite ? `the site default of ${policy.cpusPerRank} core${policy.cpusPerRank === 1 ? '' : 's'} per rank (rankd controller --default-cpus-per-rank)` : `-c ${policy.cpusPerRank}`;
+    throw new PlanError(PlanErrorCode.TooManyCpus, `${asked} asks for more compute cores than ${where}`, {
       node,
       suggestion: { cpusPerRank: Math.max(1, size - reserved) },
     });

@@ -4,7 +4,8 @@
 // injected). Impossible specs throw PlanError with a stable code. Work that depends
 // only on a node's topology is done once per distinct topology, so planning a large
 // homogeneous cluster costs little more than copying the answer per rank.
-import { PlanErrorCode, type Facts, type PlacementSpec, type RankEntry, type RankMap, type RankMapNode } from '@rankd/protocol';
+import { PlanErrorCode, type CpuDefault, type Facts, type PlacementSpec, type RankEntry, type RankMap, type RankMapNode } from '@rankd/protocol';
+import { rankCpuPolicy } from './cpu-default.js';
 import { CpuPlanCache } from './node-cpu-plan.js';
 import { planNodeRanks } from './node-ranks.js';
 import { PlanError } from './errors.js';
@@ -34,6 +35,8 @@ export interface PlanOptions {
   resolveGroup?: GroupResolver;
   /** Why a node that is not a candidate cannot take ranks (drained, unreachable), for --nodelist errors. */
   unavailable?: (name: string) => string | null;
+  /** CPUs per rank for a spec without -c (cpu-default.ts); default `share`. */
+  defaultCpusPerRank?: CpuDefault;
 }
 
 export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementSpec, options: PlanOptions = {}): RankMap {
@@ -51,7 +54,8 @@ export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementS
   const rdv = rendezvous(used[0]!.node, spec.masterPort, options.pickPort);
   if (rdv.note) notes.add(null, rdv.note);
 
-  const cpuPlans = new CpuPlanCache(spec);
+  const cpuPolicy = rankCpuPolicy(spec, options.defaultCpusPerRank ?? 'share');
+  const cpuPlans = new CpuPlanCache(spec, cpuPolicy);
   const nicMode = parseNicSpec(spec.nic);
   const gidPref = gidPreferenceFromEnv(spec.env);
   const unmatchedEverywhere = new Set(nicMode.kind === 'local' && nicMode.patterns ? nicMode.patterns : []);
@@ -81,7 +85,7 @@ export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementS
   if (unmatchedEverywhere.size > 0) {
     throw new PlanError(PlanErrorCode.NicNoMatch, `--nic pattern ${[...unmatchedEverywhere].join(',')} matches no RDMA device on any node`);
   }
-  return { worldSize, masterAddr: rdv.masterAddr, masterPort: rdv.masterPort, nodes: mapNodes, ranks, notes: notes.list() };
+  return { worldSize, masterAddr: rdv.masterAddr, masterPort: rdv.masterPort, nodes: mapNodes, ranks, notes: notes.list(), cpuPolicy };
 }
 
 function capacityOf(topo: NodeTopology, facts: Facts, ppn: NonNullable<PlacementSpec['ranksPerNode']>): number {

@@ -1,7 +1,7 @@
 // The CPU side of one node's plan: shares, compute and worker CPUs, and the NUMA nodes
 // they sit on, for a given topology and rank count. This is the costly part, and a
 // cluster has few distinct topologies, so plans are cached under the topology key.
-import type { PlacementSpec } from '@rankd/protocol';
+import type { PlacementSpec, RankCpuPolicy } from '@rankd/protocol';
 import { bindShare, type CpuPolicy, type RankCpus } from './cpu-binding.js';
 import { splitShares, type ShareMode } from './cpu-shares.js';
 import type { NodeTopology } from './topology.js';
@@ -21,7 +21,10 @@ export interface NodeCpuPlan {
 export class CpuPlanCache {
   private readonly plans = new Map<string, NodeCpuPlan>();
 
-  constructor(private readonly spec: PlacementSpec) {}
+  constructor(
+    private readonly spec: PlacementSpec,
+    private readonly cpus: RankCpuPolicy,
+  ) {}
 
   planFor(topo: NodeTopology, ranks: number, mode: ShareMode, node: string): NodeCpuPlan {
     const key = `${topo.key}|${ranks}|${mode.kind === 'gpu' ? mode.gpuNuma.join(',') : mode.kind}`;
@@ -35,7 +38,8 @@ export class CpuPlanCache {
 
   private policyFor(topo: NodeTopology): CpuPolicy {
     return {
-      cpusPerRank: this.spec.cpusPerRank,
+      cpusPerRank: this.cpus.cpusPerRank ?? undefined,
+      fromSite: this.cpus.applied === 'site',
       ht: this.spec.ht ?? 'first',
       commWorkers: this.spec.commWorkers ?? 0,
       // siblings are free CPUs only where there are hyperthreads

@@ -3,7 +3,7 @@
 // worker CPUs and GPUs per rank). A job starts only on free resources that give it this
 // same shape: a job is never started smaller than it was planned, and never changes its
 // world size because some GPUs were busy.
-import type { Facts, RankMap } from '@rankd/protocol';
+import type { CpuDefault, Facts, RankMap } from '@rankd/protocol';
 import { topologyOf } from '../planner/topology.js';
 import type { Allocation } from './allocation.js';
 
@@ -18,6 +18,12 @@ export interface Demand {
   gpus: number;
   /** The rank map's shape, run-length encoded: equal strings, equal shapes. */
   shape: string;
+  /**
+   * The site's CPUs-per-rank default it was planned under: later plans use it too, so that a
+   * controller restarted with another default still gives a queued job its shape. Absent in
+   * demands stored before it existed (they were planned under `share`).
+   */
+  cpuDefault?: CpuDefault;
 }
 
 export function demandOf(idle: RankMap, alloc: Allocation, factsOf: (node: string) => Facts, cores: number): Demand {
@@ -31,7 +37,8 @@ export function demandOf(idle: RankMap, alloc: Allocation, factsOf: (node: strin
   }
   // a --share job holds nothing, yet needs its nodes' cores to exist: size it from the plan
   if (alloc.mode === 'share') coresPerNode = Math.ceil(cores / Math.max(1, idle.nodes.length));
-  return { ranks: idle.worldSize, nodes: idle.nodes.length, coresPerNode, gpusPerNode, cores, gpus, shape: shapeOf(idle) };
+  const planned = idle.cpuPolicy ? { cpuDefault: idle.cpuPolicy.site } : {};
+  return { ranks: idle.worldSize, nodes: idle.nodes.length, coresPerNode, gpusPerNode, cores, gpus, shape: shapeOf(idle), ...planned };
 }
 
 /** Per node in node order: its ranks' (CPUs, worker CPUs, GPUs) counts, runs of equal ones collapsed. */
@@ -74,4 +81,9 @@ export function coresIn(cpus: readonly number[], facts: Facts): number {
   let n = 0;
   for (const core of topologyOf(facts).cores) if (set.has(core.pus[0]!)) n++;
   return n;
+}
+
+/** The plan options for a job's later plans: its own CPUs-per-rank default (see Demand). */
+export function jobPlanOptions<T extends { defaultCpusPerRank?: CpuDefault }>(options: T, d: Demand): T {
+  return { ...options, defaultCpusPerRank: d.cpuDefault ?? 'share' };
 }

@@ -6,7 +6,7 @@
 import type { PlacementSpec } from '@rankd/protocol';
 import { PlanError, planRankMap, type PlannerNode } from '../planner/index.js';
 import { naturalCompare } from '../planner/natural-order.js';
-import { shapeOf } from './demand.js';
+import { jobPlanOptions, shapeOf } from './demand.js';
 import type { PlacementContext, QueuedJob } from './placement.js';
 
 /** A node that would be a candidate but for its drain. */
@@ -44,7 +44,7 @@ function drainedFor(spec: PlacementSpec, ctx: PlacementContext, drained: readonl
 
 function fitsIdle(job: QueuedJob, ctx: PlacementContext): boolean {
   try {
-    return shapeOf(planRankMap(ctx.nodes, job.spec, ctx.options)) === job.demand.shape;
+    return shapeOf(planRankMap(ctx.nodes, job.spec, jobPlanOptions(ctx.options, job.demand))) === job.demand.shape;
   } catch (err) {
     if (err instanceof PlanError) return false;
     throw err;

@@ -5,7 +5,8 @@ import { PlanError, planRankMap, type PlannerNode, type PlanOptions } from '../p
 import { globGroupResolver, type GroupResolver } from '../planner/select-nodes.js';
 import { topologyOf } from '../planner/topology.js';
 import { allocationMode, allocationOf, type Allocation } from './allocation.js';
-import { describePerNode, shapeOf, type Demand } from './demand.js';
+import { describePerNode, jobPlanOptions, shapeOf, type Demand } from './demand.js';
+import { withHolds } from './holds.js';
 import type { AllocationLedger } from './ledger.js';
 
 /** A job waiting in the queue, as the scheduler sees it. */
@@ -93,7 +94,7 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
   const spec: PlacementSpec = job.spec.nodelist ? rest : { ...rest, nodes: d.nodes };
   let rankMap: RankMap;
   try {
-    rankMap = planRankMap(planned, spec, ctx.options);
+    rankMap = planRankMap(planned, spec, jobPlanOptions(ctx.options, d));
   } catch (err) {
     if (err instanceof PlanError) return { ok: false, reason: `the free cores do not take its plan: ${err.message}` };
     throw err;
@@ -102,7 +103,8 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     return { ok: false, reason: `the free cores would give it fewer CPUs or GPUs per rank than planned (${describePerNode(d)} on each node)` };
   }
   const factsOf = new Map(planned.map((n) => [n.name, n.facts]));
-  return { ok: true, rankMap, alloc: allocationOf(rankMap, job.spec, (name) => factsOf.get(name)!) };
+  const alloc = allocationOf(rankMap, job.spec, (name) => factsOf.get(name)!);
+  return { ok: true, rankMap: withHolds(rankMap, alloc, (name) => ctx.byName.get(name)!.facts), alloc };
 }
 
 export function plural(n: number, word: string): string {

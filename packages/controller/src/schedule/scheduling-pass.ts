@@ -137,5 +137,5 @@ function mayBackfill(job: QueuedJob, alloc: Allocation, r: Reservation, now: num
 
 function demandKey(job: QueuedJob): string {
   // the spec too: two specs of one demand can still plan differently (--ht, --nic, …)
-  return `${job.demand.nodes}/${job.demand.coresPerNode}/${job.demand.gpusPerNode}/${job.demand.shape}/${JSON.stringify(job.spec)}`;
+  return `${job.demand.nodes}/${job.demand.coresPerNode}/${job.demand.gpusPerNode}/${job.demand.shape}/${job.demand.cpuDefault ?? 'share'}/${JSON.stringify(job.spec)}`;
 }

@@ -1440,6 +1440,10 @@ export interface paths {
                                 address: string | null;
                                 ranks: number[];
                                 linkLayers: string[];
+                                cores?: {
+                                    held: number;
+                                    of: number;
+                                };
                             }[];
                             ranks: {
                                 rank: number;
@@ -1464,6 +1468,11 @@ export interface paths {
                                 };
                             }[];
                             notes: string[];
+                            cpuPolicy?: {
+                                site: "share" | number;
+                                applied: "asked" | "site" | "share" | "exclusive";
+                                cpusPerRank: number | null;
+                            };
                             schedule: {
                                 startsNow: boolean;
                                 reason: string | null;
@@ -1671,6 +1680,10 @@ export interface paths {
                                     address: string | null;
                                     ranks: number[];
                                     linkLayers: string[];
+                                    cores?: {
+                                        held: number;
+                                        of: number;
+                                    };
                                 }[];
                                 ranks: {
                                     rank: number;
@@ -1695,6 +1708,11 @@ export interface paths {
                                     };
                                 }[];
                                 notes: string[];
+                                cpuPolicy?: {
+                                    site: "share" | number;
+                                    applied: "asked" | "site" | "share" | "exclusive";
+                                    cpusPerRank: number | null;
+                                };
                             } | null;
                             ranks: {
                                 rank: number;
@@ -1760,6 +1778,10 @@ export interface paths {
                                     address: string | null;
                                     ranks: number[];
                                     linkLayers: string[];
+                                    cores?: {
+                                        held: number;
+                                        of: number;
+                                    };
                                 }[];
                                 ranks: {
                                     rank: number;
@@ -1784,6 +1806,11 @@ export interface paths {
                                     };
                                 }[];
                                 notes: string[];
+                                cpuPolicy?: {
+                                    site: "share" | number;
+                                    applied: "asked" | "site" | "share" | "exclusive";
+                                    cpusPerRank: number | null;
+                                };
                             } | null;
                             ranks: {
                                 rank: number;
@@ -1892,6 +1919,10 @@ export interface paths {
                                     address: string | null;
                                     ranks: number[];
                                     linkLayers: string[];
+                                    cores?: {
+                                        held: number;
+                                        of: number;
+                                    };
                                 }[];
                                 ranks: {
                                     rank: number;
@@ -1916,6 +1947,11 @@ export interface paths {
                                     };
                                 }[];
                                 notes: string[];
+                                cpuPolicy?: {
+                                    site: "share" | number;
+                                    applied: "asked" | "site" | "share" | "exclusive";
+                                    cpusPerRank: number | null;
+                                };
                             } | null;
                             ranks: {
                                 rank: number;
@@ -2028,6 +2064,10 @@ export interface paths {
                                     address: string | null;
                                     ranks: number[];
                                     linkLayers: string[];
+                                    cores?: {
+                                        held: number;
+                                        of: number;
+                                    };
                                 }[];
                                 ranks: {
                                     rank: number;
@@ -2052,6 +2092,11 @@ export interface paths {
                                     };
                                 }[];
                                 notes: string[];
+                                cpuPolicy?: {
+                                    site: "share" | number;
+                                    applied: "asked" | "site" | "share" | "exclusive";
+                                    cpusPerRank: number | null;
+                                };
                             } | null;
                             ranks: {
                                 rank: number;
@@ -2183,6 +2228,10 @@ export interface paths {
                                     address: string | null;
                                     ranks: number[];
                                     linkLayers: string[];
+                                    cores?: {
+                                        held: number;
+                                        of: number;
+                                    };
                                 }[];
                                 ranks: {
                                     rank: number;
@@ -2207,6 +2256,11 @@ export interface paths {
                                     };
                                 }[];
                                 notes: string[];
+                                cpuPolicy?: {
+                                    site: "share" | number;
+                                    applied: "asked" | "site" | "share" | "exclusive";
+                                    cpusPerRank: number | null;
+                                };
                             } | null;
                             ranks: {
                                 rank: number;
