@@ -5,7 +5,7 @@
 // taken over with a one-line notice.
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,6 +114,11 @@ t.test('a stale lock is taken over with a one-line notice: a dead pid, and a pid
 t.test('a second `rankd up` on the same home exits 69 and leaves the first cluster as it was', async (t) => {
   const home = mkdtempSync(join(tmpdir(), 'rankd-up2-'));
   const env = { ...process.env, RANKD_HOME: home, RANKD_URL: '', RANKD_TOKEN: '', RANKD_CA: '' };
+  // the first finds the lock of a controller that died: it takes it over and says so
+  const dead = spawnSync('true').pid!;
+  await waitUntil(`pid ${dead} gone`, 5000, () => !processAlive(dead));
+  mkdirSync(join(home, 'controller'), { recursive: true, mode: 0o700 });
+  writeFileSync(join(home, 'controller', 'controller.pid'), JSON.stringify({ pid: dead, startTime: '1', host: hostname() }) + '\n');
   const port = await freePort();
   const first = spawn(process.execPath, [CLI, 'up', '--listen', `127.0.0.1:${port}`, '--name', 'upl'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
@@ -125,6 +130,7 @@ t.test('a second `rankd up` on the same home exits 69 and leaves the first clust
     return err.includes('client config written') || undefined;
   });
   const controllerPid = Number(/rankd: controller .*\(pid (\d+),/.exec(err)?.[1]);
+  t.match(err, `rankd: the last controller of ${join(home, 'controller')} did not stop cleanly (pid ${dead} is not running); its lock is taken over\n`, 'a stale lock: one line, and up goes on');
   // what `rankd up` wrote for its clients
   const config = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8')) as { url: string; token: string; ca: string };
   const clientEnv = { RANKD_HOME: home, RANKD_URL: config.url, RANKD_TOKEN: config.token, RANKD_CA: config.ca };
