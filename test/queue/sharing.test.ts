@@ -78,7 +78,7 @@ t.test('per-user limits: cores, and a job over the limit is refused at submit', 
   const a = await s.submit({ ntasks: 1, cpusPerRank: 1 });
   await s.waitState(a.body.id, ['running']);
   const b = await s.submit({ ntasks: 1, cpusPerRank: 1 }, ['true']);
-  t.match(b.body.reason, /user admin runs on 1 cores; 1 more would pass the limit of 1/);
+  t.match(b.body.reason, /user admin runs on 1 core; 1 more would pass the limit of 1/);
   await s.controller.api(`/v1/jobs/${a.body.id}/cancel`, { method: 'POST' });
   await s.waitState(b.body.id, ['succeeded']);
 });

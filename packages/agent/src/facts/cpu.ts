@@ -19,6 +19,7 @@
 import type { KernelCpuLists, OfflinePu, Pu } from '@rankd/protocol';
 import { isAmdWithComputeUnits, type CpuIdentity } from './cpuinfo.js';
 import { FactsWarningCode, type Sysfs } from './sysfs.js';
+import { plural } from '@rankd/protocol/plural';
 
 const CPU = '/sys/devices/system/cpu';
 
@@ -177,7 +178,7 @@ function hasLegacyNames(sys: Sysfs, online: number[]): boolean {
 function fallbackTopology(sys: Sysfs): CpuTopology {
   const text = sys.raw('/proc/cpuinfo', { optional: true }) ?? '';
   const cpus = [...text.matchAll(/^processor\s*:\s*(\d+)/gm)].map((m) => Number(m[1]));
-  sys.warn(FactsWarningCode.Inferred, `no CPU topology in sysfs; ${cpus.length} CPUs counted in /proc/cpuinfo, each taken as a core`, CPU);
+  sys.warn(FactsWarningCode.Inferred, `no CPU topology in sysfs; ${plural(cpus.length, 'CPU')} counted in /proc/cpuinfo, each taken as a core`, CPU);
   return {
     online: cpus,
     offline: [],

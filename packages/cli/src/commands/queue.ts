@@ -6,6 +6,7 @@ import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
+import { plural } from '@rankd/protocol/plural';
 
 export function register(program: Command): void {
   program
@@ -27,13 +28,13 @@ export function register(program: Command): void {
 function asked(j: QueueEntry): string {
   const a = j.asked;
   if (!a) return '-';
-  const gpus = a.gpus > 0 ? ` ${a.gpus} gpus` : '';
+  const gpus = a.gpus > 0 ? ` ${plural(a.gpus, 'gpu')}` : '';
   const mode = a.mode === 'normal' ? '' : ` ${a.mode}`;
-  return `${a.ranks} ranks ${a.nodes} nodes ${a.cores} cores${gpus}${mode}`;
+  return `${plural(a.ranks, 'rank')} ${plural(a.nodes, 'node')} ${plural(a.cores, 'core')}${gpus}${mode}`;
 }
 
 function held(j: QueueEntry): string {
   const h = j.held;
   if (!h) return '-';
-  return `${h.nodes.join(',')}: ${h.cpus} cpus${h.gpus > 0 ? ` ${h.gpus} gpus` : ''}`;
+  return `${h.nodes.join(',')}: ${plural(h.cpus, 'cpu')}${h.gpus > 0 ? ` ${plural(h.gpus, 'gpu')}` : ''}`;
 }

@@ -398,7 +398,7 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     if (live.stopping) ({ state, reason } = live.stopping);
     else if (unknown) [state, reason] = ['lost', describeEnd(unknown)];
     else if (failed) [state, reason] = ['failed', describeEnd(failed)];
-    else [state, reason] = ['succeeded', `all ${live.ranks.length} ranks exited 0`];
+    else [state, reason] = ['succeeded', live.ranks.length === 1 ? 'rank 0 exited 0' : `all ${live.ranks.length} ranks exited 0`];
     const exitCode = state === 'succeeded' ? 0 : (live.firstFailure ?? 1);
     if (live.timeout) clearTimeout(live.timeout);
     this.setJob(live, { state, reason, exitCode, endedAt: Date.now(), startedAt: live.job.startedAt ?? Date.now() });

@@ -14,6 +14,7 @@ import type { AgentConnection, AgentHandler } from '../gateway/agent-connection.
 import type { AgentRefusals } from '../gateway/agent-refusal.js';
 import type { AgentSender, JobManager, LiveJob } from '../jobs/job-manager.js';
 import { graceSeconds } from '../jobs/job-view.js';
+import { plural } from '@rankd/protocol/plural';
 
 type ProcState = 'pending' | 'started' | 'ended';
 
@@ -90,7 +91,7 @@ export class OpenMpiLaunch {
     if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
     if (state.daemons.has(m.daemon)) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was already asked for`);
     const nodes = this.manager.nodesOf(live);
-    if (m.daemon >= nodes.length) return fail(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} is out of range: job ${m.jobId} has ${nodes.length} nodes`);
+    if (m.daemon >= nodes.length) return fail(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} is out of range: job ${m.jobId} has ${plural(nodes.length, 'node')}`);
     if (!nodes.includes(m.host)) return fail(ErrorCode.OmpiDaemonRefused, `${m.host} is not a node of job ${m.jobId}`);
     if ([...state.daemons.values()].some((d) => d.host === m.host)) return fail(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its daemon on ${m.host}`);
     const bad = this.badLaunch(state, nodes.length, m.orted);
@@ -117,7 +118,7 @@ export class OpenMpiLaunch {
     } catch (err) {
       return (err as Error).message;
     }
-    if (launch.numProcs > nodeCount + 1) return `${launch.numProcs} daemons for a job of ${nodeCount} nodes`;
+    if (launch.numProcs > nodeCount + 1) return `${plural(launch.numProcs, 'daemon')} for a job of ${plural(nodeCount, 'node')}`;
     if ([...state.daemons.values()].some((d) => d.vpid === launch.vpid)) return `vpid ${launch.vpid} was already asked for`;
     const first = state.launch;
     if (first && (first.jobFamily !== launch.jobFamily || first.numProcs !== launch.numProcs || first.nodeRegex !== launch.nodeRegex || first.hnpUri !== launch.hnpUri)) {

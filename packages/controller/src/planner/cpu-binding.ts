@@ -8,6 +8,7 @@
 import { PlanErrorCode } from '@rankd/protocol';
 import { PlanError } from './errors.js';
 import type { TopoCore } from './topology.js';
+import { plural } from '@rankd/protocol/plural';
 
 export interface CpuPolicy {
   /** Compute cores per rank; undefined means the whole share (less the worker cores). */
@@ -71,7 +72,7 @@ export function bindShare(share: readonly TopoCore[], policy: CpuPolicy, node: s
       if (policy.ht === 'all' && size - k + i < c) {
         throw new PlanError(
           PlanErrorCode.CommNoRoom,
-          `with --ht all, the sibling threads of the last ${k} cores already run compute (-c ${c} of ${size} cores)`,
+          `with --ht all, the sibling threads of the last ${plural(k, 'core')} already run compute (-c ${c} of ${plural(size, 'core')})`,
           { node, suggestion: { cpusPerRank: size - k } },
         );
       }

@@ -16,6 +16,7 @@
 import { PlanErrorCode } from '@rankd/protocol';
 import { PlanError } from './errors.js';
 import type { Domain, NodeTopology, TopoCore } from './topology.js';
+import { plural } from '@rankd/protocol/plural';
 
 export type ShareMode =
   | { kind: 'count' }
@@ -37,16 +38,16 @@ export function splitShares(topo: NodeTopology, ranks: number, mode: ShareMode, 
   }
   if (ranks > topo.cores.length && oversubscribe && mode.kind === 'count') return sharedCores(topo.cores, ranks);
   if (ranks > topo.cores.length) {
-    throw new PlanError(PlanErrorCode.TooManyRanks, `${ranks} ranks but only ${topo.cores.length} allowed cores (--oversubscribe lets ranks share cores)`, {
+    throw new PlanError(PlanErrorCode.TooManyRanks, `${plural(ranks, 'rank')} but only ${plural(topo.cores.length, 'allowed core')} (--oversubscribe lets ranks share cores)`, {
       node,
       suggestion: { ranksPerNode: topo.cores.length },
     });
   }
   switch (mode.kind) {
     case 'numa':
-      return byDomain(topo.numaDomains, ranks, 'NUMA nodes with allowed cores', node);
+      return byDomain(topo.numaDomains, ranks, { one: 'NUMA node with allowed cores', many: 'NUMA nodes with allowed cores' }, node);
     case 'socket':
-      return byDomain(topo.packageDomains, ranks, 'packages with allowed cores', node);
+      return byDomain(topo.packageDomains, ranks, { one: 'package with allowed cores', many: 'packages with allowed cores' }, node);
     case 'gpu':
       return byGpuDomain(topo, mode.gpuNuma, node) ?? evenShares(topo, ranks);
     case 'count':
@@ -59,9 +60,9 @@ function sharedCores(cores: readonly TopoCore[], ranks: number): TopoCore[][] {
   return Array.from({ length: ranks }, (_, r) => [cores[Math.floor((r * cores.length) / ranks)]!]);
 }
 
-function byDomain(domains: readonly Domain[], ranks: number, what: string, node: string): TopoCore[][] {
+function byDomain(domains: readonly Domain[], ranks: number, what: { one: string; many: string }, node: string): TopoCore[][] {
   if (ranks > domains.length) {
-    throw new PlanError(PlanErrorCode.TooManyRanks, `${ranks} ranks but only ${domains.length} ${what}`, {
+    throw new PlanError(PlanErrorCode.TooManyRanks, `${plural(ranks, 'rank')} but only ${plural(domains.length, what.one, what.many)}`, {
       node,
       suggestion: { ranksPerNode: domains.length },
     });

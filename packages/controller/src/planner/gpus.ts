@@ -3,6 +3,7 @@
 // GPUs, those on its own NUMA nodes first.
 import { PlanErrorCode, type Gpu } from '@rankd/protocol';
 import { PlanError } from './errors.js';
+import { agree, plural } from '@rankd/protocol/plural';
 
 export function sortedGpus(gpus: readonly Gpu[]): Gpu[] {
   return [...gpus].sort((a, b) => a.index - b.index);
@@ -11,7 +12,7 @@ export function sortedGpus(gpus: readonly Gpu[]): Gpu[] {
 /** The GPUs of each local rank when ranks follow GPUs one to one. */
 export function gpuPerRank(gpus: readonly Gpu[], ranks: number, node: string): Gpu[] {
   if (ranks > gpus.length) {
-    throw new PlanError(PlanErrorCode.TooManyGpus, `${ranks} ranks with --ranks-per-node gpu, but only ${gpus.length} GPUs`, {
+    throw new PlanError(PlanErrorCode.TooManyGpus, `${plural(ranks, 'rank')} with --ranks-per-node gpu, but only ${plural(gpus.length, 'GPU')}`, {
       node,
       ...(gpus.length > 0 ? { suggestion: { ranksPerNode: gpus.length } } : {}),
     });
@@ -26,7 +27,7 @@ export function assignGpus(gpus: readonly Gpu[], perRank: number, rankNumas: rea
     const fit = Math.floor(gpus.length / ranks);
     throw new PlanError(
       PlanErrorCode.TooManyGpus,
-      `${ranks} ranks × ${perRank} GPUs asks for ${perRank * ranks}, but the node has ${gpus.length}`,
+      `${plural(ranks, 'rank')} × ${plural(perRank, 'GPU')} ${agree(ranks, 'asks', 'ask')} for ${perRank * ranks}, but the node has ${gpus.length}`,
       { node, ...(fit > 0 ? { suggestion: { gpusPerRank: fit } } : {}) },
     );
   }

@@ -10,6 +10,7 @@
 import { PlanErrorCode, type PlacementSpec } from '@rankd/protocol';
 import { exclusiveSizes } from './cpu-shares.js';
 import { PlanError } from './errors.js';
+import { plural } from '@rankd/protocol/plural';
 
 export function rankCounts(
   names: readonly string[],
@@ -22,7 +23,7 @@ export function rankCounts(
   if (capacity === null) {
     if (ntasks === undefined) return names.map(() => 1);
     if (ntasks < n && explicit) {
-      throw new PlanError(PlanErrorCode.NodeCount, `-n ${ntasks} leaves ${n - ntasks} of the ${n} nodes without a rank`, {
+      throw new PlanError(PlanErrorCode.NodeCount, `-n ${ntasks} leaves ${n - ntasks} of the ${plural(n, 'node')} without a rank`, {
         suggestion: { nodes: ntasks },
       });
     }
@@ -46,7 +47,7 @@ export function rankCounts(
   if (ntasks > total) {
     throw new PlanError(
       gpu ? PlanErrorCode.TooManyGpus : PlanErrorCode.TooManyRanks,
-      `-n ${ntasks} is more than the ${total} ${gpu ? 'GPUs' : 'rank slots'} of ${n} nodes with --ranks-per-node ${spec.ranksPerNode}`,
+      `-n ${ntasks} is more than the ${plural(total, gpu ? 'GPU' : 'rank slot')} of ${plural(n, 'node')} with --ranks-per-node ${spec.ranksPerNode}`,
       { suggestion: { ntasks: total } },
     );
   }

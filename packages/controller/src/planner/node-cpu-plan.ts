@@ -5,6 +5,7 @@ import type { PlacementSpec, RankCpuPolicy } from '@rankd/protocol';
 import { bindShare, type CpuPolicy, type RankCpus } from './cpu-binding.js';
 import { splitShares, type ShareMode } from './cpu-shares.js';
 import type { NodeTopology } from './topology.js';
+import { plural } from '@rankd/protocol/plural';
 
 export interface RankCpuPlan extends RankCpus {
   /** NUMA nodes of the rank's compute and worker CPUs. */
@@ -53,7 +54,7 @@ function planNodeCpus(topo: NodeTopology, ranks: number, mode: ShareMode, policy
   const numaOfCpu = topo.numaOfCpu;
   const notes: string[] = [];
   if (ranks > topo.cores.length) {
-    notes.push(`oversubscribed: ${ranks} ranks on ${topo.cores.length} cores, up to ${Math.ceil(ranks / topo.cores.length)} ranks per core`);
+    notes.push(`oversubscribed: ${plural(ranks, 'rank')} on ${plural(topo.cores.length, 'core')}, up to ${plural(Math.ceil(ranks / topo.cores.length), 'rank')} per core`);
   }
   const plans = shares.map((share, localRank) => {
     const cpus = bindShare(share, policy, node, localRank);

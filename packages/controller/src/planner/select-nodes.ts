@@ -4,6 +4,7 @@ import { PlanErrorCode, type PlacementSpec } from '@rankd/protocol';
 import { PlanError } from './errors.js';
 import { naturalCompare } from './natural-order.js';
 import { globToRegExp } from './glob.js';
+import { agree, plural } from '@rankd/protocol/plural';
 
 export type GroupResolver = (group: string, candidates: readonly string[]) => readonly string[];
 
@@ -55,7 +56,7 @@ export function selectNodes<T extends { name: string }>(
   if (selected.length === 0) throw new PlanError(PlanErrorCode.NoNodes, 'no ready node to plan on');
   if (spec.nodes !== undefined) {
     if (spec.nodes > selected.length) {
-      throw new PlanError(PlanErrorCode.NodeCount, `-N ${spec.nodes} asks for more nodes than the ${selected.length} that match`, {
+      throw new PlanError(PlanErrorCode.NodeCount, `-N ${spec.nodes} asks for more nodes than the ${plural(selected.length, 'node')} that ${agree(selected.length, 'matches', 'match')}`, {
         suggestion: { nodes: selected.length },
       });
     }

@@ -1,5 +1,6 @@
 // Per-user limits (the controller's --max-jobs-per-user and --max-cores-per-user), as
 // Slurm's MaxJobsPerUser and MaxTRESPerUser=cpu: over one, a job waits with that reason.
+import { plural } from '@rankd/protocol/plural';
 export interface UserLimits {
   /** Running jobs one user may have at once. */
   maxJobs?: number;
@@ -23,10 +24,10 @@ export function overLimit(owner: string | null, cores: number, usage: Usage | un
   const u = usage ?? { jobs: 0, cores: 0 };
   const who = `user ${ownerKey(owner)}`;
   if (limits.maxJobs !== undefined && u.jobs >= limits.maxJobs) {
-    return `${who} runs ${u.jobs} job${u.jobs === 1 ? '' : 's'}, the most one user may (--max-jobs-per-user ${limits.maxJobs})`;
+    return `${who} runs ${plural(u.jobs, 'job')}, the most one user may (--max-jobs-per-user ${limits.maxJobs})`;
   }
   if (limits.maxCores !== undefined && u.cores + cores > limits.maxCores) {
-    return `${who} runs on ${u.cores} cores; ${cores} more would pass the limit of ${limits.maxCores} (--max-cores-per-user)`;
+    return `${who} runs on ${plural(u.cores, 'core')}; ${cores} more would pass the limit of ${limits.maxCores} (--max-cores-per-user)`;
   }
   return null;
 }
@@ -34,6 +35,6 @@ export function overLimit(owner: string | null, cores: number, usage: Usage | un
 /** Why a job can never run under the limits, however long it waits, or null. */
 export function neverWithin(cores: number, limits: UserLimits): string | null {
   if (limits.maxJobs === 0) return 'the controller lets no user run a job (--max-jobs-per-user 0)';
-  if (limits.maxCores !== undefined && cores > limits.maxCores) return `the job needs ${cores} cores, more than the ${limits.maxCores} one user may use (--max-cores-per-user)`;
+  if (limits.maxCores !== undefined && cores > limits.maxCores) return `the job needs ${plural(cores, 'core')}, more than the ${limits.maxCores} one user may use (--max-cores-per-user)`;
   return null;
 }

@@ -8,6 +8,7 @@ import { allocationMode, allocationOf, type Allocation } from './allocation.js';
 import { describePerNode, jobPlanOptions, shapeOf, type Demand } from './demand.js';
 import { withHolds } from './holds.js';
 import type { AllocationLedger } from './ledger.js';
+import { agree, plural } from '@rankd/protocol/plural';
 
 /** A job waiting in the queue, as the scheduler sees it. */
 export interface QueuedJob {
@@ -59,7 +60,7 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     const free = ledger.freeFacts(n.name, n.facts);
     const cores = topologyOf(free).cores.length;
     if (cores >= d.coresPerNode && free.gpus.length >= d.gpusPerNode) return null;
-    const has = d.gpusPerNode > 0 ? `${cores} free cores and ${plural(free.gpus.length, 'free GPU')}` : `${cores} free cores`;
+    const has = d.gpusPerNode > 0 ? `${plural(cores, 'free core')} and ${plural(free.gpus.length, 'free GPU')}` : plural(cores, 'free core');
     return `${n.name} has ${has}; the job needs ${describePerNode(d)} there`;
   };
 
@@ -84,7 +85,7 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     if (chosen.length < d.nodes) {
       const what =
         mode === 'exclusive' ? `${plural(d.nodes, 'idle node')} (--exclusive)` : mode === 'share' ? `${plural(d.nodes, 'node')} without an --exclusive job` : `${plural(d.nodes, 'node')} with ${describePerNode(d)}`;
-      return { ok: false, reason: `needs ${what}; ${chosen.length} ${chosen.length === 1 ? 'has' : 'have'} room now` };
+      return { ok: false, reason: `needs ${what}; ${chosen.length} ${agree(chosen.length, 'has', 'have')} room now` };
     }
   }
 
@@ -107,6 +108,3 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
   return { ok: true, rankMap: withHolds(rankMap, alloc, (name) => ctx.byName.get(name)!.facts), alloc };
 }
 
-export function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
-}

@@ -2,6 +2,7 @@
 import type { Facts } from '@rankd/protocol';
 // the cpuset module alone: the protocol index compiles every message schema on import
 import { formatCpuList } from '@rankd/protocol/cpuset';
+import { plural } from '@rankd/protocol/plural';
 
 function gib(kb: number | null): string {
   return kb === null ? '?' : `${(kb / 1048576).toFixed(1)} GiB`;
@@ -13,10 +14,6 @@ function bytes(n: number | null): string {
   if (n >= 1 << 20) return `${(n / 2 ** 20).toFixed(0)} MiB`;
   if (n >= 1 << 10) return `${(n / 2 ** 10).toFixed(0)} KiB`;
   return `${n} B`;
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 export function renderSummary(f: Facts): string {

@@ -5,6 +5,7 @@
 import type { DoctorCheck, Facts } from '@rankd/protocol';
 import { fail, pass, warn } from './check.js';
 import { rdmaDriver } from './rdma-checks.js';
+import { agree, plural } from '@rankd/protocol/plural';
 
 export interface NodeFacts {
   node: string;
@@ -54,7 +55,7 @@ const ASPECTS: Aspect[] = [
     what: 'CPU topology',
     signature: (f) => {
       const h = f.cpu.hardware;
-      return `${h.packages} socket(s) × ${h.packages > 0 ? h.cores / h.packages : h.cores} cores, ${h.pus} PUs, ${h.numaNodes} NUMA node(s)${f.cpu.model ? `, ${f.cpu.model}` : ''}`;
+      return `${plural(h.packages, 'socket')} × ${plural(h.packages > 0 ? h.cores / h.packages : h.cores, 'core')}, ${plural(h.pus, 'PU')}, ${plural(h.numaNodes, 'NUMA node')}${f.cpu.model ? `, ${f.cpu.model}` : ''}`;
     },
     severity: warn,
     fix: 'run a job on nodes of one machine type (--group), or plan per node: rankd places ranks on each node\'s own topology but frameworks often assume equal nodes',
@@ -72,9 +73,9 @@ export function consistencyChecks(nodes: readonly NodeFacts[]): DoctorCheck[] {
     const majority = top && (!second || top[1] > second[1]) ? top[0] : null;
     return nodes.map(({ node }) => {
       const mine = sig.get(node)!;
-      if (counts.size === 1) return pass(node, aspect.check, `${aspect.what} is the same on all ${nodes.length} nodes: ${mine}`);
+      if (counts.size === 1) return pass(node, aspect.check, `${aspect.what} is the same on all ${plural(nodes.length, 'node')}: ${mine}`);
       if (mine === majority) return pass(node, aspect.check, `${aspect.what} matches ${top![1]} of ${nodes.length} nodes: ${mine}`);
-      const others = majority ? `${top![1]} of ${nodes.length} nodes have ${majority}` : `the nodes disagree: ${ranked.map(([s, c]) => `${c}× ${s}`).join('; ')}`;
+      const others = majority ? `${top![1]} of ${plural(nodes.length, 'node')} ${agree(top![1], 'has', 'have')} ${majority}` : `the nodes disagree: ${ranked.map(([s, c]) => `${c}× ${s}`).join('; ')}`;
       return aspect.severity(node, aspect.check, `${aspect.what} differs: ${node} has ${mine}; ${others}`, aspect.fix);
     });
   });
