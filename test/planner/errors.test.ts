@@ -23,7 +23,7 @@ t.test('node selection', async (t) => {
   fails(t, spr, { group: 'gpu*' }, PlanErrorCode.NoNodes, 'no ready node matches --group gpu*');
   fails(t, [], {}, PlanErrorCode.NoNodes, 'no ready node to plan on');
   fails(t, spr, { nodelist: ['node1', 'node7'] }, PlanErrorCode.UnknownNode, 'node node7: not a ready node (ready: node1,node2)');
-  const n = fails(t, spr, { nodes: 3 }, PlanErrorCode.NodeCount, '-N 3 asks for more nodes than the 2 that match; nearest feasible spec: -N 2');
+  const n = fails(t, spr, { nodes: 3 }, PlanErrorCode.NodeCount, '-N 3 asks for more nodes than the 2 nodes that match; nearest feasible spec: -N 2');
   t.same(n.suggestion, { nodes: 2 });
   fails(t, spr, { nodes: 2, ntasks: 1 }, PlanErrorCode.NodeCount, '-n 1 leaves 1 of the 2 nodes without a rank; nearest feasible spec: -N 1');
   fails(t, spr, { nodelist: ['node2', 'node1'], ntasks: 2, ranksPerNode: 2 }, PlanErrorCode.NodeCount, /leaves node1 without a rank; nearest feasible spec: --nodelist node2$/);
@@ -38,6 +38,10 @@ t.test('a group pattern picks nodes; without -N every match is used', async (t) 
 
 t.test('ranks', async (t) => {
   fails(t, spr, { ntasks: 5, ranksPerNode: 2 }, PlanErrorCode.TooManyRanks, '-n 5 is more than the 4 rank slots of 2 nodes with --ranks-per-node 2; nearest feasible spec: -n 4');
+  // -n alone: the suggestion is the -n that fits, not a --ranks-per-node the user never typed
+  const one = fails(t, spr, { nodes: 1, ntasks: 113 }, PlanErrorCode.TooManyRanks, 'node node1: 113 ranks but only 112 allowed cores (--oversubscribe lets ranks share cores); nearest feasible spec: -n 112');
+  t.same(one.suggestion, { ntasks: 112 });
+  t.same(fails(t, spr, { ntasks: 226 }, PlanErrorCode.TooManyRanks, /nearest feasible spec: -n 224$/).suggestion, { ntasks: 224 }, 'the same count on each of 2 nodes');
   fails(t, spr, { ranksPerNode: 113 }, PlanErrorCode.TooManyRanks, 'node node1: 113 ranks but only 112 allowed cores (--oversubscribe lets ranks share cores); nearest feasible spec: --ranks-per-node 112');
   // the same spec with --oversubscribe: every rank pinned to one core, neighbours sharing
   const over = planRankMap(spr, { nodes: 1, ranksPerNode: 224, oversubscribe: true });
@@ -79,7 +83,7 @@ t.test('NICs', async (t) => {
 
 t.test('GPUs', async (t) => {
   const dgx = uniform(`${dir}/dgx`, epycNps4Gpu8, 1, 'dgx', null);
-  fails(t, dgx, { ranksPerNode: 'gpu', ntasks: 9 }, PlanErrorCode.TooManyGpus, '-n 9 is more than the 8 GPUs of 1 nodes with --ranks-per-node gpu; nearest feasible spec: -n 8');
+  fails(t, dgx, { ranksPerNode: 'gpu', ntasks: 9 }, PlanErrorCode.TooManyGpus, '-n 9 is more than the 8 GPUs of 1 node with --ranks-per-node gpu; nearest feasible spec: -n 8');
 });
 
 t.test('contradictions', async (t) => {

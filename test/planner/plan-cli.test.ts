@@ -71,7 +71,9 @@ t.test('an impossible spec exits 65 with the planner\'s message and code', async
   t.equal(r.stdout, '');
   t.equal(
     r.stderr,
-    "rankd: node node1: -c 57 asks for more compute cores than local rank 0's share has 56 allowed cores; nearest feasible spec: -c 56 (RANKD_PLAN_TOO_MANY_CPUS)\n",
+    "rankd: node node1: -c 57 asks for more compute cores than local rank 0's share has 56 allowed cores; nearest feasible spec: -c 56 (RANKD_PLAN_TOO_MANY_CPUS)\n" +
+      // the same command with the changed flag in place, ready to paste
+      `rankd: try: rankd plan --facts-dir ${factsDir} --address node1=10.1.0.1 --address node2=10.1.0.2 --ppn 2 -c 56\n`,
   );
 });
 

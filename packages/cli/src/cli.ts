@@ -9,6 +9,8 @@ import { nameFlagsInRefusals } from './options.js';
 import { watchStdout } from './closed-stdout.js';
 
 watchStdout();
+import { suggestedCommand } from './suggested-command.js';
+import type { PlacementSpec } from '@rankd/protocol';
 
 const program = new Command('rankd')
   .description('pinned distributed ranks on RDMA clusters')
@@ -30,9 +32,17 @@ try {
     process.exitCode = err.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
   } else if (err instanceof CliError) {
     process.stderr.write(`rankd: ${err.message}\n`);
+    if (err.suggestion) printSuggestion(err.suggestion);
     process.exitCode = err.exitCode;
   } else {
     process.stderr.write(`rankd: internal error: ${(err as Error).stack ?? String(err)}\n`);
     process.exitCode = ExitCode.Software;
   }
+}
+
+/** The nearest feasible spec as the user's own command with the changed flags, ready to paste. */
+function printSuggestion(suggestion: Partial<PlacementSpec>): void {
+  const [name, ...args] = process.argv.slice(2);
+  const cmd = program.commands.find((c) => c.name() === name);
+  if (cmd) process.stderr.write(`rankd: try: ${suggestedCommand(cmd, args, suggestion)}\n`);
 }

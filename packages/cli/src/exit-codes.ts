@@ -1,3 +1,5 @@
+import type { PlacementSpec } from '@rankd/protocol';
+
 // rankd's own exit codes, from sysexits.h so that they rarely collide with the codes
 // of the programs `rankd run` passes through (which exits with the job's code).
 export const ExitCode = {
@@ -21,6 +23,8 @@ export class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode: number,
+    /** The planner's nearest feasible spec, when the controller refused a placement. */
+    readonly suggestion?: Partial<PlacementSpec>,
   ) {
     super(message);
   }

@@ -30,7 +30,7 @@ function plan(nodes: PlannerNode[], spec: PlacementSpec): RankMap {
     return withHolds(map, allocationOf(map, spec, factsOf), factsOf);
   } catch (err) {
     // the same exit code and wording as when the controller refuses the spec
-    if (err instanceof PlanError) throw new CliError(`${err.message} (${err.code})`, ExitCode.RemoteFailure);
+    if (err instanceof PlanError) throw new CliError(`${err.message} (${err.code})`, ExitCode.RemoteFailure, err.suggestion);
     throw err;
   }
 }

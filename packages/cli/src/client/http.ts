@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { CliError, ExitCode } from '../exit-codes.js';
+import type { PlacementSpec } from '@rankd/protocol';
 import { httpsUrl, type ClientConfig } from './config.js';
 
 export interface RequestOptions {
@@ -137,12 +138,14 @@ function ok(res: IncomingMessage): boolean {
 
 function httpError(status: number, text: string): CliError {
   let message = text;
+  let suggestion: Partial<PlacementSpec> | undefined;
   try {
-    const body = JSON.parse(text) as { code?: string; message?: string };
+    const body = JSON.parse(text) as { code?: string; message?: string; suggestion?: Partial<PlacementSpec> };
     message = body.code ? `${body.message} (${body.code})` : (body.message ?? text);
+    if (typeof body.suggestion === 'object' && body.suggestion !== null) suggestion = body.suggestion;
   } catch {
     // not JSON: keep the raw text
   }
   if (status === 401 || status === 403) return new CliError(`not authorized: ${message}`, ExitCode.Unauthorized);
-  return new CliError(`controller answered ${status}: ${message}`, ExitCode.RemoteFailure);
+  return new CliError(`controller answered ${status}: ${message}`, ExitCode.RemoteFailure, suggestion);
 }

@@ -1,6 +1,6 @@
 // One error shape for every REST failure: fastify's, plus our stable `code`.
 import type { IncomingMessage } from 'node:http';
-import { ErrorCode, MAX_FRAME_BYTES, RankdError } from '@rankd/protocol';
+import { ErrorCode, MAX_FRAME_BYTES, RankdError, type PlacementSpec } from '@rankd/protocol';
 import type { FastifyError, FastifyInstance } from 'fastify';
 
 /** HTTP status of each error code the API can return. */
@@ -58,15 +58,15 @@ export function httpStatusFor(code: string): number {
   return statusOf[code] ?? (code.startsWith('RANKD_PLAN_') ? 400 : 500);
 }
 
-export function errorBody(statusCode: number, code: string, message: string) {
-  return { statusCode, code, error: reason[statusCode] ?? 'Error', message };
+export function errorBody(statusCode: number, code: string, message: string, suggestion?: Partial<PlacementSpec>) {
+  return { statusCode, code, error: reason[statusCode] ?? 'Error', message, ...(suggestion ? { suggestion } : {}) };
 }
 
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler(async (err: FastifyError | RankdError, request, reply) => {
     if (err instanceof RankdError) {
       const status = httpStatusFor(err.code);
-      return reply.code(status).send(errorBody(status, err.code, err.message));
+      return reply.code(status).send(errorBody(status, err.code, err.message, suggestionOf(err)));
     }
     if (err.validation) {
       return reply.code(400).send(errorBody(400, ErrorCode.InvalidRequest, `invalid request: ${err.message}`));
@@ -144,4 +144,10 @@ function drainRequest(raw: IncomingMessage, maxBytes: number, maxMs: number): Pr
     raw.once('error', done);
     raw.resume();
   });
+}
+
+/** The planner's nearest feasible spec, which a client turns into a command to paste. */
+function suggestionOf(err: RankdError): Partial<PlacementSpec> | undefined {
+  const suggestion = err.details?.['suggestion'];
+  return typeof suggestion === 'object' && suggestion !== null ? (suggestion as Partial<PlacementSpec>) : undefined;
 }

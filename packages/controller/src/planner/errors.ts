@@ -8,7 +8,12 @@ export class PlanError extends RankdError {
   readonly node: string | undefined;
   readonly suggestion: Partial<PlacementSpec> | undefined;
 
-  constructor(code: PlanErrorCode, reason: string, where: { node?: string; suggestion?: Partial<PlacementSpec> } = {}) {
+  constructor(
+    code: PlanErrorCode,
+    /** The reason alone, without the node and the suggestion. */
+    readonly reason: string,
+    where: { node?: string; suggestion?: Partial<PlacementSpec> } = {},
+  ) {
     const parts = [where.node === undefined ? reason : `node ${where.node}: ${reason}`];
     if (where.suggestion) parts.push(`nearest feasible spec: ${formatSpecFlags(where.suggestion)}`);
     super(code, parts.join('; '), {
@@ -17,6 +22,11 @@ export class PlanError extends RankdError {
     });
     this.node = where.node;
     this.suggestion = where.suggestion;
+  }
+
+  /** The same refusal with the change said another way (in the flags the user gave). */
+  withSuggestion(suggestion: Partial<PlacementSpec>): PlanError {
+    return new PlanError(this.code as PlanErrorCode, this.reason, { ...(this.node === undefined ? {} : { node: this.node }), suggestion });
   }
 }
 

@@ -63,7 +63,7 @@ export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementS
   const mapNodes: RankMapNode[] = [];
 
   used.forEach(({ node, topo, count }, nodeRank) => {
-    const nodeRanks = planNodeRanks({
+    const nodeRanks = inUsersTerms(spec, used.length, () => planNodeRanks({
       node,
       topo,
       nodeRank,
@@ -76,7 +76,7 @@ export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementS
       nicMode,
       gidPref,
       notes,
-    });
+    }));
     for (const pattern of [...unmatchedEverywhere]) if (!nodeRanks.unmatched.includes(pattern)) unmatchedEverywhere.delete(pattern);
     for (const entry of nodeRanks.ranks) ranks[entry.rank] = entry;
     mapNodes.push(nodeRanks.node);
@@ -86,6 +86,22 @@ export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementS
     throw new PlanError(PlanErrorCode.NicNoMatch, `--nic pattern ${[...unmatchedEverywhere].join(',')} matches no RDMA device on any node`);
   }
   return { worldSize, masterAddr: rdv.masterAddr, masterPort: rdv.masterPort, nodes: mapNodes, ranks, notes: notes.list(), cpuPolicy };
+}
+
+/**
+ * A node takes fewer ranks than -n put there: the planner suggests a count per node, but a
+ * user who gave -n alone never typed --ranks-per-node, so the suggestion becomes the -n
+ * that fits (the same count on every node of the plan).
+ */
+function inUsersTerms<T>(spec: PlacementSpec, nodeCount: number, plan: () => T): T {
+  try {
+    return plan();
+  } catch (err) {
+    if (!(err instanceof PlanError) || spec.ranksPerNode !== undefined || spec.ntasks === undefined) throw err;
+    const { ranksPerNode: perNode, ...rest } = err.suggestion ?? {};
+    if (typeof perNode !== 'number') throw err;
+    throw err.withSuggestion({ ...rest, ntasks: perNode * nodeCount });
+  }
 }
 
 function capacityOf(topo: NodeTopology, facts: Facts, ppn: NonNullable<PlacementSpec['ranksPerNode']>): number {

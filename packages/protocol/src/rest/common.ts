@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { PlacementSpec } from '../plan.js';
 
 /** Every REST error: fastify's shape, with our stable `code`. */
 export const ErrorBody = Type.Object({
@@ -6,6 +7,8 @@ export const ErrorBody = Type.Object({
   code: Type.String(),
   error: Type.String(),
   message: Type.String(),
+  /** A placement the planner refused: the nearest spec that plans, as the fields to change. */
+  suggestion: Type.Optional(PlacementSpec),
 });
 export type ErrorBody = Type.Static<typeof ErrorBody>;
 
