@@ -22,6 +22,8 @@ const SECURITY_HEADERS: Record<string, string> = {
 export async function dashboardFiles(app: FastifyInstance, opts: { root?: string }): Promise<void> {
   const root = opts.root ?? DASHBOARD_DIST;
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/ui/'));
+  // the page's relative asset paths need the slash, as a directory's URL does
+  app.get('/ui', { schema: { hide: true } }, async (request, reply) => reply.redirect(`/ui/${queryOf(request.url)}`));
   if (!existsSync(`${root}/index.html`)) {
     // a checkout built without its dashboard (tsc -b alone): say how to get it
     app.get('/ui/*', { schema: { hide: true } }, async (_request, reply) =>
@@ -40,4 +42,10 @@ export async function dashboardFiles(app: FastifyInstance, opts: { root?: string
       for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
     },
   });
+}
+
+/** "?a=b" of a URL, or "". */
+function queryOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? '' : url.slice(q);
 }
