@@ -303,7 +303,15 @@ export const Facts = Type.Object({
   numa: NumaFacts,
   memory: MemoryFacts,
   nics: Type.Array(Nic, { maxItems: 1024 }),
-  rdma: Type.Object({ devices: Type.Array(RdmaDevice, { maxItems: 1024 }) }),
+  rdma: Type.Object({
+    devices: Type.Array(RdmaDevice, { maxItems: 1024 }),
+    /**
+     * The kernel's uverbs ABI (/sys/class/infiniband_verbs/abi_version); null when the kernel
+     * offers no verbs, where libibverbs lists no devices at all ("Function not implemented").
+     * Absent in facts of agents older than the field.
+     */
+    verbsAbi: Type.Optional(Nullable(Type.Integer())),
+  }),
   gpus: Type.Array(Gpu, { maxItems: 256 }),
   fabric: Type.Object({
     /** libfabric shared objects found (paths). */

@@ -16,12 +16,12 @@ import { readHost } from './host.js';
 import { readHugePages, readMemory } from './memory.js';
 import { readNics } from './nics.js';
 import { readNuma, type NumaTopology } from './numa.js';
-import { readRdma } from './rdma.js';
+import { readRdma, readVerbsAbi } from './rdma.js';
 import { FactsWarningCode, Sysfs } from './sysfs.js';
 import { topologyCounts } from './topology.js';
 
 export { factsHash } from './hash.js';
-export { renderFacts, FACTS_FORMATS, type FactsFormat } from './format/index.js';
+export { renderFacts, toolFailure, FACTS_FORMATS, type FactsFormat, type ToolFailure } from './format/index.js';
 export { FactsWarningCode } from './sysfs.js';
 
 export interface ReadFactsOptions {
@@ -102,7 +102,7 @@ function snapshot(options: ReadFactsOptions): Facts {
     },
     memory,
     nics,
-    rdma: { devices: rdma },
+    rdma: { devices: rdma, verbsAbi: readVerbsAbi(sys) },
     gpus: readGpus(sys),
     fabric: readFabric(sys),
     warnings: sys.warnings,

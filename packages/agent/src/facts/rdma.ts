@@ -16,6 +16,11 @@ import { FactsWarningCode, parseInteger, pciAddressIn, type Sysfs } from './sysf
 const IB = '/sys/class/infiniband';
 const EMPTY_GID = /^[0:]*$/;
 
+/** The uverbs ABI version libibverbs checks before it lists devices; null without kernel verbs. */
+export function readVerbsAbi(sys: Sysfs): number | null {
+  return sys.int('/sys/class/infiniband_verbs/abi_version', { optional: true });
+}
+
 export function readRdma(sys: Sysfs): RdmaDevice[] {
   const names = sys.entries(IB, { optional: true }) ?? [];
   return names.sort(naturalCompare).map((name) => readDevice(sys, name));

@@ -3,7 +3,7 @@
 // summary, or as the output of ibv_devices, ibv_devinfo, numactl -H or lscpu -p.
 import type { Command } from 'commander';
 import type { Facts } from '@rankd/protocol';
-import { FACTS_FORMATS, readFacts, renderFacts, type FactsFormat } from '@rankd/agent/facts/index';
+import { FACTS_FORMATS, readFacts, renderFacts, toolFailure, type FactsFormat } from '@rankd/agent/facts/index';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { oneOf } from '../options.js';
 
@@ -27,6 +27,13 @@ export function register(program: Command): void {
         throw new CliError('--root reads a local tree; it cannot be combined with a node name', ExitCode.Usage);
       }
       const facts = node === undefined ? readFacts(opts.root === undefined ? {} : { root: opts.root }) : await remoteFacts(node);
+      // where the real tool finds no device list it prints only an error and fails, and so does its rendering
+      const failure = format === 'json' ? null : toolFailure(facts, format);
+      if (failure) {
+        process.stderr.write(failure.stderr);
+        process.exitCode = failure.exitCode;
+        return;
+      }
       process.stdout.write(format === 'json' ? JSON.stringify(facts, null, 2) + '\n' : renderFacts(facts, format));
     });
 }
