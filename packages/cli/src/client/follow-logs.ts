@@ -2,6 +2,7 @@
 // stderr to stderr, with backpressure from our own stdout, and a transparent
 // reconnect (from the last event id) if the controller restarts mid-job.
 import type { JobView } from '@rankd/protocol';
+import type { NodeWarning } from '@rankd/protocol/rank-warnings';
 import { cursorKey, encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { ClientConfig } from './config.js';
@@ -22,8 +23,10 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** The job waits in the queue, for this reason (again when the reason changes). */
   onQueued?: (reason: string) => void;
-  /** A queued job started: returns its view (with the rank map the labels need). */
+  /** The job started: returns its view (with the rank map the labels need). Called once, before any output. */
   onStarted?: () => Promise<JobView>;
+  /** A warning the ranks of one node carry (followed jobs only), once per node and message. */
+  onWarning?: (warning: NodeWarning) => void;
 }
 
 export interface FollowEnd {
@@ -34,6 +37,14 @@ export interface FollowEnd {
 
 export async function followLogs(config: ClientConfig, job: JobView, options: FollowOptions): Promise<FollowEnd | null> {
   const ranksOf = { map: job.rankMap };
+  // a job queued when it was submitted may have started before this stream asked, without a
+  // "started" frame: its first output then stands for it
+  let started = job.rankMap !== null;
+  const start = async () => {
+    if (started) return;
+    started = true;
+    if (options.onStarted) ranksOf.map = (await options.onStarted()).rankMap;
+  };
   const labelers = new Map<string, LineLabeler>();
   const labeler = (rank: number, stream: 'stdout' | 'stderr') => {
     const key = `${rank}/${stream}`;
@@ -74,9 +85,14 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
         }
         if (frame.kind === 'started') {
           // no output comes before this frame, so the labels see the rank map
-          if (options.onStarted) ranksOf.map = (await options.onStarted()).rankMap;
+          await start();
           continue;
         }
+        if (frame.kind === 'warning') {
+          options.onWarning?.(frame);
+          continue;
+        }
+        if (!started) await start();
         positions.set(cursorKey(frame.rank, frame.stream), { rank: frame.rank, stream: frame.stream, offset: frame.offset + frame.data.length });
         const out = frame.stream === 'stdout' ? process.stdout : process.stderr;
         // our own stdout is slow (a pipe into less, a slow terminal): wait, do not buffer without bound

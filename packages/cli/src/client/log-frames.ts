@@ -21,7 +21,15 @@ export interface EndFrame {
 /** The job waits in the queue (sent again whenever its reason changes), or has left it and started. */
 export type QueueFrame = { kind: 'queued'; reason: string } | { kind: 'started' };
 
-export type LogFrame = OutputFrame | EndFrame | QueueFrame;
+/** A warning the ranks of one node carry, once per node and message. */
+export interface WarningFrame {
+  kind: 'warning';
+  node: string;
+  ranks: number[];
+  message: string;
+}
+
+export type LogFrame = OutputFrame | EndFrame | QueueFrame | WarningFrame;
 
 const NL = 0x0a;
 /** Headers are tens of bytes; a longer "line" means the stream is not what we think. */
@@ -47,7 +55,7 @@ export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerato
         const header = parseHeader(Buffer.concat(headerParts).toString('utf8'));
         headerParts = [];
         headerBytes = 0;
-        if (header.kind === 'end' || header.kind === 'queued' || header.kind === 'started') {
+        if (header.kind !== 'output') {
           yield header;
           continue;
         }
@@ -69,7 +77,7 @@ export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerato
   if (current || headerBytes > 0) throw new CliError('the log stream ended mid-record', ExitCode.Unreachable);
 }
 
-type Header = EndFrame | QueueFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
+type Header = EndFrame | QueueFrame | WarningFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
 
 function parseHeader(line: string): Header {
   let h: Record<string, unknown>;
@@ -84,6 +92,11 @@ function parseHeader(line: string): Header {
   }
   if (typeof h.queued === 'object' && h.queued !== null) return { kind: 'queued', reason: String((h.queued as Record<string, unknown>).reason ?? '') };
   if (typeof h.started === 'object' && h.started !== null) return { kind: 'started' };
+  if (typeof h.warning === 'object' && h.warning !== null) {
+    const w = h.warning as Record<string, unknown>;
+    const ranks = Array.isArray(w.ranks) ? w.ranks.filter(isCount) : [];
+    return { kind: 'warning', node: String(w.node ?? ''), ranks, message: String(w.message ?? '') };
+  }
   if (typeof h.revoked === 'object' && h.revoked !== null) {
     // the token, user or session behind this stream was revoked: reconnecting cannot help
     const revoked = h.revoked as Record<string, unknown>;

@@ -13,6 +13,7 @@ import { CLOSED_STDOUT_STATUS, onStdoutClosed } from '../closed-stdout.js';
 const CLOSED_STDOUT_WAIT_MS = 10_000;
 /** The agents' grace between SIGTERM and SIGKILL when the job names none. */
 const DEFAULT_GRACE_S = 10;
+import { describeNodeWarning, type NodeWarning } from '@rankd/protocol/rank-warnings';
 
 export interface RunJobOptions {
   quiet: boolean;
@@ -22,6 +23,7 @@ export interface RunJobOptions {
 
 export async function runJob(config: ClientConfig, submit: JobSubmit, options: RunJobOptions): Promise<number> {
   const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
+  // the rank map is printed once: now if the job was planned at once, else when it starts
   const showHeader = (view: JobView) => {
     if (options.quiet || !view.rankMap) return;
     const hold = cpuHoldLine(view.rankMap);
@@ -31,6 +33,8 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   // opened at once, queued or not: the bytes wait at the controller, within their window;
   // the job's end, a detach or an error stops it (finally below), and the ranks read EOF
   const input = submit.stdin === undefined ? null : await forwardStdin(config, job.id);
+  // the header's last lines: they come as each node's ranks start
+  const onWarning = (w: NodeWarning) => options.quiet || process.stderr.write(`rankd: warning: ${describeNodeWarning(w)}\n`);
   // like srun's "job N queued and waiting for resources": always said, -q or not
   const onQueued = (reason: string) => process.stderr.write(`rankd: job ${job.id} queued: ${reason}\n`);
   if (job.state === 'queued') onQueued(job.reason);
@@ -71,6 +75,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
         showHeader(view);
         return view;
       },
+      onWarning,
     });
     if (!end) {
       process.stderr.write(`rankd: detached from job ${job.id}; it may still be ending ("rankd job ${job.id}")\n`);

@@ -3,6 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { JobList, JobView } from '@rankd/protocol';
 import { formatCpuList } from '@rankd/protocol/cpuset';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_WORDS, MAX_JOB_LIST_LIMIT, parseJobStates } from '@rankd/protocol/job-list';
+import { describeNodeWarning, warningsByNode } from '@rankd/protocol/rank-warnings';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { JOB_ID_ARGUMENT, resolveJobId } from '../client/job-id.js';
@@ -80,6 +81,8 @@ export function register(program: Command): void {
         ),
       );
       for (const r of job.ranks) if (r.error) process.stdout.write(`rank ${r.rank}: ${r.error}\n`);
+      // once per node and message: every rank of a node usually carries the same ones
+      for (const w of warningsByNode(job.ranks)) process.stdout.write(`warning: ${describeNodeWarning(w)}\n`);
     });
 
   program

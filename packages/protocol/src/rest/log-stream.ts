@@ -1,5 +1,5 @@
 // The lines of a job's log stream (GET /v1/jobs/:id/logs) besides its output records
-// (LogRecord): why a followed job still waits, that it started, and how it ended. NDJSON
+// (LogRecord): why a followed job still waits, that it started, its warnings, and how it ended. NDJSON
 // and frames send each as one JSON line keyed by its kind; SSE as an event of that name
 // whose data is the value.
 import Type from 'typebox';
@@ -13,6 +13,13 @@ export type LogQueued = Type.Static<typeof LogQueued>;
 /** A followed job left the queue; its output follows from the start. */
 export const LogStarted = Type.Object({ state: JobState });
 export type LogStarted = Type.Static<typeof LogStarted>;
+
+/**
+ * A warning the ranks of one node carry (RLIMIT_MEMLOCK not raised, numactl missing, …), sent
+ * once per node and message when that node's ranks have all started or failed to.
+ */
+export const LogWarning = Type.Object({ node: Type.String(), ranks: Type.Array(Type.Integer({ minimum: 0 })), message: Type.String() });
+export type LogWarning = Type.Static<typeof LogWarning>;
 
 /** The job ended: the stream's last line. A stream that stops without it was cut short. */
 export const LogEnd = Type.Object({ state: JobState, reason: Type.String(), exitCode: Nullable(Type.Integer()) });
@@ -30,6 +37,7 @@ export const LogLine = Type.Union([
   LogRecord,
   Type.Object({ queued: LogQueued }),
   Type.Object({ started: LogStarted }),
+  Type.Object({ warning: LogWarning }),
   Type.Object({ end: LogEnd }),
   Type.Object({ revoked: LogRevoked }),
 ]);

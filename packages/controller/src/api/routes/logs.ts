@@ -11,6 +11,7 @@ import { LogFollower, type Cursor, type LogChunk, type LogEnd, type LogSink } fr
 import { streamOwner, type AccessControl } from '../auth.js';
 import { endResponse } from '../end-response.js';
 import type { StreamEnd } from '../open-streams.js';
+import { warningsByNode, type NodeWarning } from '@rankd/protocol/rank-warnings';
 
 const KEEPALIVE_MS = 15_000;
 
@@ -21,12 +22,12 @@ const LOG_STREAM = {
   content: {
     'text/plain': { schema: { type: 'string', description: 'The bytes alone, as the ranks wrote them' } },
     'application/x-ndjson': {
-      schema: { ...LogLine, description: 'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the queue, and last {"end"} (or {"revoked"} when the caller\'s token, user or session was revoked)' },
+      schema: { ...LogLine, description: 'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the queue, {"warning": {"node","ranks","message"}} once per node and warning of a followed job, and last {"end"} (or {"revoked"} when the caller\'s token, user or session was revoked)' },
     },
     'text/event-stream': {
       schema: {
         type: 'string',
-        description: 'Events `output` (a LogRecord, its id the resume cursor for Last-Event-ID), `queued`, `started` and last `end` (or `revoked`, {"code","message"}); comment lines keep the connection alive',
+        description: 'Events `output` (a LogRecord, its id the resume cursor for Last-Event-ID), `queued`, `started`, `warning` ({"node","ranks","message"}, once per node and warning) and last `end` (or `revoked`, {"code","message"}); comment lines keep the connection alive',
       },
     },
     [LOG_FRAMES_CONTENT_TYPE]: {
@@ -88,6 +89,11 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
         streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
       );
       const reader = (follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false));
+      // a followed job's warnings (RLIMIT_MEMLOCK, numactl, …) reach the terminal, not only its JSON
+      if (q.follow && format !== 'text') {
+        const stopWarnings = followWarnings(jobs, view.id, (w) => sink.status({ warning: w }));
+        raw.on('close', stopWarnings);
+      }
       const keepalive = format === 'sse' ? setInterval(() => raw.writableEnded || raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
       raw.on('close', () => {
         if (keepalive) clearInterval(keepalive);
@@ -104,6 +110,30 @@ const CONTENT_TYPES = {
   sse: 'text/event-stream',
   frames: LOG_FRAMES_CONTENT_TYPE,
 } as const;
+
+/**
+ * Reports each node's warnings once, when every rank of that node has started (or failed to):
+ * they arrive with the ranks' starts, and a node's ranks usually carry the same ones.
+ * Returns the function that stops listening.
+ */
+function followWarnings(jobs: JobManager, id: string, report: (w: NodeWarning) => void): () => void {
+  const told = new Set<string>();
+  const check = () => {
+    const view = jobs.view(id);
+    if (!view) return;
+    const waiting = new Set(view.ranks.filter((r) => r.state === 'pending').map((r) => r.node));
+    for (const w of warningsByNode(view.ranks)) {
+      const key = `${w.node}\0${w.message}`;
+      if (waiting.has(w.node) || told.has(key)) continue;
+      told.add(key);
+      report(w);
+    }
+  };
+  const onChanged = (changed: string) => changed === id && check();
+  jobs.on('changed', onChanged);
+  check();
+  return () => jobs.off('changed', onChanged);
+}
 
 /** Resolves when the job leaves the queue (started or ended) or the reader goes away; reports each new reason. */
 function whileQueued(jobs: JobManager, id: string, raw: FastifyReply['raw'], report: (reason: string) => void): Promise<'started' | 'ended' | 'closed'> {
