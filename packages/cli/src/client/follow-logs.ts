@@ -18,6 +18,10 @@ export interface FollowOptions {
   offset?: number;
   /** false: deliver what is stored and stop. */
   follow?: boolean;
+  /** time: all ranks' output in the order it was stored (what `rankd logs` shows); default stream by stream. */
+  order?: 'time';
+  /** Put each line's RFC 3339 time before its label (with order time). */
+  timestamps?: boolean;
   /** Keep trying this long when the controller goes away mid-stream. */
   reconnectForMs?: number;
   signal?: AbortSignal;
@@ -34,6 +38,9 @@ export interface FollowEnd {
   reason: string;
   exitCode: number | null;
 }
+
+/** The stamp of bytes no stored event dates (a controller crashed between storing them and recording it): as wide as a time. */
+const UNKNOWN_TIME = '-'.padEnd('2026-01-01T00:00:00.000Z'.length);
 
 export async function followLogs(config: ClientConfig, job: JobView, options: FollowOptions): Promise<FollowEnd | null> {
   const ranksOf = { map: job.rankMap };
@@ -62,6 +69,7 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
   if (options.ranks) query.set('rank', options.ranks.join(','));
   if (options.stream) query.set('stream', options.stream);
   if (options.offset !== undefined) query.set('offset', String(options.offset));
+  if (options.order) query.set('order', options.order);
 
   // where each stream is, so that a reconnect resumes there (the same token as SSE's Last-Event-ID)
   const positions = new Map<string, LogCursor>();
@@ -96,7 +104,8 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
         positions.set(cursorKey(frame.rank, frame.stream), { rank: frame.rank, stream: frame.stream, offset: frame.offset + frame.data.length });
         const out = frame.stream === 'stdout' ? process.stdout : process.stderr;
         // our own stdout is slow (a pipe into less, a slow terminal): wait, do not buffer without bound
-        if (!labeler(frame.rank, frame.stream).push(frame.data)) await writable(out);
+        const time = options.timestamps ? (frame.time ?? UNKNOWN_TIME) : undefined;
+        if (!labeler(frame.rank, frame.stream).push(frame.data, time)) await writable(out);
       }
       // the stream ended without an end event: all stored output was asked for, or the controller went away
       if (options.follow === false) {

@@ -9,6 +9,8 @@ export interface OutputFrame {
   stream: 'stdout' | 'stderr';
   offset: number;
   data: Buffer;
+  /** When the controller stored it (RFC 3339), when the stream was asked in time order. */
+  time?: string;
 }
 
 export interface EndFrame {
@@ -102,11 +104,11 @@ function parseHeader(line: string): Header {
     const revoked = h.revoked as Record<string, unknown>;
     throw new CliError(`the controller ended this log stream: ${String(revoked.message ?? '')} (${String(revoked.code ?? '')})`, ExitCode.Unauthorized);
   }
-  const { rank, stream, offset, bytes } = h;
-  if (!isCount(rank) || (stream !== 'stdout' && stream !== 'stderr') || !isCount(offset) || !isCount(bytes)) {
+  const { rank, stream, offset, bytes, time } = h;
+  if (!isCount(rank) || (stream !== 'stdout' && stream !== 'stderr') || !isCount(offset) || !isCount(bytes) || (time !== undefined && typeof time !== 'string')) {
     throw malformed(`an unexpected header: ${line.slice(0, 80)}`);
   }
-  return { kind: 'output', frame: { kind: 'output', rank, stream, offset }, bytes };
+  return { kind: 'output', frame: { kind: 'output', rank, stream, offset, ...(time === undefined ? {} : { time }) }, bytes };
 }
 
 function isCount(v: unknown): v is number {

@@ -3,8 +3,9 @@
 // The log files are the buffer. A follower holds only a cursor per rank and stream
 // and reads the next chunk when its sink has room, so a slow reader costs nothing
 // but its own lag: it never slows the ranks, the agents or the other readers.
-import { encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
+import { cursorKey, encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
 import type { StreamName } from '@rankd/protocol';
+import type { OutputEvent } from '../store/events-repo.js';
 import type { JobManager } from './job-manager.js';
 
 // large enough that per-record costs (headers, syscalls) vanish next to the bytes
@@ -15,7 +16,18 @@ export interface LogChunk {
   stream: StreamName;
   offset: number;
   data: Buffer;
+  /** When the controller stored the chunk (ms since the epoch); in time order only. */
+  at?: number;
 }
+
+/**
+ * stream: each stream in large chunks, round robin (the fastest for bulk reads); time: the
+ * chunks of all streams in the order the controller stored them, each with its time.
+ */
+export type LogOrder = 'stream' | 'time';
+
+/** Chunks of the job's timeline read per query. */
+const TIMELINE_PAGE = 512;
 
 export interface LogEnd {
   state: string;
@@ -42,6 +54,10 @@ export class LogFollower {
   private waitingForDrain = false;
   private stopped = false;
   private readonly onEnded = (id: string) => id === this.jobId && this.schedule();
+  /** Time order: the last timeline event read, and those read but not yet delivered. */
+  private lastEvent = 0;
+  private timeline: OutputEvent[] = [];
+  private readonly cursorOf: Map<string, Cursor>;
 
   constructor(
     private readonly jobs: JobManager,
@@ -49,7 +65,10 @@ export class LogFollower {
     private readonly cursors: Cursor[],
     private readonly sink: LogSink,
     private readonly follow: boolean,
-  ) {}
+    private readonly order: LogOrder = 'stream',
+  ) {
+    this.cursorOf = new Map(cursors.map((c) => [cursorKey(c.rank, c.stream), c]));
+  }
 
   start(): void {
     if (this.follow) {
@@ -86,7 +105,10 @@ export class LogFollower {
     if (this.stopped) return;
     // Checked before reading: if the job has ended now, everything it wrote is in the files.
     const ended = this.jobs.isEnded(this.jobId);
-    let progressed = true;
+    if (this.order === 'time' && !this.pumpTimeline(ended)) return;
+    // in time order, what no event covers (bytes a crashed controller wrote but did not
+    // record) goes last; a live job's next event of that stream takes them sooner
+    let progressed = this.order === 'stream' || ended || !this.follow;
     while (progressed) {
       progressed = false;
       // one chunk per stream per pass: round robin keeps ranks fair to each other
@@ -99,14 +121,7 @@ export class LogFollower {
         const chunk = { rank: c.rank, stream: c.stream, offset: c.offset, data };
         c.offset += data.length;
         progressed = true;
-        if (!this.sink.write(chunk, this.tokenFn)) {
-          this.waitingForDrain = true;
-          this.sink.onDrain(() => {
-            this.waitingForDrain = false;
-            this.pump();
-          });
-          return;
-        }
+        if (!this.write(chunk)) return;
       }
     }
     if (!this.follow || ended) {
@@ -114,6 +129,46 @@ export class LogFollower {
       this.stop();
       this.sink.end(view ? { state: view.state, reason: view.reason, exitCode: view.exitCode } : null);
     }
+  }
+
+  /**
+   * Delivers the stored chunks in the order the controller stored them, up to the last one
+   * stored; false when the sink asked to wait. A chunk covers the bytes of its stream from the
+   * cursor to its end, so bytes an earlier chunk held back (an unfinished UTF-8 character)
+   * or that no event recorded go out with it.
+   */
+  private pumpTimeline(ended: boolean): boolean {
+    for (;;) {
+      if (this.timeline.length === 0) {
+        const page = this.jobs.events.outputsOf(this.jobId, this.lastEvent, TIMELINE_PAGE);
+        if (page.length === 0) return true;
+        this.lastEvent = page[page.length - 1]!.id;
+        this.timeline = page.filter((e) => this.cursorOf.has(cursorKey(e.rank, e.stream)));
+        continue;
+      }
+      const event = this.timeline.shift()!;
+      const c = this.cursorOf.get(cursorKey(event.rank, event.stream))!;
+      const end = event.offset + event.bytes;
+      if (c.offset >= end) continue; // delivered already: a resumed reader, or --offset
+      const raw = this.jobs.logs.read(this.jobId, c.rank, c.stream, c.offset, end - c.offset);
+      const atEnd = ended && c.offset + raw.length >= this.jobs.logs.size(this.jobId, c.rank, c.stream);
+      const data = atEnd ? raw : raw.subarray(0, utf8SafeLength(raw));
+      if (data.length === 0) continue;
+      const chunk = { rank: c.rank, stream: c.stream, offset: c.offset, data, at: event.at };
+      c.offset += data.length;
+      if (!this.write(chunk)) return false;
+    }
+  }
+
+  /** Hands a chunk to the sink; false when it is full (the pump resumes on its drain). */
+  private write(chunk: LogChunk): boolean {
+    if (this.sink.write(chunk, this.tokenFn)) return true;
+    this.waitingForDrain = true;
+    this.sink.onDrain(() => {
+      this.waitingForDrain = false;
+      this.pump();
+    });
+    return false;
   }
 }
 

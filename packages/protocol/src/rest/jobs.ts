@@ -204,10 +204,16 @@ export const LogQuery = Type.Object({
   /**
    * text: the bytes alone; ndjson: LogRecord lines, then {"end": …}; sse: LogRecord events
    * with resumable ids, then an "end" event; frames: per record a header line
-   * {"rank","stream","offset","bytes"} followed by exactly `bytes` raw bytes, then
+   * {"rank","stream","offset","bytes"} (and "time" with order=time) followed by exactly `bytes` raw bytes, then
    * {"end": …} (what `rankd run` reads: no text decoding, no escaping).
    */
   format: Type.Optional(Type.Union([Type.Literal('text'), Type.Literal('ndjson'), Type.Literal('sse'), Type.Literal('frames')])),
+  /**
+   * stream (default): each stream in large chunks, round robin, the fastest for bulk reads;
+   * time: the output of all ranks in the order the controller stored it, each record with its
+   * `time` (what `rankd logs` reads).
+   */
+  order: Type.Optional(Type.Union([Type.Literal('stream'), Type.Literal('time')])),
 });
 
 export const LOG_FRAMES_CONTENT_TYPE = 'application/vnd.rankd.log-frames';
@@ -221,5 +227,7 @@ export const LogRecord = Type.Object({
   /** UTF-8 text of the bytes [offset, offset + bytes). */
   data: Type.String(),
   bytes: Type.Integer(),
+  /** With order=time: when the controller stored these bytes (RFC 3339, milliseconds). */
+  time: Type.Optional(Type.String()),
 });
 export type LogRecord = Type.Static<typeof LogRecord>;

@@ -31,7 +31,7 @@ const LOG_STREAM = {
       },
     },
     [LOG_FRAMES_CONTENT_TYPE]: {
-      schema: { type: 'string', description: 'Per record a JSON header line {"rank","stream","offset","bytes"} followed by exactly `bytes` raw bytes; status lines as in NDJSON, and last {"end"} (or {"revoked"})' },
+      schema: { type: 'string', description: 'Per record a JSON header line {"rank","stream","offset","bytes"} (and "time" with order=time) followed by exactly `bytes` raw bytes; status lines as in NDJSON, and last {"end"} (or {"revoked"})' },
     },
   },
 };
@@ -88,7 +88,7 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
       const cursors: Cursor[] = ranks.flatMap((rank) =>
         streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
       );
-      const reader = (follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false));
+      const reader = (follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false, q.order ?? 'stream'));
       // a followed job's warnings (RLIMIT_MEMLOCK, numactl, …) reach the terminal, not only its JSON
       if (q.follow && format !== 'text') {
         const stopWarnings = followWarnings(jobs, view.id, (w) => sink.status({ warning: w }));
@@ -168,10 +168,18 @@ function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): 
       if (format === 'text') return write(chunk.data);
       if (format === 'frames') {
         // the header line and the raw bytes in one write: one chunk on the wire
-        const header = Buffer.from(`{"rank":${chunk.rank},"stream":"${chunk.stream}","offset":${chunk.offset},"bytes":${chunk.data.length}}\n`);
+        const time = chunk.at === undefined ? '' : `,"time":"${new Date(chunk.at).toISOString()}"`;
+        const header = Buffer.from(`{"rank":${chunk.rank},"stream":"${chunk.stream}","offset":${chunk.offset},"bytes":${chunk.data.length}${time}}\n`);
         return write(Buffer.concat([header, chunk.data], header.length + chunk.data.length));
       }
-      const record = JSON.stringify({ rank: chunk.rank, stream: chunk.stream, offset: chunk.offset, bytes: chunk.data.length, data: chunk.data.toString('utf8') });
+      const record = JSON.stringify({
+        rank: chunk.rank,
+        stream: chunk.stream,
+        offset: chunk.offset,
+        bytes: chunk.data.length,
+        data: chunk.data.toString('utf8'),
+        ...(chunk.at === undefined ? {} : { time: new Date(chunk.at).toISOString() }),
+      });
       return format === 'ndjson' ? write(record + '\n') : write(`id: ${cursor()}\nevent: output\ndata: ${record}\n\n`);
     },
     onDrain(resume) {
