@@ -127,6 +127,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -141,6 +165,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -155,6 +203,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -169,6 +241,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -391,6 +487,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -436,6 +556,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -621,6 +765,7 @@ export interface paths {
                                         gidTableLength?: number;
                                     }[];
                                 }[];
+                                verbsAbi?: number | null;
                             };
                             gpus: {
                                 pciAddress: string;
@@ -657,6 +802,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -755,6 +924,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -845,6 +1038,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -944,6 +1161,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -958,6 +1199,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -972,6 +1237,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -986,6 +1275,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1050,6 +1363,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1064,6 +1401,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1078,6 +1439,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1092,6 +1477,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1106,6 +1515,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1206,6 +1639,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1491,6 +1948,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1852,6 +2333,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -1995,6 +2500,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2140,6 +2669,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2154,6 +2707,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2304,6 +2881,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2318,6 +2919,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2411,6 +3036,7 @@ export interface paths {
                     offset?: number;
                     follow?: boolean;
                     format?: "text" | "ndjson" | "sse" | "frames";
+                    order?: "stream" | "time";
                 };
                 header?: never;
                 path: {
@@ -2433,6 +3059,7 @@ export interface paths {
                             offset: number;
                             data: string;
                             bytes: number;
+                            time?: string;
                         } | {
                             queued: {
                                 reason: string;
@@ -2440,6 +3067,12 @@ export interface paths {
                         } | {
                             started: {
                                 state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                            };
+                        } | {
+                            warning: {
+                                node: string;
+                                ranks: number[];
+                                message: string;
                             };
                         } | {
                             end: {
@@ -2468,6 +3101,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2484,6 +3141,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2617,6 +3298,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2697,6 +3402,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2800,6 +3529,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2876,6 +3629,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -2972,6 +3749,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3117,6 +3918,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3133,6 +3958,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3186,6 +4035,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3200,6 +4073,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3295,6 +4192,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3309,6 +4230,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3361,6 +4306,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3375,6 +4344,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3448,6 +4441,30 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            suggestion?: {
+                                nodes?: number;
+                                nodelist?: string[];
+                                group?: string;
+                                ntasks?: number;
+                                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                                distribution?: "block" | "cyclic";
+                                oversubscribe?: boolean;
+                                cpusPerRank?: number;
+                                ht?: "first" | "all";
+                                commWorkers?: number;
+                                commOn?: "siblings" | "cores";
+                                memBind?: "local" | "none";
+                                nic?: string;
+                                gpusPerRank?: number;
+                                gpuBind?: "none" | "visible";
+                                masterPort?: number;
+                                env?: {
+                                    [key: string]: string;
+                                };
+                                envProfile?: "default" | "mpi";
+                                exclusive?: boolean;
+                                share?: boolean;
+                            };
                         };
                     };
                 };
@@ -3796,6 +4813,30 @@ export interface components {
             code: string;
             error: string;
             message: string;
+            suggestion?: {
+                nodes?: number;
+                nodelist?: string[];
+                group?: string;
+                ntasks?: number;
+                ranksPerNode?: number | "numa" | "socket" | "gpu";
+                distribution?: "block" | "cyclic";
+                oversubscribe?: boolean;
+                cpusPerRank?: number;
+                ht?: "first" | "all";
+                commWorkers?: number;
+                commOn?: "siblings" | "cores";
+                memBind?: "local" | "none";
+                nic?: string;
+                gpusPerRank?: number;
+                gpuBind?: "none" | "visible";
+                masterPort?: number;
+                env?: {
+                    [key: string]: string;
+                };
+                envProfile?: "default" | "mpi";
+                exclusive?: boolean;
+                share?: boolean;
+            };
         };
         ShellControl: {
             /** @enum {string} */
