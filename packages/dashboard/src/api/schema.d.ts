@@ -127,29 +127,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -165,29 +145,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -203,29 +163,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -241,29 +181,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -487,29 +407,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -556,29 +456,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -802,29 +682,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -924,29 +784,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1038,29 +878,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1161,29 +981,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1199,29 +999,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1237,29 +1017,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1275,29 +1035,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1363,29 +1103,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1401,29 +1121,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1439,29 +1139,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1477,29 +1157,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1515,29 +1175,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1639,29 +1279,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -1948,29 +1568,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -2333,29 +1933,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -2500,29 +2080,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -2669,29 +2229,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -2707,29 +2247,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -2881,29 +2401,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -2919,29 +2419,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3101,29 +2581,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3141,29 +2601,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3298,29 +2738,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3402,29 +2822,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3529,29 +2929,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3629,29 +3009,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3749,29 +3109,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3918,29 +3258,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -3958,29 +3278,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4035,29 +3335,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4073,29 +3353,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4192,29 +3452,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4230,29 +3470,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4306,29 +3526,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4344,29 +3544,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4441,29 +3621,9 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
                             suggestion?: {
-                                nodes?: number;
-                                nodelist?: string[];
-                                group?: string;
-                                ntasks?: number;
-                                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                                distribution?: "block" | "cyclic";
-                                oversubscribe?: boolean;
-                                cpusPerRank?: number;
-                                ht?: "first" | "all";
-                                commWorkers?: number;
-                                commOn?: "siblings" | "cores";
-                                memBind?: "local" | "none";
-                                nic?: string;
-                                gpusPerRank?: number;
-                                gpuBind?: "none" | "visible";
-                                masterPort?: number;
-                                env?: {
-                                    [key: string]: string;
-                                };
-                                envProfile?: "default" | "mpi";
-                                exclusive?: boolean;
-                                share?: boolean;
+                                [key: string]: unknown;
                             };
                         };
                     };
@@ -4813,29 +3973,9 @@ export interface components {
             code: string;
             error: string;
             message: string;
+            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
             suggestion?: {
-                nodes?: number;
-                nodelist?: string[];
-                group?: string;
-                ntasks?: number;
-                ranksPerNode?: number | "numa" | "socket" | "gpu";
-                distribution?: "block" | "cyclic";
-                oversubscribe?: boolean;
-                cpusPerRank?: number;
-                ht?: "first" | "all";
-                commWorkers?: number;
-                commOn?: "siblings" | "cores";
-                memBind?: "local" | "none";
-                nic?: string;
-                gpusPerRank?: number;
-                gpuBind?: "none" | "visible";
-                masterPort?: number;
-                env?: {
-                    [key: string]: string;
-                };
-                envProfile?: "default" | "mpi";
-                exclusive?: boolean;
-                share?: boolean;
+                [key: string]: unknown;
             };
         };
         ShellControl: {

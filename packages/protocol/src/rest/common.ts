@@ -1,5 +1,4 @@
 import Type from 'typebox';
-import { PlacementSpec } from '../plan.js';
 
 /** Every REST error: fastify's shape, with our stable `code`. */
 export const ErrorBody = Type.Object({
@@ -7,8 +6,11 @@ export const ErrorBody = Type.Object({
   code: Type.String(),
   error: Type.String(),
   message: Type.String(),
-  /** A placement the planner refused: the nearest spec that plans, as the fields to change. */
-  suggestion: Type.Optional(PlacementSpec),
+  /**
+   * A placement the planner refused: the nearest spec that plans, as the PlacementSpec fields
+   * to change (kept loose here, so that every error of every route does not repeat the spec).
+   */
+  suggestion: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'PlacementSpec fields to change, e.g. {"ntasks": 2}' })),
 });
 export type ErrorBody = Type.Static<typeof ErrorBody>;
 
