@@ -86,7 +86,7 @@ t.test('import an Ansible INI inventory with groups, children and vars; hosts ma
   t.same(plan.body.nodes.map((n) => n.name), ['n1', 'n2', 'n4']);
   const withGhosts = await f.cli(['run', '-q', '--group', 'compute', '--', 'true']);
   t.equal(withGhosts.code, 65);
-  t.match(withGhosts.stderr, /--group compute selects host\(s\) without a ready agent: ghost1 \(no agent\), ghost2 \(no agent\); leave them out with --group 'compute:!ghost1:!ghost2'/);
+  t.match(withGhosts.stderr, /--group compute selects hosts without a ready agent: ghost1 \(no agent\), ghost2 \(no agent\); leave them out with --group 'compute:!ghost1:!ghost2'/);
   const run = await f.cli(['run', '-q', '--group', 'compute:!ghost1:!ghost2', '--', 'true']);
   t.equal(run.code, 0, run.stderr);
 });

@@ -7,6 +7,7 @@
 // j of a machine with nodes 0,2,4 is node 4's; sparse ids need no special case here.
 import type { HugePages, NumaNode } from '@rankd/protocol';
 import { FactsWarningCode, type Sysfs } from './sysfs.js';
+import { plural } from '@rankd/protocol/plural';
 
 const NODE = '/sys/devices/system/node';
 
@@ -121,7 +122,7 @@ function readDistanceRow(sys: Sysfs, path: string, count: number): number[] | nu
   if (text === null) return null;
   const values = text.split(/\s+/).filter(Boolean);
   if (values.length < count || !values.slice(0, count).every((v) => /^\d+$/.test(v))) {
-    sys.warn(FactsWarningCode.Garbled, `expected ${count} distances, read "${text.slice(0, 80)}"`, path);
+    sys.warn(FactsWarningCode.Garbled, `expected ${plural(count, 'distance')}, read "${text.slice(0, 80)}"`, path);
     return null;
   }
   return values.slice(0, count).map(Number);

@@ -12,6 +12,7 @@ import { CliError, ExitCode } from '../exit-codes.js';
 import { integerIn, secondsIn, textOf } from '../options.js';
 import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
+import { plural } from '@rankd/protocol/plural';
 
 interface Minted {
   id: string;
@@ -83,7 +84,7 @@ export function register(program: Command): void {
       const lines = joinLines(minted, controller, tokenFile);
       if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller, tokenFile, ...lines }, null, 2) + '\n');
       else process.stdout.write(`# on the node, as root: the token goes to a file only root can read, then the agent reads it from there\n${lines.writeToken}\n${lines.command}\n`);
-      process.stderr.write(`rankd: join token ${minted.id} expires ${minted.expiresAt}, ${minted.maxUses} use(s)\n`);
+      process.stderr.write(`rankd: join token ${minted.id} expires ${minted.expiresAt}, ${plural(minted.maxUses, 'use')}\n`);
     });
 
   const tokens = program.command('join-token').description('list, create or revoke join tokens');

@@ -65,7 +65,7 @@ export function renderSummary(f: Facts): string {
 
   f.rdma.devices.forEach((d, i) => {
     const ports = d.ports
-      .map((p) => `port ${p.port} ${p.state} ${p.linkLayer}${p.rate ? ` ${p.rate}` : ''}${p.netdev ? ` (${p.netdev})` : ''}, ${p.gids.length} gids`)
+      .map((p) => `port ${p.port} ${p.state} ${p.linkLayer}${p.rate ? ` ${p.rate}` : ''}${p.netdev ? ` (${p.netdev})` : ''}, ${plural(p.gids.length, 'gid')}`)
       .join('; ');
     lines.push(`${i === 0 ? 'rdma     ' : '         '}${d.name}: ${d.transport}, numa ${d.numaNode ?? '?'}, ${ports}`);
   });

@@ -3,6 +3,7 @@
 import type { DoctorCheck, DoctorNodeReport, Facts } from '@rankd/protocol';
 import { bytes, fail, pass, warn } from './check.js';
 import { rankNumaNodes } from './rdma-checks.js';
+import { agree } from '@rankd/protocol/plural';
 
 /** Below this much free memory a NUMA node cannot take a rank's working set. */
 const FREE_FAIL_KB = 1024 * 1024;
@@ -30,7 +31,7 @@ export function numaMemoryCheck(node: string, f: Facts): DoctorCheck {
   }
   const unknown = nodes.filter((n) => n.memTotalKb === null || n.memFreeKb === null);
   if (unknown.length > 0) {
-    return warn(node, 'memory.numa', `free memory of NUMA node(s) ${unknown.map((n) => n.id).join(',')} is unknown`, 'check that /sys/devices/system/node/node*/meminfo is readable by the agent');
+    return warn(node, 'memory.numa', `free memory of ${agree(unknown.length, 'NUMA node', 'NUMA nodes')} ${unknown.map((n) => n.id).join(',')} is unknown`, 'check that /sys/devices/system/node/node*/meminfo is readable by the agent');
   }
   return judge(node, nodes.map((n) => ({ label: `node ${n.id}`, total: n.memTotalKb!, free: n.memFreeKb!, id: n.id })));
 }

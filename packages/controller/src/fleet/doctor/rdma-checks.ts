@@ -2,6 +2,7 @@
 // and a NIC local to every NUMA node that will host ranks.
 import type { DoctorCheck, Facts, RdmaDevice, RdmaPort } from '@rankd/protocol';
 import { fail, pass, warn } from './check.js';
+import { agree } from '@rankd/protocol/plural';
 
 /** NUMA nodes ranks may land on: with allowed CPUs, in the allowed mems, not GPU memory. */
 export function rankNumaNodes(f: Facts): number[] {
@@ -84,7 +85,7 @@ export function nicLocalityCheck(node: string, f: Facts): DoctorCheck | null {
   return warn(
     node,
     'rdma.numa',
-    `ranks on NUMA node(s) ${without.join(',')} have no local RDMA NIC (${where}): their traffic crosses the socket link`,
-    `keep ranks on the NUMA node(s) with a NIC (fewer --ranks-per-node), or add a NIC to node ${without[0]}`,
+    `ranks on ${agree(without.length, 'NUMA node', 'NUMA nodes')} ${without.join(',')} have no local RDMA NIC (${where}): their traffic crosses the socket link`,
+    `keep ranks on the NUMA nodes with a NIC (fewer --ranks-per-node), or add a NIC to node ${without[0]}`,
   );
 }

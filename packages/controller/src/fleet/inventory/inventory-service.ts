@@ -14,6 +14,7 @@ import { ALL, UNGROUPED, emptyInventory, groupMembers, hostMemberships, mergeInv
 import { indexNodes, nodeForHost, presenceOf, type NodeIndex } from './node-mapping.js';
 import { parseInventory } from './parse.js';
 import { matchPattern, type PatternUniverse } from './pattern.js';
+import { agree } from '@rankd/protocol/plural';
 
 interface Snapshot {
   universe: PatternUniverse;
@@ -121,7 +122,7 @@ export class FleetInventory {
         const more = missing.length > 8 ? ` and ${missing.length - 8} more` : '';
         throw new PlanError(
           PlanErrorCode.UnknownNode,
-          `--group ${group} selects host(s) without a ready agent: ${shown.join(', ')}${more}; ` +
+          `--group ${group} selects ${agree(missing.length, 'a host', 'hosts')} without a ready agent: ${shown.join(', ')}${more}; ` +
             (missing.length <= 8 ? `leave them out with --group '${[group, ...missing.map((h) => `!${h.host}`)].join(':')}'` : 'leave them out with ":!host" terms'),
         );
       }
