@@ -84,3 +84,37 @@ t.test('the labeller puts the label after every newline byte and nowhere else, a
   r.flush();
   t.same(Buffer.concat(raw), Buffer.from([0xff, 0x0a, 0x61, 0x0a]), 'no label: the bytes as they came, the last line ended');
 });
+
+t.test('with times: each line is stamped with the time of its first byte, before its label', async (t) => {
+  const written: Buffer[] = [];
+  const l = new LineLabeler('0: ', (b) => (written.push(b), true));
+  l.push(Buffer.from('a'), 'T1');
+  l.push(Buffer.from('b\nc\nd'), 'T2'); // "ab" began at T1; "c" and "d" at T2
+  l.push(Buffer.from('\n'), 'T3');
+  l.push(Buffer.from('e'), 'T4');
+  l.flush();
+  t.equal(Buffer.concat(written).toString('utf8'), 'T1 0: ab\nT2 0: c\nT2 0: d\nT4 0: e\n');
+  const bare: Buffer[] = [];
+  const r = new LineLabeler('', (b) => (bare.push(b), true));
+  r.push(Buffer.from('x\ny\n'), 'T5');
+  t.equal(Buffer.concat(bare).toString('utf8'), 'T5 x\nT5 y\n', 'stamped without a label');
+});
+
+t.test('status lines and times in headers: warnings, and the time of a chunk asked in time order', async (t) => {
+  const data = Buffer.from('hi\n');
+  const frames = await collect(
+    pieces(
+      Buffer.concat([
+        Buffer.from('{"warning":{"node":"vm","ranks":[0,1],"message":"RLIMIT_MEMLOCK stays 8388608"}}\n'),
+        Buffer.from(`{"rank":0,"stream":"stdout","offset":0,"bytes":3,"time":"2026-11-25T20:03:13.613Z"}\n`),
+        data,
+      ]),
+      [],
+    ),
+  );
+  t.same(frames, [
+    { kind: 'warning', node: 'vm', ranks: [0, 1], message: 'RLIMIT_MEMLOCK stays 8388608' },
+    { kind: 'output', rank: 0, stream: 'stdout', offset: 0, time: '2026-11-25T20:03:13.613Z', data },
+  ]);
+  await t.rejects(collect(pieces(Buffer.from('{"rank":0,"stream":"stdout","offset":0,"bytes":0,"time":5}\n'), [])), /malformed log stream: an unexpected header/);
+});

@@ -97,6 +97,8 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
           continue;
         }
         if (frame.kind === 'warning') {
+          // a warning comes with its node's ranks' start: after the header
+          if (!started) await start();
           options.onWarning?.(frame);
           continue;
         }
