@@ -5,8 +5,8 @@
 // but its own lag: it never slows the ranks, the agents or the other readers.
 import { cursorKey, encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
 import type { StreamName } from '@rankd/protocol';
-import type { OutputEvent } from '../store/events-repo.js';
 import type { JobManager } from './job-manager.js';
+import { LogTimeline } from './log-timeline.js';
 
 // large enough that per-record costs (headers, syscalls) vanish next to the bytes
 const CHUNK_BYTES = 256 * 1024;
@@ -26,8 +26,6 @@ export interface LogChunk {
  */
 export type LogOrder = 'stream' | 'time';
 
-/** Chunks of the job's timeline read per query. */
-const TIMELINE_PAGE = 512;
 
 export interface LogEnd {
   state: string;
@@ -54,9 +52,8 @@ export class LogFollower {
   private waitingForDrain = false;
   private stopped = false;
   private readonly onEnded = (id: string) => id === this.jobId && this.schedule();
-  /** Time order: the last timeline event read, and those read but not yet delivered. */
-  private lastEvent = 0;
-  private timeline: OutputEvent[] = [];
+  /** Time order: the job's stored chunks, in the order they were stored. */
+  private readonly timeline: LogTimeline | null;
   private readonly cursorOf: Map<string, Cursor>;
 
   constructor(
@@ -68,6 +65,7 @@ export class LogFollower {
     private readonly order: LogOrder = 'stream',
   ) {
     this.cursorOf = new Map(cursors.map((c) => [cursorKey(c.rank, c.stream), c]));
+    this.timeline = order === 'time' ? new LogTimeline(jobs.events, jobId, [...new Set(cursors.map((c) => c.rank))]) : null;
   }
 
   start(): void {
@@ -105,7 +103,7 @@ export class LogFollower {
     if (this.stopped) return;
     // Checked before reading: if the job has ended now, everything it wrote is in the files.
     const ended = this.jobs.isEnded(this.jobId);
-    if (this.order === 'time' && !this.pumpTimeline(ended)) return;
+    if (this.timeline && !this.pumpTimeline(this.timeline, ended)) return;
     // in time order, what no event covers (bytes a crashed controller wrote but did not
     // record) goes last; a live job's next event of that stream takes them sooner
     let progressed = this.order === 'stream' || ended || !this.follow;
@@ -137,17 +135,12 @@ export class LogFollower {
    * cursor to its end, so bytes an earlier chunk held back (an unfinished UTF-8 character)
    * or that no event recorded go out with it.
    */
-  private pumpTimeline(ended: boolean): boolean {
+  private pumpTimeline(timeline: LogTimeline, ended: boolean): boolean {
     for (;;) {
-      if (this.timeline.length === 0) {
-        const page = this.jobs.events.outputsOf(this.jobId, this.lastEvent, TIMELINE_PAGE);
-        if (page.length === 0) return true;
-        this.lastEvent = page[page.length - 1]!.id;
-        this.timeline = page.filter((e) => this.cursorOf.has(cursorKey(e.rank, e.stream)));
-        continue;
-      }
-      const event = this.timeline.shift()!;
-      const c = this.cursorOf.get(cursorKey(event.rank, event.stream))!;
+      const event = timeline.next();
+      if (!event) return true;
+      const c = this.cursorOf.get(cursorKey(event.rank, event.stream));
+      if (!c) continue; // a rank or stream not asked for
       const end = event.offset + event.bytes;
       if (c.offset >= end) continue; // delivered already: a resumed reader, or --offset
       const raw = this.jobs.logs.read(this.jobId, c.rank, c.stream, c.offset, end - c.offset);

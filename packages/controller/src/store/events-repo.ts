@@ -22,24 +22,42 @@ export interface OutputEvent {
 export class EventsRepo {
   private readonly insert;
   private readonly since;
-  private readonly outputs;
+  private readonly rankOutputsStmt;
+  private readonly jobOutputsStmt;
+  private readonly lastStmt;
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO events (at, kind, subject, data) VALUES (?, ?, ?, ?)');
     this.since = db.prepare('SELECT id, at, kind, subject, data FROM events WHERE id > ? ORDER BY id LIMIT ?');
-    // a job's rank subjects are "<job>/<rank>": the range ["<job>/", "<job>0") holds them and
-    // no other job's ('0' follows '/')
-    this.outputs = db.prepare("SELECT id, at, subject, data FROM events WHERE subject >= ? AND subject < ? AND kind = 'rank.output' AND id > ? ORDER BY id LIMIT ?");
+    // one rank's chunks come from the subject index in id order, without a sort
+    this.rankOutputsStmt = db.prepare("SELECT id, at, subject, data FROM events WHERE subject = ? AND id > ? AND id <= ? AND kind = 'rank.output' ORDER BY id LIMIT ?");
+    // the newest events of a whole job: "+subject" keeps SQLite on the primary key from afterId
+    // on (a job's rank subjects "<job>/<rank>" lie in ["<job>/", "<job>0"), '0' following '/')
+    this.jobOutputsStmt = db.prepare("SELECT id, at, subject, data FROM events WHERE id > ? AND +subject >= ? AND +subject < ? AND kind = 'rank.output' ORDER BY id LIMIT ?");
+    this.lastStmt = db.prepare('SELECT max(id) AS id FROM events');
   }
 
   append(kind: string, subject: string, data: Record<string, unknown> = {}, at = Date.now()): void {
     this.insert.run(at, kind, subject, JSON.stringify(data));
   }
 
-  /** A job's stored output chunks after `afterId`, in the order the controller stored them. */
-  outputsOf(jobId: string, afterId: number, limit: number): OutputEvent[] {
-    const rows = this.outputs.all(`${jobId}/`, `${jobId}0`, afterId, limit) as Array<{ id: number; at: number; subject: string; data: string }>;
-    return rows.map((r) => {
+  /** The id of the newest event, 0 when there is none. */
+  lastId(): number {
+    return (this.lastStmt.get() as { id: number | null }).id ?? 0;
+  }
+
+  /** One rank's stored output chunks with ids in (afterId, upTo], oldest first. */
+  rankOutputs(jobId: string, rank: number, afterId: number, upTo: number, limit: number): OutputEvent[] {
+    return this.outputRows(jobId, this.rankOutputsStmt.all(`${jobId}/${rank}`, afterId, upTo, limit));
+  }
+
+  /** A job's output chunks stored after afterId, oldest first: cheap when they are recent. */
+  jobOutputsAfter(jobId: string, afterId: number, limit: number): OutputEvent[] {
+    return this.outputRows(jobId, this.jobOutputsStmt.all(afterId, `${jobId}/`, `${jobId}0`, limit));
+  }
+
+  private outputRows(jobId: string, rows: unknown[]): OutputEvent[] {
+    return (rows as Array<{ id: number; at: number; subject: string; data: string }>).map((r) => {
       const d = JSON.parse(r.data) as { stream: 'stdout' | 'stderr'; offset: number; bytes: number };
       return { id: r.id, at: r.at, rank: Number(r.subject.slice(jobId.length + 1)), stream: d.stream, offset: d.offset, bytes: d.bytes };
     });
