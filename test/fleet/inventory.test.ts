@@ -40,7 +40,7 @@ t.test('import an Ansible INI inventory with groups, children and vars; hosts ma
   ]);
   const imported = await f.importInventory('lab.ini', INI);
   t.equal(imported.code, 0, imported.stderr);
-  t.match(imported.stdout, /imported .*lab\.ini \(ini\): 6 host\(s\) in 3 group\(s\); 2 host\(s\) have no agent yet/);
+  t.match(imported.stdout, /imported .*lab\.ini \(ini\): 6 hosts in 3 groups; 2 hosts have no agent yet/);
 
   const shown = await f.cli(['inventory', '--json']);
   const view = JSON.parse(shown.stdout) as InventoryViewLike;

@@ -70,6 +70,6 @@ t.test('a term that matches nothing is an error that names it', async (t) => {
   t.throws(() => match('a*'), { code: 'RANKD_PATTERN_UNKNOWN', message: /"a\*"/ }, 'globs do not match the implicit group all');
   t.throws(() => match('rack=r9'), { code: 'RANKD_PATTERN_UNKNOWN' });
   t.throws(() => match('gpu::cpu'), { code: 'RANKD_PATTERN_INVALID', message: /empty term/ });
-  t.throws(() => match('gpu[7]'), { code: 'RANKD_PATTERN_INVALID', message: 'gpu[7]: index 7 is outside the 4 host(s) of gpu' });
+  t.throws(() => match('gpu[7]'), { code: 'RANKD_PATTERN_INVALID', message: 'gpu[7]: index 7 is outside the 4 hosts of gpu' });
   t.throws(() => match('~(unclosed'), { code: 'RANKD_PATTERN_INVALID', message: /bad regular expression/ });
 });

@@ -8,6 +8,7 @@ import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { ExitCode } from '../exit-codes.js';
 import { collect, secondsIn } from '../options.js';
+import { plural } from '@rankd/protocol/plural';
 
 export const DOCTOR_FAILED = 1;
 
@@ -62,7 +63,7 @@ export function renderDoctor(r: DoctorResult): string {
   }
   if (r.matrix) out.push(renderMatrix(r.matrix));
   if (r.nodes.length === 0) out.push(`no hosts matched "${r.pattern}"\n`);
-  out.push(`\n${r.summary.pass} PASS, ${r.summary.warn} WARN, ${r.summary.fail} FAIL over ${r.nodes.length} host(s)\n`);
+  out.push(`\n${r.summary.pass} PASS, ${r.summary.warn} WARN, ${r.summary.fail} FAIL over ${plural(r.nodes.length, 'host')}\n`);
   return out.join('');
 }
 

@@ -8,6 +8,7 @@ import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { renderTable } from '../table.js';
+import { agree, plural } from '@rankd/protocol/plural';
 
 export function register(program: Command): void {
   const inventory = program.command('inventory').description('inventory groups and hosts (Ansible INI, MPI/DeepSpeed hostfiles)');
@@ -53,7 +54,7 @@ export function register(program: Command): void {
       }
       const groups = view.groups.filter((g) => g.name !== 'all' && g.name !== 'ungrouped').length;
       const missing = view.hosts.filter((h) => h.agent === 'none').length;
-      process.stdout.write(`imported ${file} (${view.source?.format}): ${view.hosts.length} host(s) in ${groups} group(s)${missing ? `; ${missing} host(s) have no agent yet` : ''}\n`);
+      process.stdout.write(`imported ${file} (${view.source?.format}): ${plural(view.hosts.length, 'host')} in ${plural(groups, 'group')}${missing ? `; ${plural(missing, 'host')} ${agree(missing, 'has', 'have')} no agent yet` : ''}\n`);
     });
 
   inventory

@@ -8,6 +8,7 @@ import { request } from '../client/http.js';
 import { printJson } from '../json-output.js';
 import { textOf } from '../options.js';
 import { renderTable } from '../table.js';
+import { plural } from '@rankd/protocol/plural';
 
 export function register(program: Command): void {
   program
@@ -59,7 +60,7 @@ export function register(program: Command): void {
     .argument('<name>')
     .action(async (name: string) => {
       const r = await request<{ node: string; revokedSerials: string[]; droppedLinks: number }>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}`, { method: 'DELETE' });
-      process.stderr.write(`rankd: node ${r.node} removed: ${r.revokedSerials.length} certificate(s) revoked, ${r.droppedLinks} link(s) dropped\n`);
+      process.stderr.write(`rankd: node ${r.node} removed: ${plural(r.revokedSerials.length, 'certificate')} revoked, ${plural(r.droppedLinks, 'link')} dropped\n`);
     });
 }
 

@@ -13,6 +13,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ErrorCode, JOIN_TOKEN_PATTERN, MAX_CSR_BYTES, RankdError, nodeNameProblem, type JoinTokenView } from '@rankd/protocol';
 import type { Db } from '../store/database.js';
 import { issueNodeCert, normalSerial, parseCsr, type KeyPair } from './pki.js';
+import { plural } from '@rankd/protocol/plural';
 
 export const DEFAULT_JOIN_TOKEN_TTL_MS = 24 * 3_600_000;
 export const DEFAULT_NODE_CERT_TTL_MS = 365 * 86_400_000;
@@ -117,7 +118,7 @@ export class Enrollment {
     if (row.revoked_at !== null) throw new RankdError(ErrorCode.JoinTokenRevoked, `join token "${row.id}" was revoked`);
     if (row.expires_at <= this.now()) throw new RankdError(ErrorCode.JoinTokenExpired, `join token "${row.id}" expired at ${new Date(row.expires_at).toISOString()}`);
     const csr = await this.csr(csrPem);
-    if (row.uses >= row.max_uses) throw new RankdError(ErrorCode.JoinTokenUsed, `join token "${row.id}" was already used ${row.uses} time(s) of ${row.max_uses}`);
+    if (row.uses >= row.max_uses) throw new RankdError(ErrorCode.JoinTokenUsed, `join token "${row.id}" was already used ${plural(row.uses, 'time')} of ${row.max_uses}`);
     this.checkNameFree(csr.name);
     const issued = await issueNodeCert(this.ca, csr, this.nodeCertTtlMs);
     // the checks above are re-run inside the transaction: two CSRs racing for one use or one name

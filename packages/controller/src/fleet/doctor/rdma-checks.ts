@@ -2,7 +2,7 @@
 // and a NIC local to every NUMA node that will host ranks.
 import type { DoctorCheck, Facts, RdmaDevice, RdmaPort } from '@rankd/protocol';
 import { fail, pass, warn } from './check.js';
-import { agree } from '@rankd/protocol/plural';
+import { agree, plural } from '@rankd/protocol/plural';
 
 /** NUMA nodes ranks may land on: with allowed CPUs, in the allowed mems, not GPU memory. */
 export function rankNumaNodes(f: Facts): number[] {
@@ -28,7 +28,7 @@ export function rdmaPortCheck(node: string, f: Facts): DoctorCheck {
   }
   const down = devices.flatMap((d) => d.ports.filter((p) => p.state !== 'ACTIVE').map((p) => ({ d, p })));
   const total = devices.reduce((a, d) => a + d.ports.length, 0);
-  if (down.length === 0) return pass(node, 'rdma.port', `${total} RDMA port(s) ACTIVE`);
+  if (down.length === 0) return pass(node, 'rdma.port', `${plural(total, 'RDMA port')} ACTIVE`);
   const list = down.map(({ d, p }) => `${portName(d, p)} is ${p.state}${p.physState ? ` (${p.physState})` : ''}`).join(', ');
   const { d, p } = down[0]!;
   const fix =
@@ -37,7 +37,7 @@ export function rdmaPortCheck(node: string, f: Facts): DoctorCheck {
       : `check the cable and that a subnet manager runs on the fabric (\`ibstat ${d.name} ${p.port}\`)`;
   // a node with some ports up still runs ranks on those: WARN; with none up, nothing RDMA works
   const status = down.length === total ? fail : warn;
-  return status(node, 'rdma.port', `${down.length} of ${total} RDMA port(s) not ACTIVE: ${list}`, fix);
+  return status(node, 'rdma.port', `${down.length} of ${plural(total, 'RDMA port')} not ACTIVE: ${list}`, fix);
 }
 
 /** RoCE ports need a RoCE v2 GID on a routable address (IPv4-mapped or global IPv6) for NCCL/UCX to use. */

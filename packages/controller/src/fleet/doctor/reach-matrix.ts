@@ -88,7 +88,7 @@ function reachCheck(
   if (bad.length === 0 && inbound.length === 0) {
     const rtts = row.filter((c): c is MatrixCell => c !== null && c.rttMs !== null).map((c) => c.rttMs!);
     const peers = members.length - 1;
-    return pass(node, 'reach', peers === 0 ? 'no peers to probe' : `reaches all ${peers} peer(s) over ${own.address}${rtts.length ? ` (round trip ≤ ${Math.max(...rtts)} ms)` : ''}`);
+    return pass(node, 'reach', peers === 0 ? 'no peers to probe' : `reaches ${peers === 1 ? 'its peer' : `all ${peers} peers`} over ${own.address}${rtts.length ? ` (round trip ≤ ${Math.max(...rtts)} ms)` : ''}`);
   }
   const parts = [
     ...bad.map(({ c, peer }) => `cannot reach ${peer}: ${c!.error ?? 'failed'}`),

@@ -14,6 +14,7 @@
 // a term that matches nothing is an error naming it, never a silent empty set: a typo in
 // `!gpu07` must not run a command on gpu07.
 import { FleetErrorCode, RankdError } from '@rankd/protocol';
+import { plural } from '@rankd/protocol/plural';
 
 export interface PatternUniverse {
   /** Every host, in the order results are listed. */
@@ -113,12 +114,12 @@ function subscript(term: string, hosts: string[], m: RegExpExecArray): string[] 
   if (m[2] !== undefined) {
     const i = at(Number(m[2]));
     const host = hosts[i];
-    if (host === undefined) throw invalid(`${term}: index ${m[2]} is outside the ${hosts.length} host(s) of ${m[1]}`, term);
+    if (host === undefined) throw invalid(`${term}: index ${m[2]} is outside the ${plural(hosts.length, 'host')} of ${m[1]}`, term);
     return [host];
   }
   const start = m[3] === '' ? 0 : Number(m[3]);
   const end = m[4] === '' ? hosts.length - 1 : at(Number(m[4]));
-  if (start >= hosts.length || end < start) throw invalid(`${term}: range selects none of the ${hosts.length} host(s) of ${m[1]}`, term);
+  if (start >= hosts.length || end < start) throw invalid(`${term}: range selects none of the ${plural(hosts.length, 'host')} of ${m[1]}`, term);
   return hosts.slice(start, end + 1);
 }
 
