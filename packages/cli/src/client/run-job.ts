@@ -34,7 +34,9 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   // the job's end, a detach or an error stops it (finally below), and the ranks read EOF
   const input = submit.stdin === undefined ? null : await forwardStdin(config, job.id);
   // the header's last lines: they come as each node's ranks start
-  const onWarning = (w: NodeWarning) => options.quiet || process.stderr.write(`rankd: warning: ${describeNodeWarning(w)}\n`);
+  const onWarning = (w: NodeWarning) => {
+    if (!options.quiet) process.stderr.write(`rankd: warning: ${describeNodeWarning(w)}\n`);
+  };
   // like srun's "job N queued and waiting for resources": always said, -q or not
   const onQueued = (reason: string) => process.stderr.write(`rankd: job ${job.id} queued: ${reason}\n`);
   if (job.state === 'queued') onQueued(job.reason);

@@ -44,7 +44,7 @@ export function register(program: Command): void {
     .description('launch pinned ranks and stream their output (like srun); exits with the job\'s code')
     .usage('[placement flags] [options] [--] CMD [ARGS…]')
     .argument('<command...>', 'the program and its arguments: every word from the first one that is not an option (or after --) is the program\'s')
-    .option('-q, --quiet', 'do not print the rank map on stderr')
+    .option('-q, --quiet', 'do not print the rank map and its warnings on stderr')
     .option('--no-label', 'raw output, without the "RANK: " prefix')
     .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
     .option('--grace <time>', `between SIGTERM and SIGKILL when ranks are ended: seconds or a duration (default 10, at most ${JOB_GRACE_SECONDS.max}s)`, secondsIn(JOB_GRACE_SECONDS))
