@@ -4,7 +4,7 @@
 // `rankd logs` in time order, with --timestamps; facts in the ibv_* formats equal to the real
 // tools without devices; an audit table within 120 columns; one rank-map table per run.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -20,7 +20,8 @@ const MEMLOCK = 8 * 1024 * 1024;
  * raise it, whatever the machine allows: every rank then carries the memlock warning.
  */
 function startCappedAgent(controller: ControllerHandle, name: string): { pid: number; stop: () => Promise<void>; output: () => string } {
-  const args = ['agent', '--controller', controller.url, '--ca-hash', controller.caHash, '--state-dir', agentStateDir(controller, name), '--name', name, '--config', '/dev/null', '--allow-root', '--spool-dir', mkdtempSync(join(tmpdir(), 'rankd-spool-'))];
+  const spool = mkdtempSync(join(tmpdir(), 'rankd-spool-'));
+  const args = ['agent', '--controller', controller.url, '--ca-hash', controller.caHash, '--state-dir', agentStateDir(controller, name), '--name', name, '--config', '/dev/null', '--allow-root', '--spool-dir', spool];
   // prlimit and setpriv exec what they run: the PID is the agent's
   const child = spawn('prlimit', [`--memlock=${MEMLOCK}:${MEMLOCK}`, 'setpriv', '--bounding-set', '-sys_resource', '--', process.execPath, CLI, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -34,11 +35,13 @@ function startCappedAgent(controller: ControllerHandle, name: string): { pid: nu
     pid: child.pid!,
     output: () => out,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(kill);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(kill);
+      }
+      rmSync(spool, { recursive: true, force: true });
     },
   };
 }
@@ -150,6 +153,7 @@ t.test('on a real controller and agent', { skip: isRoot ? false : 'the agent run
 
   t.test('rankd logs: the ranks\' lines in the order they were written, and --timestamps', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'rankd-order-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     // the ranks take turns through files: rank 1 writes first, then rank 0, then 1, then 0
     const script = [
       'turn() { while [ ! -e "$D/$1" ]; do sleep 0.02; done; }',
@@ -213,6 +217,7 @@ t.test('facts in the ibv_* formats say what the real tools say where there is no
 
   // kernel verbs, no device: libibverbs reads sysfs where SYSFS_PATH says, rankd under --root
   const root = mkdtempSync(join(tmpdir(), 'rankd-noib-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
   mkdirSync(join(root, 'sys/class/infiniband_verbs'), { recursive: true });
   mkdirSync(join(root, 'sys/class/infiniband'), { recursive: true });
   writeFileSync(join(root, 'sys/class/infiniband_verbs/abi_version'), '6\n');
