@@ -7,10 +7,10 @@ import { CliError, ExitCode } from './exit-codes.js';
 import { modulesFor } from './commands/index.js';
 import { nameFlagsInRefusals } from './options.js';
 import { watchStdout } from './closed-stdout.js';
-
-watchStdout();
 import { suggestedCommand } from './suggested-command.js';
 import type { PlacementSpec } from '@rankd/protocol';
+
+watchStdout();
 
 const program = new Command('rankd')
   .description('pinned distributed ranks on RDMA clusters')
