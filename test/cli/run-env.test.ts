@@ -52,7 +52,7 @@ t.test('an environment over the bound exits 64 before any request', async (t) =>
       name: 'exported variables over 256 KiB together',
       env: { A: 'a'.repeat(100 * KiB), B: 'b'.repeat(100 * KiB), C: 'c'.repeat(90 * KiB) },
       args: [],
-      // 290 KiB and whatever else the client's environment holds (tap adds its own variables to every child)
+      // 290 KiB, plus the few KiB of whatever else the client's environment holds under the runner
       message: /the ranks' environment is 29\d(\.\d)? KiB \(exported 29\d(\.\d)? KiB, --env 0 B\), over rankd's limit of 256 KiB; the largest: A 100 KiB, B 100 KiB, C 90 KiB/,
     },
     {
