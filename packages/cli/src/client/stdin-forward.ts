@@ -9,6 +9,7 @@ import { fstatSync, statSync } from 'node:fs';
 import { STDIN_PATH, STDIN_SUBPROTOCOL, STDIN_WINDOW_BYTES, type StdinEvent } from '@rankd/protocol/stdin-path';
 import type { ClientConfig } from './config.js';
 import { readCa } from './http.js';
+import { readUpgradeRefusal } from './upgrade-refusal.js';
 
 /** Largest frame sent: a pipe's chunks are 64 KiB already. */
 const FRAME_BYTES = 64 * 1024;
@@ -103,21 +104,12 @@ export async function forwardStdin(config: ClientConfig, jobId: string): Promise
       stopReading();
     }
   });
-  ws.on('unexpected-response', (_req, res) => {
-    let body = '';
-    res.on('data', (d: Buffer) => (body += d.toString()));
-    res.on('end', () => {
-      let message = body;
-      try {
-        const parsed = JSON.parse(body) as { code?: string; message?: string };
-        message = parsed.code ? `${parsed.message} (${parsed.code})` : (parsed.message ?? body);
-      } catch {
-        // not JSON: keep the text
-      }
+  ws.on('unexpected-response', (_req, res) =>
+    readUpgradeRefusal(res, (message) => {
       process.stderr.write(`rankd: stdin not forwarded: ${message}\n`);
       stopReading();
-    });
-  });
+    }),
+  );
   ws.on('error', (err: Error) => {
     if (!stopped) process.stderr.write(`rankd: stdin not forwarded: ${err.message}\n`);
     stopReading();

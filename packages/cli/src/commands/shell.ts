@@ -10,6 +10,7 @@ import { ErrorCode } from '@rankd/protocol/errors';
 import { MAX_FRAME_BYTES } from '@rankd/protocol/wire';
 import { loadClientConfig, type ClientConfig } from '../client/config.js';
 import { readCa, reachError } from '../client/http.js';
+import { readUpgradeRefusal } from '../client/upgrade-refusal.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { programAfterOperands } from '../program-argv.js';
 
@@ -72,22 +73,12 @@ async function openShell(config: ClientConfig, node: string, command: string[], 
       stdin.pause();
     };
 
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => {
-        let message = body;
-        try {
-          const parsed = JSON.parse(body) as { code?: string; message?: string };
-          message = parsed.code ? `${parsed.message} (${parsed.code})` : (parsed.message ?? body);
-        } catch {
-          // not JSON: keep the text
-        }
-        const status = res.statusCode ?? 0;
+    ws.on('unexpected-response', (_req, res) =>
+      readUpgradeRefusal(res, (message, status) => {
         const code = status === 401 ? ExitCode.Unauthorized : status === 503 ? ExitCode.Unreachable : status === 400 ? ExitCode.Usage : ExitCode.RemoteFailure;
         reject(new CliError(status === 401 ? `not authorized: ${message}` : message, code));
-      });
-    });
+      }),
+    );
     ws.on('error', (err: NodeJS.ErrnoException) => {
       if (!opened) reject(reachError(config, err));
     });
