@@ -18,11 +18,14 @@ const ARM = {
   rankd: 'rankd run -n 2 -- true',
   rankdQuiet: 'rankd run -q -n 2 -- true',
   srun: 'srun -n 2 true',
+  rankdStdin: 'rankd run -n 2 -- true, stdin open',
+  srunStdin: 'srun -n 2 true, stdin open',
   mpirun: `${OPEN_MPI_LAUNCHER} -np 2 true`,
 } as const;
 const TIMEOUT_MS = 60_000;
 const LABEL = 'launch, 2 ranks of `true`';
 const QUIET_LABEL = `${LABEL}, \`rankd run -q\``;
+const STDIN_LABEL = `${LABEL}, stdin an open pipe (a prompt nobody types into)`;
 const MPIRUN_GOAL: Goal = { on: 'ratio', op: '<=', value: 1, text: '≤ 1× mpirun' };
 const SRUN_GOAL: Goal = { on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× srun' };
 
@@ -45,11 +48,11 @@ function benchEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
 }
 
 /** A `rankd run` arm; the default one must have printed the rank map, or it measured something else. */
-function rankdArm(name: string, argv: string[], env: NodeJS.ProcessEnv, header: boolean): Candidate {
+function rankdArm(name: string, argv: string[], env: NodeJS.ProcessEnv, header: boolean, stdin: 'ignore' | 'open' = 'ignore'): Candidate {
   return {
     name,
     sample: async () => {
-      const r = await timeProcess(argv, { timeoutMs: TIMEOUT_MS, env });
+      const r = await timeProcess(argv, { timeoutMs: TIMEOUT_MS, env, stdin });
       if (header !== /Node name/.test(r.stderrTail)) throw new Error(`the rank map was ${header ? 'not ' : ''}printed: ${r.stderrTail.slice(-200)}`);
       return r.ms;
     },
@@ -69,6 +72,11 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       'slurm' in slurm
         ? { name: ARM.srun, sample: async () => (await timeProcess(slurm.slurm.srun(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv(slurm.slurm.env) })).ms }
         : { name: ARM.srun, unavailable: slurm.why },
+      // at a prompt stdin is a terminal: rankd then opens the job's stdin stream to rank 0, srun forwards to its tasks
+      'fleet' in rankd ? rankdArm(ARM.rankdStdin, defaultArgv, rankdEnv, true, 'open') : { name: ARM.rankdStdin, unavailable: rankd.why },
+      'slurm' in slurm
+        ? { name: ARM.srunStdin, sample: async () => (await timeProcess(slurm.slurm.srun(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv(slurm.slurm.env), stdin: 'open' })).ms }
+        : { name: ARM.srunStdin, unavailable: slurm.why },
       which(OPEN_MPI_LAUNCHER)
         ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv() })).ms }
         : { name: ARM.mpirun, unavailable: `${OPEN_MPI_LAUNCHER} is not installed (Debian package openmpi-bin)` },
@@ -88,6 +96,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         comparisonRow(c, LABEL, ARM.rankd, { arm: ARM.mpirun, label: ARM.mpirun }, [MPIRUN_GOAL]),
         comparisonRow(c, LABEL, ARM.rankd, { arm: ARM.srun, label: ARM.srun }, [SRUN_GOAL]),
         comparisonRow(c, QUIET_LABEL, ARM.rankdQuiet, { arm: ARM.mpirun, label: ARM.mpirun }, [MPIRUN_GOAL]),
+        comparisonRow(c, STDIN_LABEL, ARM.rankdStdin, { arm: ARM.srunStdin, label: ARM.srunStdin }, [SRUN_GOAL]),
       ],
       notes: [
         `rankd runs against a controller and one agent started by this bench on 127.0.0.1, over TLS. \`${ARM.rankd}\` is what a user types: it submits, prints the rank map on stderr (a run that did not print it is dropped), streams the ranks' output, and exits with their code, like srun; \`-q\` leaves the map out.`,
@@ -95,6 +104,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         'Every side runs without NODE_EXTRA_CA_CERTS (shared/docs/recipes.md: it adds ~80 ms to every Node start here); rankd verifies its controller against RANKD_CA.',
         'srun runs against a Slurm started by this bench on loopback (slurmctld + slurmd -N localhost, auth/none, state in a temp dir), with `--immediate=1`; its time includes the round trips to slurmctld for the allocation and to slurmd for the step.',
         'mpirun runs with `--allow-run-as-root --oversubscribe` and its transports held to `lo`.',
+        'The other rows run every launcher with stdin on /dev/null, where rankd opens no stdin stream. The stdin row gives `rankd run` and srun a pipe that stays open and silent until they exit, as a terminal nobody types into: rankd then opens the job\'s stdin WebSocket to the controller (rank 0 reads it), and srun forwards stdin to its tasks.',
         `The CPU profile is \`node --cpu-prof\` of \`${ARM.rankd}\` (5 runs, the one of median length; sampled every 0.2 ms), by the script each sample was in.`,
       ],
       limits: limitsText(floor, runHelp, profile, headerRatio, median(ARM.rankd), median(ARM.rankdQuiet), median(ARM.mpirun)),

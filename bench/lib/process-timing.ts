@@ -26,6 +26,12 @@ export interface ProcessOptions {
   captureStdout?: boolean;
   /** Called with each stdout chunk as it arrives (used to timestamp lines). */
   onStdout?: (chunk: Buffer) => void;
+  /**
+   * 'open': stdin is a pipe that stays open and silent until the process ends, as a
+   * terminal nobody types into: what a launcher that forwards stdin meets at a prompt.
+   * Default 'ignore' (/dev/null).
+   */
+  stdin?: 'ignore' | 'open';
 }
 
 const STDERR_TAIL = 4096;
@@ -55,9 +61,11 @@ export function runProcess(argv: readonly string[], opts: ProcessOptions): Promi
     const child = spawn(file, args, {
       env: opts.env ?? process.env,
       cwd: opts.cwd,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [opts.stdin === 'open' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: true,
     });
+    // a launcher that stops reading may close its end first: that is not the run's failure
+    child.stdin?.on('error', () => {});
     let stdoutBytes = 0;
     let stdoutLines = 0;
     let stdout = '';
@@ -72,7 +80,7 @@ export function runProcess(argv: readonly string[], opts: ProcessOptions): Promi
     // An interrupted bench must not leave a launcher (and its ranks) running.
     const untrack = onTeardown(`process ${argv[0]}`, () => killGroup(child.pid));
 
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
       stdoutBytes += chunk.length;
       // Counting newlines byte-wise: decoding 40 MB of log to count them would cost more than reading it.
       let at = chunk.indexOf(10);
@@ -83,7 +91,7 @@ export function runProcess(argv: readonly string[], opts: ProcessOptions): Promi
       if (opts.captureStdout) stdout += chunk.toString('utf8');
       opts.onStdout?.(chunk);
     });
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       stderrTail = (stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     });
     child.on('error', (err) => {
@@ -97,6 +105,7 @@ export function runProcess(argv: readonly string[], opts: ProcessOptions): Promi
     });
     child.on('close', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      child.stdin?.destroy();
       clearTimeout(timer);
       // Nothing left to kill, and a teardown must never signal a pid the kernel has reused.
       untrack.forget();
