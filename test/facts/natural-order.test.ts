@@ -1,7 +1,7 @@
 // The facts' natural order of names (eth2 < eth10) without ICU's collator for plain names:
 // it must answer as the collator does, for every pair, and leave other names to it.
 import t from 'tap';
-import { naturalCompare, simpleOrder } from '@rankd/agent/facts/natural-order';
+import { naturalCompare, simpleOrder } from '@rankd/protocol/natural-order';
 
 const collator = new Intl.Collator('en', { numeric: true });
 const sign = (n: number) => Math.sign(n) as -1 | 0 | 1;

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { assignRanks, rankCounts } from '@rankd/controller/planner/layout';
 import { exclusiveSizes } from '@rankd/controller/planner/cpu-shares';
-import { naturalCompare } from '@rankd/controller/planner/natural-order';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import { globToRegExp } from '@rankd/controller/planner/glob';
 import { globGroupResolver } from '@rankd/controller/planner/select-nodes';
 import { formatSpecFlags } from '@rankd/controller/planner/errors';

@@ -6,7 +6,7 @@
 // has none.
 import { networkInterfaces } from 'node:os';
 import type { IpAddress, Nic } from '@rankd/protocol';
-import { naturalCompare } from './natural-order.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import { pciAddressIn, type Sysfs } from './sysfs.js';
 
 const NET = '/sys/class/net';

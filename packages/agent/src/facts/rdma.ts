@@ -9,7 +9,7 @@
 //   "RoCE v2") and gid_attrs/ndevs/N (the netdev); the attributes of empty slots and
 //   the ndevs of InfiniBand ports fail to read, which is normal.
 import type { Gid, GidType, RdmaDevice, RdmaPort } from '@rankd/protocol';
-import { naturalCompare } from './natural-order.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import { deviceNumaNode } from './nics.js';
 import { FactsWarningCode, parseInteger, pciAddressIn, type Sysfs } from './sysfs.js';
 

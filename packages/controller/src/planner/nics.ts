@@ -14,7 +14,7 @@ import { PlanErrorCode, type Facts, type RankNic } from '@rankd/protocol';
 import { PlanError } from './errors.js';
 import { chooseGid, type GidPreference } from './gid.js';
 import { globToRegExp } from './glob.js';
-import { naturalCompare } from './natural-order.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import type { NodeTopology } from './topology.js';
 
 export type NicMode = { kind: 'none' } | { kind: 'all' } | { kind: 'local'; patterns: readonly string[] | null };

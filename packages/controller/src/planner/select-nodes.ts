@@ -2,7 +2,7 @@
 // inventory pattern), or every candidate in natural name order; then -N keeps the first N.
 import { PlanErrorCode, type PlacementSpec } from '@rankd/protocol';
 import { PlanError } from './errors.js';
-import { naturalCompare } from './natural-order.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import { globToRegExp } from './glob.js';
 import { agree, plural } from '@rankd/protocol/plural';
 

@@ -5,7 +5,7 @@
 // it. With --immediate the same reason refuses it.
 import type { PlacementSpec } from '@rankd/protocol';
 import { PlanError, planRankMap, type PlannerNode } from '../planner/index.js';
-import { naturalCompare } from '../planner/natural-order.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import { jobPlanOptions, shapeOf } from './demand.js';
 import type { PlacementContext, QueuedJob } from './placement.js';
 

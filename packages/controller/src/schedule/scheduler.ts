@@ -3,7 +3,7 @@
 // that a job that fits starts in the same request), and, coalesced into one per tick,
 // whenever resources may have freed: a job ended, a node became ready or was resumed.
 import type { PlannerNode, PlanOptions } from '../planner/index.js';
-import { naturalCompare } from '../planner/natural-order.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import type { Allocation } from './allocation.js';
 import type { DrainedNode } from './drained.js';
 import { AllocationLedger } from './ledger.js';

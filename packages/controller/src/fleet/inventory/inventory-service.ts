@@ -8,7 +8,7 @@ import { FleetErrorCode, PlanErrorCode, RankdError, type InventoryImport, type I
 import type { EventsRepo } from '../../store/events-repo.js';
 import type { NodeRegistry } from '../node-registry.js';
 import { PlanError, type GroupResolver } from '../../planner/index.js';
-import { naturalCompare } from '../../planner/natural-order.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import type { InventoryRepo, StoredInventory } from './inventory-repo.js';
 import { ALL, UNGROUPED, emptyInventory, groupMembers, hostMemberships, mergeInventory, type InventoryDoc, type Vars } from './model.js';
 import { indexNodes, nodeForHost, presenceOf, type NodeIndex } from './node-mapping.js';
