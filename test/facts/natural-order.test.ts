@@ -54,9 +54,21 @@ t.test('names a machine has: sorted as the collator sorts them, and without it',
 });
 
 t.test('names it does not order itself are left to the collator', (t) => {
-  t.equal(simpleOrder('eth01', 'eth1'), undefined, 'a leading zero');
+  t.equal(simpleOrder('eth01', 'eth1'), undefined, 'names that differ only in the zeros that pad a number');
   t.equal(simpleOrder('Eth0', 'eth1'), undefined, 'a capital');
   t.equal(simpleOrder('eth0', 'eth0:1'), undefined, 'a colon');
   t.equal(sign(naturalCompare('Eth0', 'eth0')), sign(collator.compare('Eth0', 'eth0')));
+  t.end();
+});
+
+t.test('padded node names, as clusters number them: ordered as the collator does, and without it', (t) => {
+  const names = Array.from({ length: 120 }, (_, i) => `node${String(i * 17 + 1).padStart(4, '0')}`).concat(['node0001-ib', 'node1', 'gpu007', 'gpu07a', 'gpu0010']);
+  const shuffled = [...names].sort((a, b) => (a.length * 31 + a.charCodeAt(a.length - 1)) % 7 - (b.length * 31 + b.charCodeAt(b.length - 1)) % 7);
+  const byCollator = [...shuffled].sort(collator.compare);
+  t.same([...shuffled].sort(naturalCompare), byCollator);
+  let decided = 0;
+  for (const a of names) for (const b of names) if (simpleOrder(a, b) !== undefined) decided++;
+  // only node1 against node0001 (and a name against itself, which is 0) differ in padding alone
+  t.equal(decided, names.length * names.length - 2, 'every pair but node1/node0001 is ordered without the collator');
   t.end();
 });

@@ -36,12 +36,14 @@ function simpleName(s: string, from: number): boolean {
 
 /**
  * -1, 0 or 1 as the collator would answer for two names of [a-z0-9_.-], digit runs compared
- * as numbers; undefined when either name has another character or a number with a leading
- * zero (ICU's tie-breaking rules for those are its own).
+ * as numbers (node001 < node002 < node010, leading zeros read as the collator reads them);
+ * undefined when either name has another character, or when the names differ only in the
+ * zeros that pad a number (node1, node01: ICU's tie-breaking rules for those are its own).
  */
 export function simpleOrder(a: string, b: string): -1 | 0 | 1 | undefined {
   let i = 0;
   let j = 0;
+  let paddingDiffers = false;
   while (i < a.length && j < b.length) {
     const x = a.charCodeAt(i);
     const y = b.charCodeAt(j);
@@ -51,16 +53,21 @@ export function simpleOrder(a: string, b: string): -1 | 0 | 1 | undefined {
     if (wx === DIGIT && wy === DIGIT) {
       const endA = digitsEnd(a, i);
       const endB = digitsEnd(b, j);
-      if ((x === 48 && endA - i > 1) || (y === 48 && endB - j > 1)) return undefined;
-      if (endA - i !== endB - j) {
+      // the number's own digits, after the zeros that pad it
+      const startA = zerosEnd(a, i, endA);
+      const startB = zerosEnd(b, j, endB);
+      if (startA - i !== startB - j) paddingDiffers = true;
+      if (endA - startA !== endB - startB) {
         // the order is decided here, but only for names the collator would read the same way
         if (!simpleName(a, endA) || !simpleName(b, endB)) return undefined;
-        return endA - i < endB - j ? -1 : 1;
+        return endA - startA < endB - startB ? -1 : 1;
       }
-      for (; i < endA; i++, j++) {
-        const d = a.charCodeAt(i) - b.charCodeAt(j);
-        if (d !== 0) return simpleName(a, i) && simpleName(b, j) ? (d < 0 ? -1 : 1) : undefined;
+      for (let k = 0; k < endA - startA; k++) {
+        const d = a.charCodeAt(startA + k) - b.charCodeAt(startB + k);
+        if (d !== 0) return simpleName(a, startA + k) && simpleName(b, startB + k) ? (d < 0 ? -1 : 1) : undefined;
       }
+      i = endA;
+      j = endB;
       continue;
     }
     if (wx !== wy) return simpleName(a, i) && simpleName(b, j) ? (wx < wy ? -1 : 1) : undefined;
@@ -69,5 +76,14 @@ export function simpleOrder(a: string, b: string): -1 | 0 | 1 | undefined {
   }
   if (!simpleName(a, i) || !simpleName(b, j)) return undefined;
   // one name is the start of the other: the shorter comes first
-  return i < a.length ? 1 : j < b.length ? -1 : 0;
+  if (i < a.length) return 1;
+  if (j < b.length) return -1;
+  return paddingDiffers ? undefined : 0;
+}
+
+/** Where the zeros that pad the digit run [from, end) stop; a run of zeros alone is all padding. */
+function zerosEnd(s: string, from: number, end: number): number {
+  let k = from;
+  while (k < end && s.charCodeAt(k) === 48) k++;
+  return k;
 }
