@@ -1647,6 +1647,10 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
                         };
                     };
                 };
@@ -1662,6 +1666,10 @@ export interface paths {
                             code: string;
                             error: string;
                             message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
                         };
                     };
                 };
