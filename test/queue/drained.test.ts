@@ -79,7 +79,7 @@ t.test('several drained nodes: the reasons of the ones the job could use; a job 
 
   const never = await runCli(['run', '-N', '4', '--', 'true'], env);
   t.equal(never.code, 65, 'a job that cannot run even with every drained node back is refused, not queued');
-  t.match(never.stderr, /-N 4 asks for more nodes than the 3 that match/);
+  t.match(never.stderr, /-N 4 asks for more nodes than the 3 nodes that match/);
   t.same((await ctl.api<{ jobs: unknown[] }>('/v1/jobs')).body.jobs, [], 'nothing was queued');
 });
 
