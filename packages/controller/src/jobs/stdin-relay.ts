@@ -24,12 +24,13 @@ import { CloseCode, ErrorCode, STDIN_MAX_FRAME_BYTES, STDIN_SUBPROTOCOL, STDIN_W
 import type { Logger } from 'pino';
 import type { AgentHandler } from '../gateway/agent-connection.js';
 import { streamOwner, type AccessControl } from '../api/auth.js';
+import { ClientKeepalive } from '../api/client-keepalive.js';
 import { scopeOf } from '../api/policy.js';
+import { refuse } from '../api/upgrade-refusal.js';
 import type { StreamEnd } from '../api/open-streams.js';
 import type { AuditStart } from '../store/audit-log.js';
 import type { Principal } from '../store/users-repo.js';
 import type { AgentLink, NodeRegistry } from '../fleet/node-registry.js';
-import { refuse } from '../fleet/exec/shell-relay.js';
 import { ByteQueue } from './byte-queue.js';
 import type { JobManager } from './job-manager.js';
 import { readsStdin } from './rank-launches.js';
@@ -84,8 +85,7 @@ export class StdinRelay {
   private readonly wss: WebSocketServer;
   private readonly sessions = new Map<string, Session>();
   private readonly linkTimer: NodeJS.Timeout;
-  private readonly pingTimer: NodeJS.Timeout;
-  private readonly alive = new WeakSet<WebSocket>();
+  private readonly keepalive = new ClientKeepalive(CLIENT_PING_MS);
 
   constructor(
     private readonly jobs: JobManager,
@@ -103,8 +103,6 @@ export class StdinRelay {
     jobs.on('ended', (id) => this.onJobEnded(id));
     this.linkTimer = setInterval(() => this.checkLinks(), LINK_CHECK_MS);
     this.linkTimer.unref();
-    this.pingTimer = setInterval(() => this.pingClients(), CLIENT_PING_MS);
-    this.pingTimer.unref();
   }
 
   /** Agent → controller frames about ranks' stdin. */
@@ -117,7 +115,7 @@ export class StdinRelay {
 
   close(): void {
     clearInterval(this.linkTimer);
-    clearInterval(this.pingTimer);
+    this.keepalive.stop();
     for (const s of this.sessions.values()) this.finish(s, { type: 'error', code: ErrorCode.Internal, message: 'the controller is shutting down' }, 1001);
     this.wss.close();
   }
@@ -219,8 +217,7 @@ export class StdinRelay {
     if (s.connectTimer) clearTimeout(s.connectTimer);
     s.connectTimer = null;
     s.forget = this.access.deps.streams.add(streamOwner(principal), (why) => this.revoked(s, why));
-    this.alive.add(ws);
-    ws.on('pong', () => this.alive.add(ws));
+    this.keepalive.watch(ws);
     ws.on('message', (data, isBinary) => this.onClientData(s, data as Buffer, isBinary));
     ws.on('close', () => this.onClientGone(s));
     ws.on('error', (err) => this.log.warn({ err: err.message, job: s.jobId }, 'stdin client socket error'));
@@ -405,18 +402,6 @@ export class StdinRelay {
         changed = true;
       }
       if (changed) this.pump(s);
-    }
-  }
-
-  private pingClients(): void {
-    for (const s of this.sessions.values()) {
-      if (!s.ws) continue;
-      if (!this.alive.has(s.ws)) {
-        s.ws.terminate();
-        continue;
-      }
-      this.alive.delete(s.ws);
-      s.ws.ping();
     }
   }
 }

@@ -30,7 +30,9 @@ import {
 import type { Logger } from 'pino';
 import type { AgentHandler } from '../../gateway/agent-connection.js';
 import { streamOwner, type AccessControl } from '../../api/auth.js';
+import { ClientKeepalive } from '../../api/client-keepalive.js';
 import type { StreamEnd } from '../../api/open-streams.js';
+import { refuse } from '../../api/upgrade-refusal.js';
 import type { AuditStart } from '../../store/audit-log.js';
 import type { Principal } from '../../store/users-repo.js';
 import type { AgentLink, NodeRegistry } from '../node-registry.js';
@@ -61,8 +63,7 @@ export class ShellRelay {
   private readonly wss: WebSocketServer;
   private readonly sessions = new Map<string, Session>();
   private readonly linkTimer: NodeJS.Timeout;
-  private readonly pingTimer: NodeJS.Timeout;
-  private readonly alive = new WeakSet<WebSocket>();
+  private readonly keepalive = new ClientKeepalive(CLIENT_PING_MS);
 
   constructor(
     private readonly registry: NodeRegistry,
@@ -77,8 +78,6 @@ export class ShellRelay {
     });
     this.linkTimer = setInterval(() => this.checkLinks(), LINK_CHECK_MS);
     this.linkTimer.unref();
-    this.pingTimer = setInterval(() => this.pingClients(), CLIENT_PING_MS);
-    this.pingTimer.unref();
   }
 
   /** Agent → controller frames of shell sessions. */
@@ -171,7 +170,7 @@ export class ShellRelay {
 
   close(): void {
     clearInterval(this.linkTimer);
-    clearInterval(this.pingTimer);
+    this.keepalive.stop();
     for (const s of this.sessions.values()) this.end(s, { type: 'error', code: ErrorCode.Internal, message: 'the controller is shutting down' }, 1001);
     this.wss.close();
   }
@@ -180,9 +179,8 @@ export class ShellRelay {
     const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false, auditId, startedAt, forget: () => {} };
     this.sessions.set(session.id, session);
     session.forget = this.access.deps.streams.add(streamOwner(principal), (why) => this.revoked(session, why));
-    this.alive.add(ws);
+    this.keepalive.watch(ws);
     this.log.info({ node, session: session.id }, 'shell session opening');
-    ws.on('pong', () => this.alive.add(ws));
     ws.on('message', (data, isBinary) => this.onClient(session, data as Buffer, isBinary));
     ws.on('close', () => this.onClientGone(session, 'the client closed the connection'));
     ws.on('error', (err) => this.log.warn({ err: err.message, node }, 'shell client socket error'));
@@ -284,21 +282,4 @@ export class ShellRelay {
       }
     }
   }
-
-  private pingClients(): void {
-    for (const s of this.sessions.values()) {
-      if (!this.alive.has(s.ws)) {
-        s.ws.terminate();
-        continue;
-      }
-      this.alive.delete(s.ws);
-      s.ws.ping();
-    }
-  }
-}
-
-export function refuse(socket: Duplex, status: number, code: string, message: string, retryAfter?: number): void {
-  const text: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
-  const body = JSON.stringify({ statusCode: status, code, error: text[status] ?? 'Error', message });
-  socket.end(`HTTP/1.1 ${status} ${text[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retryAfter === undefined ? '' : `Retry-After: ${retryAfter}\r\n`}Connection: close\r\n\r\n${body}`);
 }
