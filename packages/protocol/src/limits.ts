@@ -16,6 +16,8 @@ export const PRIORITY: Bounds = { min: -1000, max: 1000 };
 export const JOB_TIMEOUT_SECONDS: Bounds = { min: 0, max: 31_536_000, minExclusive: true };
 /** Seconds between SIGTERM and SIGKILL when ranks are ended. */
 export const JOB_GRACE_SECONDS: Bounds = { min: 0, max: 3600 };
+/** The grace of a job that names none. */
+export const DEFAULT_JOB_GRACE_SECONDS = 10;
 
 /** The counts of a placement spec (`rankd plan`, `rankd run`, the REST job spec). */
 export const PLACEMENT = {

@@ -7,12 +7,11 @@ import { request } from './http.js';
 import { forwardStdin } from './stdin-forward.js';
 import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
 import { cpuHoldLine } from '@rankd/protocol/cpu-hold';
+import { DEFAULT_JOB_GRACE_SECONDS } from '@rankd/protocol/limits';
 import { CLOSED_STDOUT_STATUS, onStdoutClosed } from '../closed-stdout.js';
 
 /** How long a job cancelled because our stdout closed may take to end, beyond its grace. */
 const CLOSED_STDOUT_WAIT_MS = 10_000;
-/** The agents' grace between SIGTERM and SIGKILL when the job names none. */
-const DEFAULT_GRACE_S = 10;
 import { describeNodeWarning, type NodeWarning } from '@rankd/protocol/rank-warnings';
 
 export interface RunJobOptions {
@@ -62,7 +61,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   const unwatchStdout = onStdoutClosed(() => {
     stdoutClosed = true;
     cancel();
-    setTimeout(() => detach.abort(), ((submit.grace ?? DEFAULT_GRACE_S) * 1000) + CLOSED_STDOUT_WAIT_MS).unref();
+    setTimeout(() => detach.abort(), ((submit.grace ?? DEFAULT_JOB_GRACE_SECONDS) * 1000) + CLOSED_STDOUT_WAIT_MS).unref();
   });
   try {
     const end = await followLogs(config, job, {

@@ -7,6 +7,7 @@ import { parseListen } from '../listen-address.js';
 import { byteSize, duration, nonNegativeInt, positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { USER_NAME } from '@rankd/protocol/user-name';
 
 interface ControllerFlags {
   listen: string;
@@ -61,7 +62,7 @@ export function register(program: Command): void {
       'share',
     )
     .action(async (opts: ControllerFlags) => {
-      if (!/^[a-z_][a-z0-9_.-]{0,31}$/.test(opts.admin)) throw new CliError(`--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`, ExitCode.Usage);
+      if (!USER_NAME.test(opts.admin)) throw new CliError(`--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`, ExitCode.Usage);
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
       // loaded here, not at the top: other commands must not pay for fastify and SQLite
       const { fleetTimingFromHeartbeat, startController, DEFAULT_AUDIT_FILE_LIMITS } = await import('@rankd/controller');

@@ -11,6 +11,7 @@ import { elapsedOf, tableTime } from '../elapsed.js';
 import { positiveInt, since } from '../options.js';
 import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
+import { USER_NAME } from '@rankd/protocol/user-name';
 
 export function register(program: Command): void {
   program
@@ -112,7 +113,7 @@ function jobStates(value: string): string {
 
 /** A rankd user name, as `rankd user add` takes it. */
 function userName(value: string): string {
-  if (!/^[a-z_][a-z0-9_.-]{0,31}$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a rankd user name (lower case letters, digits, "_", "." and "-", at most 32)`);
+  if (!USER_NAME.test(value)) throw new InvalidArgumentError(`"${value}" is not a rankd user name (lower case letters, digits, "_", "." and "-", at most 32)`);
   return value;
 }
 

@@ -3,7 +3,7 @@
 // ranks to end; a second Ctrl-C detaches.
 import type { Command } from 'commander';
 import type { JobSubmit } from '@rankd/protocol';
-import { JOB_GRACE_SECONDS, JOB_NAME_CHARS, JOB_TIMEOUT_SECONDS, PRIORITY } from '@rankd/protocol/limits';
+import { DEFAULT_JOB_GRACE_SECONDS, JOB_GRACE_SECONDS, JOB_NAME_CHARS, JOB_TIMEOUT_SECONDS, PRIORITY } from '@rankd/protocol/limits';
 import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { checkJobEnvSize } from '@rankd/protocol/export-env';
 import { loadClientConfig } from '../client/config.js';
@@ -47,7 +47,7 @@ export function register(program: Command): void {
     .option('-q, --quiet', 'do not print the rank map and its warnings on stderr')
     .option('--no-label', 'raw output, without the "RANK: " prefix')
     .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
-    .option('--grace <time>', `between SIGTERM and SIGKILL when ranks are ended: seconds or a duration (default 10, at most ${JOB_GRACE_SECONDS.max}s)`, secondsIn(JOB_GRACE_SECONDS))
+    .option('--grace <time>', `between SIGTERM and SIGKILL when ranks are ended: seconds or a duration (default ${DEFAULT_JOB_GRACE_SECONDS}, at most ${JOB_GRACE_SECONDS.max}s)`, secondsIn(JOB_GRACE_SECONDS))
     .option('--timeout <time>', 'end the job as timed-out after this long: seconds or a duration (30s, 15m, 2h)', secondsIn(JOB_TIMEOUT_SECONDS))
     .option('--fail-policy <policy>', 'fail-fast (default): the first failing rank ends the job; wait: let the others finish', oneOf(FAIL_POLICIES))
     .option('--pty', 'run each rank under a pseudo-terminal')

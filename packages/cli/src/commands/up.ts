@@ -15,6 +15,7 @@ import { untilSignal } from '../signals.js';
 import { renderTable } from '../table.js';
 import { DaemonProcess } from '../up/daemon-process.js';
 import { waitFor } from '../up/wait.js';
+import { USER_NAME } from '@rankd/protocol/user-name';
 
 interface UpFlags {
   listen: string;
@@ -165,7 +166,7 @@ function adminName(): string {
   } catch {
     // no passwd entry (a container's arbitrary uid)
   }
-  return /^[a-z_][a-z0-9_.-]{0,31}$/.test(login) ? login : 'admin';
+  return USER_NAME.test(login) ? login : 'admin';
 }
 
 /**

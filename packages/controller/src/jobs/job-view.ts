@@ -1,5 +1,6 @@
 // The REST view of a job, assembled from its records.
 import type { JobSummary, JobView, RankView } from '@rankd/protocol';
+import { DEFAULT_JOB_GRACE_SECONDS } from '@rankd/protocol/limits';
 import type { JobRecord, RankRecord } from '../store/jobs-repo.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -72,5 +73,5 @@ export function plannedCpus(entry: { cpus: number[]; commCpus: number[] } | unde
 }
 
 export function graceSeconds(job: JobRecord): number {
-  return job.submit.grace ?? 10;
+  return job.submit.grace ?? DEFAULT_JOB_GRACE_SECONDS;
 }

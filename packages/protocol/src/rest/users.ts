@@ -2,6 +2,7 @@
 import Type from 'typebox';
 import { AUDIT_LIMIT, DESCRIPTION_CHARS, schemaBounds, schemaLength } from '../limits.js';
 import { Nullable } from '../nullable.js';
+import { USER_NAME } from '../user-name.js';
 
 /** admin: everything; operator: every job, exec, shell, doctor, inventory; user: its own jobs as its own Unix user; reader: reads. */
 export const Role = Type.Union([Type.Literal('admin'), Type.Literal('operator'), Type.Literal('user'), Type.Literal('reader')]);
@@ -9,7 +10,7 @@ export type Role = Type.Static<typeof Role>;
 export { ROLES } from '../roles.js';
 
 /** User names: what a Unix login name may be, so that they read the same in the audit log. */
-export const UserName = Type.String({ pattern: '^[a-z_][a-z0-9_.-]{0,31}$' });
+export const UserName = Type.String({ pattern: USER_NAME.source });
 /** A Unix login name (no `:`, `/`, NUL or space; no leading `-`). */
 export const UnixUserName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]{0,31}\\$?$' });
 /** The public id of a token: names it in lists and in the audit log; never a secret. */
