@@ -144,28 +144,3 @@ export const RankMap = Type.Object({
   cpuPolicy: Type.Optional(RankCpuPolicy),
 });
 export type RankMap = Type.Static<typeof RankMap>;
-
-/** Stable codes of impossible specs (REST 400 bodies and CLI messages carry them). */
-export const PlanErrorCode = {
-  /** The spec contradicts itself (e.g. --nodelist with --group). */
-  BadSpec: 'RANKD_PLAN_BAD_SPEC',
-  /** No candidate node matches the node selection. */
-  NoNodes: 'RANKD_PLAN_NO_NODES',
-  /** --nodelist names a node that is not a candidate. */
-  UnknownNode: 'RANKD_PLAN_UNKNOWN_NODE',
-  /** -N asks for more nodes than match, or leaves a node without ranks. */
-  NodeCount: 'RANKD_PLAN_NODE_COUNT',
-  /** More ranks than the nodes can hold (per node count, cores, NUMA nodes, packages). */
-  TooManyRanks: 'RANKD_PLAN_TOO_MANY_RANKS',
-  /** More compute cores per rank than the rank's share of allowed cores. */
-  TooManyCpus: 'RANKD_PLAN_TOO_MANY_CPUS',
-  /** Communication workers do not fit beside the compute CPUs. */
-  CommNoRoom: 'RANKD_PLAN_COMM_NO_ROOM',
-  /** A node has no allowed CPU at all. */
-  NoCpus: 'RANKD_PLAN_NO_CPUS',
-  /** A --nic pattern matches no RDMA device with an active port. */
-  NicNoMatch: 'RANKD_PLAN_NIC_NO_MATCH',
-  /** More ranks than GPUs with --ranks-per-node gpu, or more GPUs asked than present. */
-  TooManyGpus: 'RANKD_PLAN_TOO_MANY_GPUS',
-} as const;
-export type PlanErrorCode = (typeof PlanErrorCode)[keyof typeof PlanErrorCode];

@@ -5,7 +5,7 @@
 // says where its copy ends (job.resume) and the pump continues from there; the exit
 // is sent after the last byte, every time the stream is resumed, so that the
 // controller hears it at least once.
-import { MAX_BINARY_PAYLOAD_BYTES } from '@rankd/protocol';
+import { MAX_BINARY_PAYLOAD_BYTES, RankErrorCode } from '@rankd/protocol';
 import type { ControllerLink } from '../link/controller-link.js';
 import type { RankExit, RankStream } from '../ranks/rank-spec.js';
 import type { RankOutput } from '../ranks/output.js';
@@ -121,7 +121,7 @@ export class OutputPump {
       signal: exit.outcome === 'signaled' ? exit.signal : null,
       endedAt: exit.endedAt,
       outputBytes: sizes,
-      ...(unknown ? { error: { code: 'RANKD_RANK_STATUS_UNKNOWN', message: exit.reason ?? 'no exit status was recorded' } } : {}),
+      ...(unknown ? { error: { code: RankErrorCode.StatusUnknown, message: exit.reason ?? 'no exit status was recorded' } } : {}),
     });
     if (sent) this.exitSent = true;
   }

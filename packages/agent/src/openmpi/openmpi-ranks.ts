@@ -134,10 +134,10 @@ export class OpenMpiRanks<J extends RankJob> {
       this.check(job, r); // one last look: it may have just started
       if (r.state !== 'waiting') continue;
       const dir = runner.spool.rankDir(job.jobId, r.rank);
-      writeJsonAtomic(files.exit(dir), { code: null, signal: null, failed: { code: 'RANKD_RANK_NOT_STARTED', message: why } } satisfies ExitRecord);
+      writeJsonAtomic(files.exit(dir), { code: null, signal: null, failed: { code: RankErrorCode.NotStarted, message: why } } satisfies ExitRecord);
       if (runner.cgroupBase) removeCgroup(rankCgroupPath(runner.cgroupBase, job.jobId, r.rank));
       this.done(job, r);
-      executor.notStarted(job.jobId, r.rank, { code: 'RANKD_RANK_NOT_STARTED', message: why });
+      executor.notStarted(job.jobId, r.rank, { code: RankErrorCode.NotStarted, message: why });
     }
   }
 

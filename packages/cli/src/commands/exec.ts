@@ -3,7 +3,8 @@
 // Exits 0 when every host succeeded; like ansible, 4 when a host was unreachable and
 // otherwise 2 when a host failed; 77 when its token was revoked while it ran.
 import type { Command } from 'commander';
-import type { ExecHostResult, ExecReport, ExecRequest, FleetErrorCode } from '@rankd/protocol';
+import type { ExecHostResult, ExecReport, ExecRequest } from '@rankd/protocol';
+import { FleetErrorCode } from '@rankd/protocol/errors';
 import { EXEC_OUTPUT_BYTES, EXEC_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';
@@ -14,9 +15,6 @@ import { programAfterOperands } from '../program-argv.js';
 /** ansible's codes: RUN_FAILED_HOSTS and RUN_UNREACHABLE_HOSTS. */
 export const EXEC_FAILED_HOSTS = 2;
 export const EXEC_UNREACHABLE_HOSTS = 4;
-
-/** FleetErrorCode.ExecSpawn, checked against it by the compiler: the protocol's index is not loaded for --help. */
-const EXEC_SPAWN: (typeof FleetErrorCode)['ExecSpawn'] = 'RANKD_EXEC_SPAWN';
 
 interface ExecFlags {
   shell?: string;
@@ -81,7 +79,7 @@ export function renderHost(h: ExecHostResult): string {
   if (h.durationMs !== null) fields.push(`${h.durationMs} ms`);
   let out = `${fields.join(' | ')} >>\n`;
   // a command that never ran (rc 127 or 126, as a shell gives it) has only its reason to show
-  if (h.error?.code === EXEC_SPAWN) out += `${h.error.message}\n`;
+  if (h.error?.code === FleetErrorCode.ExecSpawn) out += `${h.error.message}\n`;
   out += withNewline(h.stdout);
   if (h.truncated.stdout) out += `[rankd: stdout truncated; it was ${h.stdoutBytes} bytes]\n`;
   out += withNewline(h.stderr);

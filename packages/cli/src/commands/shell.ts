@@ -6,7 +6,7 @@ import { constants } from 'node:os';
 import type { Command } from 'commander';
 import type { ShellEvent } from '@rankd/protocol';
 import { SHELL_PATH, SHELL_SUBPROTOCOL } from '@rankd/protocol/shell-path';
-import { ErrorCode } from '@rankd/protocol/errors';
+import { ErrorCode, FleetErrorCode } from '@rankd/protocol/errors';
 import { MAX_FRAME_BYTES } from '@rankd/protocol/wire';
 import { loadClientConfig, type ClientConfig } from '../client/config.js';
 import { readCa, reachError } from '../client/http.js';
@@ -149,7 +149,7 @@ async function openShell(config: ClientConfig, node: string, command: string[], 
         const signal = last.signal as keyof typeof constants.signals | null;
         resolve(last.code ?? (signal && constants.signals[signal] ? 128 + constants.signals[signal] : ExitCode.RemoteFailure));
       } else if (last?.type === 'error') {
-        resolve(last.code === 'RANKD_AGENT_UNREACHABLE' ? ExitCode.Unreachable : last.code === ErrorCode.CredentialRevoked ? ExitCode.Unauthorized : ExitCode.RemoteFailure);
+        resolve(last.code === FleetErrorCode.AgentUnreachable ? ExitCode.Unreachable : last.code === ErrorCode.CredentialRevoked ? ExitCode.Unauthorized : ExitCode.RemoteFailure);
       } else {
         process.stderr.write('\r\nrankd: the connection to the controller was lost; the remote program is ended\r\n');
         resolve(ExitCode.Unreachable);

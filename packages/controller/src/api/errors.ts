@@ -1,45 +1,14 @@
 // One error shape for every REST failure: fastify's, plus our stable `code`.
 import type { IncomingMessage } from 'node:http';
-import { ErrorCode, MAX_FRAME_BYTES, RankdError, type PlacementSpec } from '@rankd/protocol';
+import {
+  ErrorCode,
+  MAX_FRAME_BYTES,
+  RankdError,
+  errorDefinition,
+  type HttpErrorStatus,
+  type PlacementSpec,
+} from '@rankd/protocol';
 import type { FastifyError, FastifyInstance } from 'fastify';
-
-/** HTTP status of each error code the API can return. */
-const statusOf: Record<string, number> = {
-  [ErrorCode.InvalidRequest]: 400,
-  [ErrorCode.Unauthorized]: 401,
-  [ErrorCode.Forbidden]: 403,
-  [ErrorCode.CsrfRejected]: 403,
-  [ErrorCode.Conflict]: 409,
-  [ErrorCode.RateLimited]: 429,
-  [ErrorCode.AuditUnavailable]: 503,
-  [ErrorCode.NotFound]: 404,
-  [ErrorCode.NodeNotFound]: 404,
-  [ErrorCode.TooLarge]: 413,
-  [ErrorCode.JsonTooDeep]: 400,
-  [ErrorCode.JobEnded]: 409,
-  [ErrorCode.WouldWait]: 409,
-  [ErrorCode.OverLimit]: 400,
-  [ErrorCode.JoinTokenUnknown]: 401,
-  [ErrorCode.JoinTokenExpired]: 401,
-  [ErrorCode.JoinTokenRevoked]: 401,
-  [ErrorCode.JoinTokenUsed]: 401,
-  [ErrorCode.CsrReplayed]: 409,
-  [ErrorCode.CsrInvalid]: 400,
-  [ErrorCode.CsrTooLarge]: 413,
-  [ErrorCode.NodeNameInUse]: 409,
-  [ErrorCode.InvalidNodeName]: 400,
-  [ErrorCode.NodeCertRequired]: 401,
-  [ErrorCode.NodeCertExpired]: 401,
-  [ErrorCode.NodeCertRevoked]: 401,
-  [ErrorCode.NodeCertInvalid]: 401,
-  [ErrorCode.NodeIdentityMismatch]: 403,
-  [ErrorCode.RootLoaderEnv]: 400,
-  [ErrorCode.EnvTooLarge]: 400,
-  [ErrorCode.EnvNotExportable]: 400,
-  [ErrorCode.StdinRankOutOfRange]: 400,
-  [ErrorCode.StdinUnsupported]: 400,
-  [ErrorCode.StdinUnavailable]: 409,
-};
 
 const reason: Record<number, string> = {
   400: 'Bad Request',
@@ -51,11 +20,11 @@ const reason: Record<number, string> = {
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
-};
+} satisfies Record<HttpErrorStatus, string>;
 
+/** The registry's status of a code; a code it gives none (or an undefined one) is a failure of ours. */
 export function httpStatusFor(code: string): number {
-  // Planner and job errors are all about the request: 400 unless listed.
-  return statusOf[code] ?? (code.startsWith('RANKD_PLAN_') ? 400 : 500);
+  return errorDefinition(code)?.status ?? 500;
 }
 
 export function errorBody(statusCode: number, code: string, message: string, suggestion?: Partial<PlacementSpec>) {

@@ -6,31 +6,6 @@ import { Nullable } from '../nullable.js';
 import { EnvVars, MAX_EXEC_OUTPUT_BYTES } from '../messages/fleet.js';
 import { SignalName } from '../messages/jobs.js';
 
-/** Stable codes of fleet errors, in REST bodies and per-host results. */
-export const FleetErrorCode = {
-  /** An inventory file that cannot be parsed; the message names file and line. */
-  InventoryParse: 'RANKD_INVENTORY_PARSE',
-  /** A host pattern term that names no group, host or node. */
-  PatternUnknown: 'RANKD_PATTERN_UNKNOWN',
-  /** A host pattern that is not well formed (empty term, bad regex, bad subscript). */
-  PatternInvalid: 'RANKD_PATTERN_INVALID',
-  /** The inventory names this host but no agent has registered for it. */
-  NoAgent: 'RANKD_NO_AGENT',
-  /** The node is known but its agent is not connected, or did not answer in time. */
-  AgentUnreachable: 'RANKD_AGENT_UNREACHABLE',
-  /** The agent is too old for this operation (no such capability in its hello). */
-  MissingCapability: 'RANKD_MISSING_CAPABILITY',
-  /** The command never ran: no such program, bad cwd. */
-  ExecSpawn: 'RANKD_EXEC_SPAWN',
-  /** The command ran past its timeout and was ended (SIGTERM, then SIGKILL). */
-  ExecTimeout: 'RANKD_EXEC_TIMEOUT',
-  /** The user is unknown, or root where the agent does not allow it. */
-  ExecUser: 'RANKD_EXEC_USER',
-  /** The terminal program never started. */
-  PtySpawn: 'RANKD_PTY_SPAWN',
-} as const;
-export type FleetErrorCode = (typeof FleetErrorCode)[keyof typeof FleetErrorCode];
-
 const Vars = Type.Record(Type.String(), Type.String());
 const Pattern = Type.String({ minLength: 1, maxLength: 4096 });
 const Failure = Type.Object({ code: Type.String(), message: Type.String() });

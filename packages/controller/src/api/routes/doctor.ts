@@ -4,10 +4,8 @@ import { DoctorRequest, DoctorResult, ErrorBody } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DoctorService } from '../../fleet/doctor/doctor-service.js';
-import { installFleetErrors } from '../../fleet/inventory/http-status.js';
 
 export async function doctorRoutes(app: FastifyInstance, opts: { doctor: DoctorService }): Promise<void> {
-  installFleetErrors(app);
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   api.post(
     '/v1/doctor',

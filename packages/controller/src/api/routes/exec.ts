@@ -5,12 +5,10 @@ import { ErrorBody, ExecReport, ExecRequest } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ExecService } from '../../fleet/exec/exec-service.js';
-import { installFleetErrors } from '../../fleet/inventory/http-status.js';
 import { streamOwner } from '../auth.js';
 import { refuseRootLoaderEnv } from '../root-target.js';
 
 export async function execRoutes(app: FastifyInstance, opts: { exec: ExecService }): Promise<void> {
-  installFleetErrors(app);
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   api.post(
     '/v1/exec',

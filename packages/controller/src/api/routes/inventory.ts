@@ -3,11 +3,9 @@ import { ErrorBody, InventoryImport, InventoryView, PatternMatch, PatternQuery }
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FleetInventory } from '../../fleet/inventory/inventory-service.js';
-import { installFleetErrors } from '../../fleet/inventory/http-status.js';
 
 export async function inventoryRoutes(app: FastifyInstance, opts: { inventory: FleetInventory }): Promise<void> {
   const { inventory } = opts;
-  installFleetErrors(app);
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
   api.get('/v1/inventory', { schema: { tags: ['fleet'], summary: 'Groups, hosts with their effective vars and agents, and nodes outside the inventory', response: { 200: InventoryView } } }, async () =>

@@ -3,10 +3,8 @@ import { ErrorBody, PingReport, PingRequest } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { PingService } from '../../fleet/ping/ping-service.js';
-import { installFleetErrors } from '../../fleet/inventory/http-status.js';
 
 export async function pingRoutes(app: FastifyInstance, opts: { ping: PingService }): Promise<void> {
-  installFleetErrors(app);
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   api.post(
     '/v1/ping',

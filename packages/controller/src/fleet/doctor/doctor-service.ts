@@ -2,6 +2,7 @@
 // pattern selects. The facts the agents already sent answer most checks; one
 // doctor.inspect per node adds its clock, numactl and the required paths; with `matrix`
 // the agents also probe each other over TCP.
+import { FleetErrorCode } from '@rankd/protocol';
 import type { DoctorCheck, DoctorNode, DoctorNodeReport, DoctorRequest, DoctorResult, Facts } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { EventsRepo } from '../../store/events-repo.js';
@@ -60,7 +61,7 @@ export class DoctorService {
 
     const checks: DoctorCheck[] = [];
     for (const s of skipped) {
-      const fix = s.error.code === 'RANKD_NO_AGENT' ? `install and start rankd-agent on ${s.host} (deploy/install.sh)` : `start or upgrade rankd-agent on ${s.node ?? s.host}`;
+      const fix = s.error.code === FleetErrorCode.NoAgent ? `install and start rankd-agent on ${s.host} (deploy/install.sh)` : `start or upgrade rankd-agent on ${s.node ?? s.host}`;
       checks.push(fail(s.node ?? s.host, 'agent', s.error.message, fix));
     }
     for (const n of inspected) {
