@@ -99,10 +99,10 @@ ETC=$ROOT/etc/rankd
 install_from_dir() {
   src=$(cd "$1" && pwd)
   [ -f "$src/packages/cli/dist/main.js" ] || die "$src is not a built rankd checkout (no packages/cli/dist/main.js; run npm ci)"
-  # the native rank launcher is built with the checkout (npm ci); without it the agent runs
-  # ranks under supervisor.pl with numactl or taskset, and says so (rankd doctor: launcher)
+  # the rank supervisor is built with the checkout (npm ci fails without a C compiler); an
+  # agent without it would refuse every rank, so such a tree is not installed
   [ -x "$src/packages/agent/dist/native/rank-supervisor" ] ||
-    note "warning: $src has no native rank launcher (packages/agent/dist/native/rank-supervisor: no C compiler at build time?); the agent will start ranks with supervisor.pl and numactl/taskset"
+    die "$src has no rank supervisor (packages/agent/dist/native/rank-supervisor): install a C compiler (apt-get install gcc) and run npm run build there"
   app=$DEST/app
   run mkdir -p "$app/packages"
   run cp "$src/package.json" "$app/"

@@ -1,62 +1,41 @@
 // The agent's bundle (packages/agent/dist/bundle/daemon.js, scripts/bundle-agent.mjs) finds
-// the files the agent starts ranks with relative to its own module, as the compiled
-// modules do: the native rank launcher in dist/native/, supervisor.pl and the Open MPI perl
-// scripts in the sources of a checkout, or in dist/ of an installed copy that has no src
+// the rank supervisor relative to its own module, as the compiled modules do: the binary
+// in dist/native/, and the version it expects in the sources' native/version.h in a
+// checkout, or in the copy beside the binary in an installed copy that has no sources
 // (deploy/install.sh copies each package's dist only).
 import { cpSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
+import { expectedSupervisorVersion } from '@rankd/agent/ranks/supervisor-binary';
 
 const AGENT = join(import.meta.dirname, '../../packages/agent');
 const BUNDLE = join(AGENT, 'dist/bundle/daemon.js');
-const NATIVE = join(AGENT, 'dist/native/rank-supervisor');
-const skip = existsSync(BUNDLE) ? false : 'no agent bundle: npm run build makes it (node scripts/bundle-agent.mjs)';
+const NATIVE = join(AGENT, 'dist/native');
+const skip = !existsSync(BUNDLE)
+  ? 'no agent bundle: npm run build makes it (node scripts/bundle-agent.mjs)'
+  : !existsSync(join(NATIVE, 'rank-supervisor')) && process.env.CI !== 'true'
+    ? 'the rank supervisor is not built (npm run build)'
+    : false;
 
 type Daemon = typeof import('@rankd/agent/daemon');
 
-/** Where the bundle at this path finds the launcher and the scripts. */
+/** The supervisor the bundle at this path finds. */
 async function found(bundle: string) {
   const d = (await import(pathToFileURL(bundle).href)) as Daemon;
-  const native = detectOrNull(() => d.detectLauncher({ preference: 'native' }).command[0]);
-  return { native, perl: d.detectLauncher({ preference: 'perl' }).command[1], ompiRank: d.scriptPath('ompi-rank.pl'), rshHelper: d.scriptPath('rsh-helper.pl') };
+  return d.findSupervisor();
 }
 
-function detectOrNull(f: () => string | undefined): string | null {
-  try {
-    return f() ?? null;
-  } catch {
-    return null;
-  }
-}
-
-t.test('in a checkout the bundle uses the sources’ scripts and the built launcher', { skip }, async (t) => {
-  const f = await found(BUNDLE);
-  t.same(f, {
-    native: existsSync(NATIVE) ? NATIVE : null,
-    perl: join(AGENT, 'src/ranks/supervisor.pl'),
-    ompiRank: join(AGENT, 'src/openmpi/ompi-rank.pl'),
-    rshHelper: join(AGENT, 'src/openmpi/rsh-helper.pl'),
-  });
+t.test('in a checkout the bundle uses the built supervisor and the sources\' version', { skip }, async (t) => {
+  t.same(await found(BUNDLE), { path: join(NATIVE, 'rank-supervisor'), version: expectedSupervisorVersion(), problem: null });
 });
 
 t.test('in an installed copy without src the bundle uses what dist holds', { skip }, async (t) => {
   const dist = join(t.testdir(), 'app/packages/agent/dist');
-  // what install.sh copies of the agent: its dist, with the perl scripts the native build put there
-  const copies: [from: string, rel: string][] = [
-    ['dist', 'bundle'],
-    ...(existsSync(NATIVE) ? [['dist', 'native'] as [string, string]] : []),
-    ...['ranks/supervisor.pl', 'openmpi/ompi-rank.pl', 'openmpi/rsh-helper.pl'].map((rel): [string, string] => ['src', rel]),
-  ];
-  for (const [from, rel] of copies) {
+  // what install.sh copies of the agent: its dist
+  for (const rel of ['bundle', 'native']) {
     mkdirSync(join(dist, rel, '..'), { recursive: true });
-    cpSync(join(AGENT, from, rel), join(dist, rel), { recursive: true });
+    cpSync(join(AGENT, 'dist', rel), join(dist, rel), { recursive: true });
   }
-  const f = await found(join(dist, 'bundle/daemon.js'));
-  t.same(f, {
-    native: existsSync(NATIVE) ? join(dist, 'native/rank-supervisor') : null,
-    perl: join(dist, 'ranks/supervisor.pl'),
-    ompiRank: join(dist, 'openmpi/ompi-rank.pl'),
-    rshHelper: join(dist, 'openmpi/rsh-helper.pl'),
-  });
+  t.same(await found(join(dist, 'bundle/daemon.js')), { path: join(dist, 'native/rank-supervisor'), version: expectedSupervisorVersion(), problem: null });
 });

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readConfigFile, resolveAgentConfig } from '@rankd/agent';
+import { expectedSupervisorVersion } from '@rankd/agent/ranks/supervisor-binary';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const deploy = path.join(repo, 'deploy');
@@ -134,22 +135,18 @@ t.test('install.sh into a temporary root', async (t) => {
   t.match(version.stdout, /^rankd \d+\.\d+\.\d+/);
   const agentHelp = run([process.execPath, path.join(root, 'opt/rankd/app/packages/cli/dist/main.js'), 'agent', '--help']);
   t.equal(agentHelp.code, 0, agentHelp.stderr);
-  // the rank launcher, and the perl fallback with its scripts, travel in dist: the installed
-  // agent finds them there (a tree without src)
+  // the rank supervisor and its version header travel in dist: the installed agent finds
+  // and accepts them there (a tree without src)
   const agentDist = path.join(root, 'opt/rankd/app/packages/agent/dist');
-  t.equal(run([path.join(agentDist, 'native/rank-supervisor'), '--version']).stdout, 'rank-supervisor 3\n', 'the native rank launcher is installed and runs');
+  const supervisorVersion = expectedSupervisorVersion();
+  t.equal(run([path.join(agentDist, 'native/rank-supervisor'), '--version']).stdout, `rank-supervisor ${supervisorVersion}\n`, 'the rank supervisor is installed and runs');
   const found = run([process.execPath, '--input-type=module', '-e', `
-    import { detectLauncher } from ${JSON.stringify(path.join(agentDist, 'ranks/launcher.js'))};
-    import { scriptPath } from ${JSON.stringify(path.join(agentDist, 'openmpi/ompi-files.js'))};
-    console.log(JSON.stringify([detectLauncher({ preference: 'auto' }).command, detectLauncher({ preference: 'perl' }).command[1], scriptPath('ompi-rank.pl'), scriptPath('rsh-helper.pl')]));
+    import { findSupervisor } from ${JSON.stringify(path.join(agentDist, 'ranks/supervisor-binary.js'))};
+    console.log(JSON.stringify(findSupervisor()));
   `]);
   t.equal(found.code, 0, found.stderr);
-  t.same(JSON.parse(found.stdout), [
-    [path.join(agentDist, 'native/rank-supervisor')],
-    path.join(agentDist, 'ranks/supervisor.pl'),
-    path.join(agentDist, 'openmpi/ompi-rank.pl'),
-    path.join(agentDist, 'openmpi/rsh-helper.pl'),
-  ], 'the installed agent uses its own launcher, fallback and scripts');
+  t.same(JSON.parse(found.stdout), { path: path.join(agentDist, 'native/rank-supervisor'), version: supervisorVersion, problem: null }, 'the installed agent uses its own supervisor');
+  t.same(run(['sh', '-c', `find ${JSON.stringify(path.join(root, 'opt/rankd/app/packages'))} -name '*.pl'`]).stdout, '', 'no perl is installed');
   t.notOk(existsSync(path.join(root, 'opt/rankd/app/node_modules/typescript')), 'dev tools are not copied');
   t.notOk(existsSync(path.join(root, 'opt/rankd/app/node_modules/tap')), 'test tools are not copied');
 

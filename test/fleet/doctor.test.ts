@@ -99,7 +99,7 @@ t.test('the doctor finds a low memlock limit, a RoCE port without a v2 GID, a do
   t.match(one(report, 'good', 'rdma.port'), { status: 'PASS', message: '2 RDMA ports ACTIVE' });
   t.match(one(report, 'lowlock', 'rdma.numa'), { status: 'WARN', message: /ranks on NUMA node 1 have no local RDMA NIC \(mlx5_0 on node 0\)/ });
   t.match(one(report, 'good', 'rdma.numa'), { status: 'PASS' });
-  t.match(one(report, 'good', 'launcher'), { status: 'PASS', message: /^native rank launcher \/\S+\/rank-supervisor: ranks are pinned by the launcher itself/ });
+  t.match(one(report, 'good', 'launcher'), { status: 'PASS', message: /^rank supervisor \d+ at \/\S+\/rank-supervisor: it pins ranks itself$/ });
   t.match(one(report, 'nov2', 'same.kernel'), { status: 'WARN', message: /nov2 has 5\.14\.0-362\.el9\.x86_64.*2 of 3 nodes have 6\.8\.0-49-generic/ });
   t.match(one(report, 'good', 'same.kernel'), { status: 'PASS' });
   t.match(one(report, 'good', 'same.cpu'), { status: 'PASS', message: /same on all 3 nodes: 2 sockets × 4 cores, 16 PUs, 2 NUMA nodes/ });

@@ -57,9 +57,10 @@ export const fleetGolden: Record<string, FleetGolden[]> = {
   'doctor.report': [
     { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: '/usr/bin/numactl', paths: [{ path: '/mnt/models', exists: true, kind: 'directory', error: null }] } },
     { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [{ path: '/mnt/x', exists: false, kind: null, error: 'ENOENT' }] } },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { kind: 'native', path: '/opt/rankd/app/packages/agent/dist/native/rank-supervisor', fallback: null } } },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: '/usr/bin/numactl', paths: [], launcher: { kind: 'perl', path: '/x/supervisor.pl', fallback: 'the native launcher is not built' } } },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { kind: 'bash', path: '/x', fallback: null } }, error: INVALID },
+    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { path: '/opt/rankd/app/packages/agent/dist/native/rank-supervisor', version: '4', problem: null } } },
+    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: '/usr/bin/numactl', paths: [], launcher: { path: '/x/rank-supervisor', version: null, problem: 'the rank supervisor is not built' } } },
+    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { kind: 'perl', path: '/x', version: null, problem: null } }, error: INVALID },
+    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { path: '/x', problem: null } }, error: INVALID },
     { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [{ path: '/mnt/x', exists: false, kind: 'socket', error: null }] }, error: INVALID },
   ],
   'probe.listen': [

@@ -1,20 +1,20 @@
-// The native rank launcher (packages/agent/native) on its own, started as the agent starts
-// it: its strict command line, exit records written exactly (and byte for byte as
-// supervisor.pl writes them), the CPU affinity and memory policy it applies, its life past
-// a SIGKILLed agent, and environment records with odd bytes passed through unchanged.
+// The rank supervisor (packages/agent/native) on its own, started as the agent starts it:
+// its strict command line, exit records written exactly, byte for byte, the CPU affinity
+// and memory policy it applies, its life past a SIGKILLed agent, and environment records
+// with odd bytes passed through unchanged. Its Open MPI modes: test/ranks/ompi-modes.test.ts.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { defaultNativePath, defaultSupervisorPath, findPerl, supervisorEnv } from '@rankd/agent/ranks/launcher';
+import { HELPER_ENV } from '@rankd/agent/ranks/caller-env';
+import { defaultSupervisorPath, expectedSupervisorVersion } from '@rankd/agent/ranks/supervisor-binary';
 import { alive, allowedCpus, tmpSpool, until } from './helpers.js';
 
-const BIN = defaultNativePath();
+const BIN = defaultSupervisorPath();
 // in CI a launcher that was not built is a failure of the build, never a skip
 const skip = fs.existsSync(BIN) || process.env.CI === 'true' ? false : `${BIN} is not built (npm run build)`;
 const NATIVE = [BIN];
-const PERL = [findPerl(), defaultSupervisorPath()];
 const RECORDS = 'PATH=/usr/bin:/bin\0';
 
 interface Ended {
@@ -26,8 +26,7 @@ interface Ended {
 /** A supervisor as the agent spawns it (own session, env records on stdin); resolves once it has exited. */
 function supervise(cmd: string[], args: string[], records: Buffer | string = RECORDS): Promise<Ended> {
   return new Promise((resolve, reject) => {
-    const kind = cmd === PERL ? 'perl' : 'native';
-    const child = spawn(cmd[0]!, [...cmd.slice(1), ...args], { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: supervisorEnv({ kind }) });
+    const child = spawn(cmd[0]!, [...cmd.slice(1), ...args], { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: { ...HELPER_ENV } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -69,7 +68,7 @@ t.test('the command line is parsed strictly: a clear message and exit 2, nothing
     [['run', dir, '-', '-', '/', 'true'], /missing "--" before the program's argv \(found "true"\)/],
     [['run', dir, '-', '-', '/', '--'], /no program after "--"/],
     [['run', dir, '-', '-'], /expected RANKDIR CGROUP\|- UID:GID:GROUPS\|- CWD/],
-    [['start', ...tail], /unknown mode "start": expected run or exec/],
+    [['start', ...tail], /unknown mode "start": expected run, exec, ompi-rank or rsh/],
     [[], /no mode/],
     [['run', dir, '-', 'root', '/', '--', 'true'], /user "root": expected UID:GID:G1,G2 or -/],
     [['run', dir, '-', '1000:x', '/', '--', 'true'], /user "1000:x": expected UID:GID:G1,G2 or -/],
@@ -82,11 +81,11 @@ t.test('the command line is parsed strictly: a clear message and exit 2, nothing
     t.equal(r.stdout, '', 'no answer line');
   }
   t.same(fs.readdirSync(dir), [], 'no file was created');
-  t.equal(spawnSync(BIN, ['--version'], { encoding: 'utf8' }).stdout, 'rank-supervisor 3\n');
+  t.equal(spawnSync(BIN, ['--version'], { encoding: 'utf8' }).stdout, `rank-supervisor ${expectedSupervisorVersion()}\n`);
   t.match(spawnSync(BIN, ['--help'], { encoding: 'utf8' }), { status: 0, stdout: /^usage: rank-supervisor run\|exec \[--cpus LIST\] \[--mems LIST\]/ });
 });
 
-t.test('exit code and signal are recorded exactly, as supervisor.pl records them', { skip }, async (t) => {
+t.test('exit code and signal are recorded exactly, byte for byte', { skip }, async (t) => {
   const corePattern = fs.readFileSync('/proc/sys/kernel/core_pattern', 'utf8').trim();
   const signo = os.constants.signals;
   const cases: [string, string][] = [
@@ -103,24 +102,19 @@ t.test('exit code and signal are recorded exactly, as supervisor.pl records them
   // a core file in the rank's cwd only where the kernel writes one there (no pipe to a helper)
   if (/^[^|/%]+$/.test(corePattern)) cases.push(['ulimit -c unlimited; kill -SEGV $$', `{"code":null,"signal":${signo.SIGSEGV},"core":true,"leftover":false}`]);
   for (const [script, want] of cases) {
-    const records: Record<string, string> = {};
-    for (const [name, cmd] of [['native', NATIVE], ['perl', PERL]] as const) {
-      const dir = rankDir(t, `${name}-${cases.findIndex((c) => c[0] === script)}`);
-      const r = await supervise(cmd, ['run', dir, '-', '-', dir, '--', 'sh', '-c', script]);
-      t.equal(r.code, 0, `${name}: the supervisor exits 0 after the rank`);
-      const pid = Number(/^started (\d+)\n$/.exec(r.stdout)?.[1]);
-      t.ok(pid > 0, `${name} answers "started PID"`);
-      records[name] = read(dir, 'exit.json');
-      const rank = JSON.parse(read(dir, 'rank.json')) as Record<string, unknown>;
-      t.match(rank, { pid, pgid: pid, supervisorPid: Number, supervisorStartTicks: Number, cgroup: null, pty: false });
-      t.same(Object.keys(rank), ['pid', 'pgid', 'supervisorPid', 'supervisorStartTicks', 'cgroup', 'pty']);
-    }
-    t.equal(records.native, `${want}\n`, `${script}: ${want}`);
-    t.equal(records.native, records.perl, `${script}: the same record as supervisor.pl's`);
+    const dir = rankDir(t, `exit-${cases.findIndex((c) => c[0] === script)}`);
+    const r = await supervise(NATIVE, ['run', dir, '-', '-', dir, '--', 'sh', '-c', script]);
+    t.equal(r.code, 0, 'the supervisor exits 0 after the rank');
+    const pid = Number(/^started (\d+)\n$/.exec(r.stdout)?.[1]);
+    t.ok(pid > 0, 'it answers "started PID"');
+    const rank = JSON.parse(read(dir, 'rank.json')) as Record<string, unknown>;
+    t.match(rank, { pid, pgid: pid, supervisorPid: Number, supervisorStartTicks: Number, cgroup: null, pty: false });
+    t.same(Object.keys(rank), ['pid', 'pgid', 'supervisorPid', 'supervisorStartTicks', 'cgroup', 'pty']);
+    t.equal(read(dir, 'exit.json'), `${want}\n`, `${script}: ${want}`);
   }
 });
 
-t.test('a start that fails answers "failed CODE MESSAGE" and records it, as supervisor.pl does', { skip }, async (t) => {
+t.test('a start that fails answers "failed CODE MESSAGE" and records it, byte for byte', { skip }, async (t) => {
   const plain = path.join(tmpSpool(t), 'plain-file');
   fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
   const badInterpreter = path.join(tmpSpool(t), 'bad-interpreter');
@@ -134,18 +128,14 @@ t.test('a start that fails answers "failed CODE MESSAGE" and records it, as supe
     ['missing cgroup', ['/', '--', 'true'], 'RANKD_RANK_CGROUP /nonexistent-rankd-cgroup: No such file or directory'],
   ];
   for (const [what, rest, answer] of cases) {
-    const out: Record<string, string> = {};
-    for (const [name, cmd] of [['native', NATIVE], ['perl', PERL]] as const) {
-      const dir = rankDir(t, `${name}-${what.replace(/ /g, '-')}`);
-      const cgroup = what === 'missing cgroup' ? '/nonexistent-rankd-cgroup' : '-';
-      const r = await supervise(cmd, ['run', dir, cgroup, '-', ...rest]);
-      t.equal(r.stdout, `failed ${answer}\n`, `${name}, ${what}: the answer`);
-      t.notOk(fs.existsSync(path.join(dir, 'rank.json')), `${name}, ${what}: no rank.json`);
-      out[name] = read(dir, 'exit.json');
-    }
+    const dir = rankDir(t, what.replace(/ /g, '-'));
+    const cgroup = what === 'missing cgroup' ? '/nonexistent-rankd-cgroup' : '-';
+    const r = await supervise(NATIVE, ['run', dir, cgroup, '-', ...rest]);
+    t.equal(r.stdout, `failed ${answer}\n`, `${what}: the answer`);
+    t.notOk(fs.existsSync(path.join(dir, 'rank.json')), `${what}: no rank.json`);
     const [code, ...message] = answer.split(' ');
-    t.same(JSON.parse(out.native!), { code: null, signal: null, failed: { code, message: message.join(' ') } });
-    t.equal(out.native, out.perl, `${what}: the same record as supervisor.pl's`);
+    const record = JSON.stringify({ code: null, signal: null, failed: { code, message: message.join(' ') } });
+    t.equal(read(dir, 'exit.json'), `${record}\n`, `${what}: the record, byte for byte`);
   }
   // CPUs the kernel cannot give: a clear failure before the program runs, not a rank that runs unpinned
   const dir = rankDir(t, 'pinning');
@@ -223,14 +213,12 @@ t.test('environment records with odd bytes reach the rank unchanged', { skip }, 
     'PATH=/usr/bin:/bin', 'EQ=a=b==c', 'NL=line1\nline2\n', 'CR=a\r\nb', 'TAB=\t x ', 'UTF=é☃', 'EMPTY=', 'NOEQ=', 'DUP=second', 'PWD=/tmp',
   ].map((s) => Buffer.from(s).toString('latin1'));
   want.push(Buffer.concat([Buffer.from('HIGH='), Buffer.from([0xff, 0xfe, 0x80, 0x01, 0x7f])]).toString('latin1'));
-  for (const [name, cmd] of [['native', NATIVE], ['perl', PERL]] as const) {
-    const dir = rankDir(t, `env-${name}`);
-    const r = await supervise(cmd, ['run', dir, '-', '-', '/tmp', '--', 'env', '-0'], records);
-    t.match(r.stdout, /^started \d+\n$/);
-    // latin1 keeps every byte as one character, so the comparison is byte for byte
-    const got = fs.readFileSync(path.join(dir, 'stdout')).toString('latin1').split('\0').slice(0, -1);
-    t.same(got.sort(), [...want].sort(), `${name}: exactly the records, byte for byte (a later one of a name wins, PWD is the cwd)`);
-  }
+  const dir = rankDir(t, 'env');
+  const r = await supervise(NATIVE, ['run', dir, '-', '-', '/tmp', '--', 'env', '-0'], records);
+  t.match(r.stdout, /^started \d+\n$/);
+  // latin1 keeps every byte as one character, so the comparison is byte for byte
+  const got = fs.readFileSync(path.join(dir, 'stdout')).toString('latin1').split('\0').slice(0, -1);
+  t.same(got.sort(), [...want].sort(), 'exactly the records, byte for byte (a later one of a name wins, PWD is the cwd)');
 });
 
 t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment and is deleted, pinning applies, failures exit 127 or 126', { skip }, (t) => {
@@ -239,28 +227,23 @@ t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment 
   const envFile = path.join(dir, 'env');
   const records = 'PATH=/usr/bin:/bin\0V=a=b\nc\0=nameless\0TERM=xterm-test\0';
   // the supervisor's own environment, a caller's variable among it, reaches nothing
-  const own = { ...supervisorEnv({ kind: 'native' }), TERM: 'xterm-own', OWN_ONLY: 'x' };
-  for (const [name, cmd, options] of [
-    ['native', NATIVE, ['--cpus', String(cpu)]],
-    ['perl', PERL, []],
-  ] as const) {
-    fs.writeFileSync(envFile, records, { mode: 0o600 });
-    const ok = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', ...options, dir, '-', '-', '/tmp', '--', 'sh', '-c', 'env -0; grep Cpus_allowed_list /proc/self/status'], { env: own, encoding: 'latin1' });
-    t.equal(ok.status, 0, `${name}: ${ok.stderr}`);
-    const [envOut, status] = [ok.stdout.slice(0, ok.stdout.lastIndexOf('\0') + 1), ok.stdout.slice(ok.stdout.lastIndexOf('\0') + 1)];
-    t.same(envOut.split('\0').slice(0, -1).sort(), ['PATH=/usr/bin:/bin', 'PWD=/tmp', 'TERM=xterm-test', 'V=a=b\nc'], `${name}: exactly the records, nothing of the supervisor's own`);
-    t.notOk(fs.existsSync(envFile), `${name}: the environment file is deleted once read`);
-    if (name === 'native') t.match(status, new RegExp(`^Cpus_allowed_list:\\s*${cpu}$`, 'm'));
-    const none = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', dir, '-', '-', '/', '--', 'true'], { env: own, encoding: 'utf8' });
-    t.equal(none.status, 127, `${name}: no environment file is a failure, never an empty or inherited environment`);
-    t.match(none.stderr, /^rankd: RANKD_RANK_SPAWN_FAILED .*\/env: No such file or directory\n$/);
-    fs.symlinkSync('/etc/hostname', envFile);
-    const link = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', dir, '-', '-', '/', '--', 'true'], { env: own, encoding: 'utf8' });
-    t.equal(link.status, 127, `${name}: a symbolic link is not followed`);
-    t.match(link.stderr, /^rankd: RANKD_RANK_SPAWN_FAILED .*\/env: /);
-    fs.rmSync(envFile, { force: true });
-  }
-  const env = supervisorEnv({ kind: 'native' });
+  const own = { ...HELPER_ENV, TERM: 'xterm-own', OWN_ONLY: 'x' };
+  fs.writeFileSync(envFile, records, { mode: 0o600 });
+  const ok = spawnSync(BIN, ['exec', '--cpus', String(cpu), dir, '-', '-', '/tmp', '--', 'sh', '-c', 'env -0; grep Cpus_allowed_list /proc/self/status'], { env: own, encoding: 'latin1' });
+  t.equal(ok.status, 0, ok.stderr);
+  const [envOut, status] = [ok.stdout.slice(0, ok.stdout.lastIndexOf('\0') + 1), ok.stdout.slice(ok.stdout.lastIndexOf('\0') + 1)];
+  t.same(envOut.split('\0').slice(0, -1).sort(), ['PATH=/usr/bin:/bin', 'PWD=/tmp', 'TERM=xterm-test', 'V=a=b\nc'], "exactly the records, nothing of the supervisor's own");
+  t.notOk(fs.existsSync(envFile), 'the environment file is deleted once read');
+  t.match(status, new RegExp(`^Cpus_allowed_list:\\s*${cpu}$`, 'm'));
+  const none = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', 'true'], { env: own, encoding: 'utf8' });
+  t.equal(none.status, 127, 'no environment file is a failure, never an empty or inherited environment');
+  t.match(none.stderr, /^rankd: RANKD_RANK_SPAWN_FAILED .*\/env: No such file or directory\n$/);
+  fs.symlinkSync('/etc/hostname', envFile);
+  const link = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', 'true'], { env: own, encoding: 'utf8' });
+  t.equal(link.status, 127, 'a symbolic link is not followed');
+  t.match(link.stderr, /^rankd: RANKD_RANK_SPAWN_FAILED .*\/env: /);
+  fs.rmSync(envFile, { force: true });
+  const env = { ...HELPER_ENV };
   fs.writeFileSync(envFile, records);
   const bad = spawnSync(BIN, ['exec', dir, '-', '-', '/nonexistent-rankd-cwd', '--', 'true'], { env, encoding: 'utf8' });
   t.equal(bad.status, 127);
@@ -269,19 +252,17 @@ t.test('exec mode (PTY ranks, exec, shell): RANKDIR/env becomes the environment 
   fs.writeFileSync(plain, '#!/bin/sh\n', { mode: 0o644 });
   const badInterpreter = path.join(dir, 'bad-interpreter');
   fs.writeFileSync(badInterpreter, '#!/nonexistent/interpreter\n', { mode: 0o755 });
-  // a program that cannot start: the status a shell gives it, and the same line from both supervisors
+  // a program that cannot start: the status a shell gives it, and its words
   const failures: [string, string, number, string][] = [
     ['a missing program', 'rankd-no-such-program', 127, 'RANKD_RANK_PROGRAM_NOT_FOUND rankd-no-such-program: No such file or directory'],
     ['a program without execute permission', plain, 126, `RANKD_RANK_PROGRAM_NOT_EXECUTABLE ${plain}: Permission denied`],
     ['a #! interpreter that does not exist', badInterpreter, 127, `RANKD_RANK_PROGRAM_NOT_FOUND ${badInterpreter}: /nonexistent/interpreter: bad interpreter: No such file or directory`],
   ];
-  for (const [name, cmd] of [['native', NATIVE], ['perl', PERL]] as const) {
-    for (const [what, program, status, line] of failures) {
-      fs.writeFileSync(envFile, records);
-      const r = spawnSync(cmd[0]!, [...cmd.slice(1), 'exec', dir, '-', '-', '/', '--', program], { env, encoding: 'utf8' });
-      t.equal(r.status, status, `${name}, ${what}: ${status}, as a shell gives`);
-      t.equal(r.stderr, `rankd: ${line}\n`, `${name}, ${what}: the words`);
-    }
+  for (const [what, program, status, line] of failures) {
+    fs.writeFileSync(envFile, records);
+    const r = spawnSync(BIN, ['exec', dir, '-', '-', '/', '--', program], { env, encoding: 'utf8' });
+    t.equal(r.status, status, `${what}: ${status}, as a shell gives`);
+    t.equal(r.stderr, `rankd: ${line}\n`, `${what}: the words`);
   }
   t.end();
 });

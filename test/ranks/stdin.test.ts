@@ -1,4 +1,4 @@
-// A rank's stdin, under each supervisor: the agent's end of a socket that the rank holds as
+// A rank's stdin, under the rank supervisor: the agent's end of a socket that the rank holds as
 // fd 0, installed after the drop to the rank's user; the supervisor keeps no copy, so the
 // agent learns when the rank closed it; and a rank outlives an agent that dies (SIGKILL)
 // with its stdin ending there: EOF, nothing more.
@@ -15,33 +15,31 @@ function exitOf(r: RankRunner, jobId: string): Promise<RankExit> {
   return new Promise((resolve) => r.on('exit', (e) => e.jobId === jobId && resolve(e)));
 }
 
-for (const preference of ['native', 'perl'] as const) {
-  t.test(`${preference}: the rank reads what the agent writes, then EOF`, async (t) => {
-    const r = runner(t, { launcher: { preference } });
-    // as nobody when we are root: fd 0 is usable after the switch of user
-    const started = await r.start(launch(`in-${preference}`, 0, ['sh', '-c', 'wc -c; id -u; ls -l /proc/self/fd/0'], { stdin: true, ...(isRoot ? { user: 'nobody', cwd: '/' } : {}) }));
-    t.ok(started.stdin, 'the agent holds the other end');
-    const ended = exitOf(r, `in-${preference}`);
-    started.stdin!.end('hello');
-    t.match(await ended, { outcome: 'exited', code: 0 });
-    const [count, uid, fd0] = fs.readFileSync(path.join(r.spool.rankDir(`in-${preference}`, 0), 'stdout'), 'utf8').trim().split('\n');
-    t.equal(count, '5', 'five bytes, then EOF');
-    if (isRoot) t.not(uid, '0', 'the rank ran as nobody');
-    t.match(fd0, /socket:\[/, "the rank's fd 0 is the agent's socket");
-  });
+t.test('the rank reads what the agent writes, then EOF', async (t) => {
+  const r = runner(t);
+  // as nobody when we are root: fd 0 is usable after the switch of user
+  const started = await r.start(launch('in-native', 0, ['sh', '-c', 'wc -c; id -u; ls -l /proc/self/fd/0'], { stdin: true, ...(isRoot ? { user: 'nobody', cwd: '/' } : {}) }));
+  t.ok(started.stdin, 'the agent holds the other end');
+  const ended = exitOf(r, 'in-native');
+  started.stdin!.end('hello');
+  t.match(await ended, { outcome: 'exited', code: 0 });
+  const [count, uid, fd0] = fs.readFileSync(path.join(r.spool.rankDir('in-native', 0), 'stdout'), 'utf8').trim().split('\n');
+  t.equal(count, '5', 'five bytes, then EOF');
+  if (isRoot) t.not(uid, '0', 'the rank ran as nobody');
+  t.match(fd0, /socket:\[/, "the rank's fd 0 is the agent's socket");
+});
 
-  t.test(`${preference}: the supervisor keeps no copy of the rank's stdin`, async (t) => {
-    const r = runner(t, { launcher: { preference } });
-    // closes its stdin and runs on: only the rank held it, so the agent sees its end now
-    const started = await r.start(launch(`close-${preference}`, 0, ['sh', '-c', 'exec 0<&-; sleep 30'], { stdin: true }));
-    const socket = started.stdin!;
-    socket.resume();
-    // it may have closed while the start was being checked
-    if (!socket.destroyed) await new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    t.ok(alive(started.pid), 'the rank still runs');
-    t.ok(alive(started.supervisorPid!), 'and so does its supervisor, which held no copy');
-  });
-}
+t.test("the supervisor keeps no copy of the rank's stdin", async (t) => {
+  const r = runner(t);
+  // closes its stdin and runs on: only the rank held it, so the agent sees its end now
+  const started = await r.start(launch('close-native', 0, ['sh', '-c', 'exec 0<&-; sleep 30'], { stdin: true }));
+  const socket = started.stdin!;
+  socket.resume();
+  // it may have closed while the start was being checked
+  if (!socket.destroyed) await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  t.ok(alive(started.pid), 'the rank still runs');
+  t.ok(alive(started.supervisorPid!), 'and so does its supervisor, which held no copy');
+});
 
 // An agent in a process of its own that starts one rank reading its stdin, writes three
 // bytes into it and waits for the test's SIGKILL. Inline, as adopt.test.ts's.

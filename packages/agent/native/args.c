@@ -6,6 +6,11 @@
  * agent's formatCpuList writes them.
  *
  *   rank-supervisor run|exec [--cpus LIST] [--mems LIST] RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...
+ *   rank-supervisor ompi-rank
+ *   rank-supervisor rsh HOST ARG...
+ *
+ * ompi-rank and rsh are run by Open MPI (orted, mpirun), whose command lines they take as
+ * Open MPI gives them: they check their own arguments (ompi-rank.c, rsh.c).
  */
 #include "rank-supervisor.h"
 
@@ -15,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "usage: rank-supervisor run|exec [--cpus LIST] [--mems LIST] RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV..."
+#define USAGE                                                                                                  \
+	"usage: rank-supervisor run|exec [--cpus LIST] [--mems LIST] RANKDIR CGROUP|- UID:GID:G1,G2|- CWD -- ARGV...\n" \
+	"       rank-supervisor ompi-rank\n"                                                                      \
+	"       rank-supervisor rsh HOST ARG...\n"                                                                \
+	"       rank-supervisor --version"
 
 __attribute__((noreturn, format(printf, 1, 2))) static void usage(const char *fmt, ...)
 {
@@ -162,7 +171,7 @@ int rs_parse_args(int argc, char **argv, struct rs_args *a)
 {
 	memset(a, 0, sizeof *a);
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-		puts(RS_VERSION);
+		printf("rank-supervisor %d\n", RS_VERSION);
 		exit(0);
 	}
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
@@ -170,13 +179,18 @@ int rs_parse_args(int argc, char **argv, struct rs_args *a)
 		exit(0);
 	}
 	if (argc < 2)
-		usage("no mode: expected run or exec");
+		usage("no mode: expected run, exec, ompi-rank or rsh");
+	if (strcmp(argv[1], "ompi-rank") == 0 || strcmp(argv[1], "rsh") == 0) {
+		a->mode = argv[1][0] == 'o' ? RS_OMPI_RANK : RS_RSH;
+		a->argv = argv + 2;
+		return 0;
+	}
 	if (strcmp(argv[1], "run") == 0)
 		a->mode = RS_RUN;
 	else if (strcmp(argv[1], "exec") == 0)
 		a->mode = RS_EXEC;
 	else
-		usage("unknown mode \"%s\": expected run or exec", argv[1]);
+		usage("unknown mode \"%s\": expected run, exec, ompi-rank or rsh", argv[1]);
 	int i = 2;
 	while (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
 		const char *opt = argv[i];

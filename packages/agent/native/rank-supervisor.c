@@ -13,13 +13,22 @@
  *       stdio, so this only prepares the process and execs. The environment comes as
  *       NAME=VALUE\0 records in RANKDIR/env, which is read and deleted before anything
  *       else; this process's own environment is the agent's fixed one. prepare.c.
+ *   rank-supervisor ompi-rank
+ *       --mpi openmpi: what orted starts for each rank. It finds the rank's directory that
+ *       the agent prepared, builds the rank's environment around Open MPI's own variables,
+ *       and execs the run mode the agent wrote there, in its own place. ompi-rank.c.
+ *   rank-supervisor rsh HOST ARG...
+ *       --mpi openmpi: mpirun's remote shell (plm_rsh_agent). It hands HOST and the orted's
+ *       arguments to the launcher node's agent over the job's Unix socket and exits with
+ *       the daemon's status, as ssh would. rsh.c.
  *   rank-supervisor --version
+ *       "rank-supervisor N", N from version.h.
  *
- * Why C, when supervisor.pl did the job: each rank started behind two execs (perl, then
- * numactl or taskset) that cost some 10 ms of CPU per rank, and the memory binding
- * depended on numactl being installed. Here the affinity and the memory policy are two
+ * Why C: a supervisor must outlive the agent, tell an exit code from a signal exactly
+ * (a shell cannot tell `exit 137` from SIGKILL) and cost little per rank (a Node.js one
+ * would cost some 40 ms and 30 MB). Here the affinity and the memory policy are two
  * syscalls in the rank's own process, the program is exec'd directly (the rank's pid is
- * the process this supervisor forked, as before), and nothing beyond libc is linked.
+ * the process this supervisor forked), and nothing beyond libc is linked.
  *
  * Limits are inherited, never set here: the agent raises its own RLIMIT_MEMLOCK once
  * (memlock.ts) and every supervisor and rank gets it through fork and exec.
@@ -32,6 +41,10 @@ int main(int argc, char **argv)
 {
 	struct rs_args a;
 	rs_parse_args(argc, argv, &a);
+	if (a.mode == RS_OMPI_RANK)
+		rs_ompi_rank();
+	if (a.mode == RS_RSH)
+		rs_rsh(a.argv);
 	if (a.mode == RS_EXEC)
 		return rs_exec(&a, rs_env_from_file(a.dir));
 	return rs_run(&a);

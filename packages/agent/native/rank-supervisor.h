@@ -1,9 +1,9 @@
 /*
- * rankd's native per-rank supervisor: what its files share.
+ * rankd's per-rank supervisor: what its files share.
  *
- * The program replaces supervisor.pl and the numactl/taskset wrapper on the rank start
- * path (docs/ranks.md). It keeps supervisor.pl's contract exactly (argv layout, env
- * records, one-line answer, spool files) and adds --cpus/--mems, which it applies with
+ * The one program between the agent and every process it starts for a job (docs/ranks.md):
+ * ranks, PTY ranks, fleet commands and shells, and under --mpi openmpi mpirun's remote
+ * shell and the program orted starts for each rank. It pins a rank with
  * sched_setaffinity(2) and set_mempolicy(2) in the rank's own process before the exec.
  * Kept deliberately small: argument parsing, syscalls, fork/exec/wait, status files.
  */
@@ -15,16 +15,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* What `rank-supervisor --version` prints; the agent runs it once to prove the binary works here
- * and is of these sources. Raised with every change of the contract (2: exec mode reads RANKDIR/env). */
-#define RS_VERSION "rank-supervisor 3"
+#include "version.h"
 
 /* The same bound the agent's validateLaunch puts on a CPU id. */
 #define RS_MAX_CPU (1u << 20)
 /* MAX_NUMNODES is at most 1 << 10 (CONFIG_NODES_SHIFT); set_mempolicy refuses more. */
 #define RS_MAX_NODE 1023u
 
-enum rs_mode { RS_RUN, RS_EXEC };
+enum rs_mode { RS_RUN, RS_EXEC, RS_OMPI_RANK, RS_RSH };
 
 struct rs_args {
 	enum rs_mode mode;
@@ -46,7 +44,7 @@ struct rs_args {
 	size_t ngroups;
 	gid_t *groups;
 	const char *cwd;
-	/* the program's argv, NULL-terminated */
+	/* the program's argv, NULL-terminated (rsh: HOST then the remote command's words) */
 	char **argv;
 };
 
@@ -74,6 +72,12 @@ void rs_exec_words(const char *file, int e, char *out, size_t size);
 
 /* supervise.c */
 int rs_run(const struct rs_args *a);
+
+/* ompi-rank.c: the program orted starts for a rank of an --mpi openmpi job */
+__attribute__((noreturn)) void rs_ompi_rank(void);
+
+/* rsh.c: mpirun's remote shell under --mpi openmpi */
+__attribute__((noreturn)) void rs_rsh(char **argv);
 
 /* reap.c */
 int rs_reap_rest(pid_t pgid, const char *cgroup);

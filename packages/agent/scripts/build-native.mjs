@@ -1,16 +1,17 @@
 #!/usr/bin/env node
-// Builds the native rank supervisor (native/*.c, docs/ranks.md) into
-// dist/native/rank-supervisor at `npm install` (the root's prepare) and `npm run build`;
-// deploy/install.sh copies dist with the rest of the agent. Plain `cc`, no node-gyp: it
-// is a program, not an addon, and links nothing beyond libc.
+// Builds the rank supervisor (native/*.c, docs/ranks.md) into dist/native/rank-supervisor
+// at `npm install` (the root's prepare) and `npm run build`; deploy/install.sh copies dist
+// with the rest of the agent. Plain `cc`, no node-gyp: it is a program, not an addon, and
+// links nothing beyond libc.
 //
-// It never fails the install. Without a C compiler (or when the build fails) it says so,
-// removes any binary of older sources, and exits 0: the agent then starts ranks with
-// supervisor.pl and numactl or taskset, as before, and says which launcher it uses in
-// its startup log and in `rankd doctor`.
+// The agent starts every rank through this binary and has no other way to, so a build
+// that cannot make it fails: without a C compiler it names the package to install for this
+// distribution and exits 1, and so does a compile error. A compiler warning is printed and
+// the build goes on (a newer compiler's new warning must not stop an install);
+// test/ranks/native-build.test.ts builds with --werror so that CI still catches them.
 //
-//   node scripts/build-native.mjs [--out FILE]     CC=… picks the compiler (default cc)
-import { execFileSync } from 'node:child_process';
+//   node scripts/build-native.mjs [--out FILE] [--werror]     CC=… picks the compiler (default cc)
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,9 +20,17 @@ const pkg = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const srcDir = path.join(pkg, 'native');
 const outArg = process.argv.indexOf('--out');
 const out = outArg > 0 ? path.resolve(process.argv[outArg + 1] ?? '') : path.join(pkg, 'dist', 'native', 'rank-supervisor');
+const werror = process.argv.includes('--werror');
 const cc = process.env.CC || 'cc';
-const FLAGS = ['-std=gnu11', '-O2', '-Wall', '-Wextra', '-Werror'];
-const EXPECTED_VERSION = 'rank-supervisor 3';
+const FLAGS = ['-std=gnu11', '-O2', '-Wall', '-Wextra', ...(werror ? ['-Werror'] : [])];
+
+/** "rank-supervisor N", N from native/version.h: the one place the version is written. */
+function expectedVersion() {
+  const m = /^#define RS_VERSION (\d+)$/m.exec(fs.readFileSync(path.join(srcDir, 'version.h'), 'utf8'));
+  if (!m) throw new Error(`${path.join(srcDir, 'version.h')} has no "#define RS_VERSION N" line`);
+  return `rank-supervisor ${m[1]}`;
+}
+const EXPECTED_VERSION = expectedVersion();
 
 const sources = fs.readdirSync(srcDir).filter((f) => f.endsWith('.c')).sort().map((f) => path.join(srcDir, f));
 const inputs = [...sources, ...fs.readdirSync(srcDir).filter((f) => f.endsWith('.h')).map((f) => path.join(srcDir, f)), fileURLToPath(import.meta.url)];
@@ -42,19 +51,41 @@ function works(binary) {
   }
 }
 
-// The perl fallback travels with the build: deploy/install.sh copies dist, not src, and an
-// agent whose native launcher could not be built needs supervisor.pl (and --mpi openmpi
-// its two scripts) there. A checkout keeps using src's copies (launcher.ts, ompi-files.ts).
-if (outArg < 0) {
-  for (const rel of ['ranks/supervisor.pl', 'openmpi/ompi-rank.pl', 'openmpi/rsh-helper.pl']) {
-    fs.mkdirSync(path.dirname(path.join(pkg, 'dist', rel)), { recursive: true });
-    fs.copyFileSync(path.join(pkg, 'src', rel), path.join(pkg, 'dist', rel));
+/** The command that installs a C compiler here, from /etc/os-release; a generic sentence where the distribution is unknown. */
+function compilerInstallHint(osRelease = readOsRelease()) {
+  const ids = `${osRelease.ID ?? ''} ${osRelease.ID_LIKE ?? ''}`.split(/\s+/).filter(Boolean);
+  const known = [
+    [['debian', 'ubuntu'], 'apt-get install gcc (or build-essential)'],
+    [['fedora', 'rhel', 'centos', 'rocky', 'almalinux'], 'dnf install gcc'],
+    [['suse', 'opensuse', 'sles'], 'zypper install gcc'],
+    [['alpine'], 'apk add gcc musl-dev'],
+    [['arch'], 'pacman -S gcc'],
+  ];
+  const hit = known.find(([names]) => names.some((n) => ids.includes(n)));
+  return hit ? `install a C compiler: ${hit[1]}` : 'install a C compiler (gcc or clang, with the C library\'s headers), or name one in CC';
+}
+
+function readOsRelease() {
+  const fields = {};
+  try {
+    for (const line of fs.readFileSync('/etc/os-release', 'utf8').split('\n')) {
+      const m = /^([A-Z_]+)=("?)(.*)\2$/.exec(line.trim());
+      if (m) fields[m[1]] = m[3];
+    }
+  } catch {
+    // no os-release: the generic hint
   }
+  return fields;
+}
+
+function failBuild(lines) {
+  console.error(['rankd: ERROR: the rank supervisor was not built, and the agent cannot start ranks without it:', ...lines].join('\n'));
+  process.exit(1);
 }
 
 const built = mtime(out);
-if (built > 0 && inputs.every((f) => mtime(f) <= built) && works(out)) {
-  console.log(`rankd: the native rank launcher is up to date: ${path.relative(process.cwd(), out) || out}`);
+if (built > 0 && inputs.every((f) => mtime(f) <= built) && works(out) && mtime(path.join(path.dirname(out), 'version.h')) >= built) {
+  console.log(`rankd: the rank supervisor is up to date: ${path.relative(process.cwd(), out) || out}`);
   process.exit(0);
 }
 
@@ -62,23 +93,24 @@ fs.mkdirSync(path.dirname(out), { recursive: true });
 // built beside the target and renamed into place: a running supervisor keeps its old
 // binary (overwriting it in place would fail with ETXTBSY), a new one gets the new binary
 const tmp = `${out}.${process.pid}.tmp`;
-try {
-  execFileSync(cc, [...FLAGS, '-o', tmp, ...sources], { stdio: ['ignore', 'inherit', 'pipe'], timeout: 120_000 });
-  if (!works(tmp)) throw new Error(`${tmp} --version did not answer "${EXPECTED_VERSION}"`);
-  fs.renameSync(tmp, out);
-  console.log(`rankd: built the native rank launcher: ${path.relative(process.cwd(), out) || out}`);
-} catch (err) {
+const compile = spawnSync(cc, [...FLAGS, '-o', tmp, ...sources], { stdio: ['ignore', 'inherit', 'pipe'], timeout: 120_000, encoding: 'utf8' });
+const warnings = compile.stderr?.trim() ?? '';
+if (compile.error || compile.status !== 0) {
+  fs.rmSync(tmp, { force: true });
+  // a binary of older sources would answer an older version: the agent refuses it anyway
+  fs.rmSync(out, { force: true });
+  const e = /** @type {NodeJS.ErrnoException | undefined} */ (compile.error);
+  if (e?.code === 'ENOENT') failBuild([`${cc}: not found (no C compiler)`, `rankd: ${compilerInstallHint()}, then run \`npm run build\` again.`]);
+  const why = e ? e.message : warnings || `${cc} exited ${compile.status ?? compile.signal}`;
+  failBuild([why.split('\n').slice(0, 40).join('\n'), `rankd: ${cc} failed on packages/agent/native; set CC to another compiler, or report it.`]);
+}
+if (!works(tmp)) {
   fs.rmSync(tmp, { force: true });
   fs.rmSync(out, { force: true });
-  const e = /** @type {NodeJS.ErrnoException & { stderr?: Buffer }} */ (err);
-  const why = e.code === 'ENOENT' ? `${cc}: not found (no C compiler)` : (e.stderr?.toString().trim() || e.message).split('\n').slice(0, 20).join('\n');
-  console.warn(
-    [
-      'rankd: WARNING: the native rank launcher was not built:',
-      why,
-      'rankd: the agent will start ranks with supervisor.pl and numactl (or taskset) instead;',
-      'rankd: its startup log and `rankd doctor` say which launcher is in use.',
-      'rankd: to build it, install a C compiler (Debian: apt-get install gcc) and run `npm run build`.',
-    ].join('\n'),
-  );
+  failBuild([`${tmp} --version did not answer "${EXPECTED_VERSION}"`]);
 }
+fs.renameSync(tmp, out);
+// the agent of an installed copy (dist only) reads the version it expects from this copy
+fs.copyFileSync(path.join(srcDir, 'version.h'), path.join(path.dirname(out), 'version.h'));
+if (warnings) console.warn(`rankd: WARNING: ${cc} warned while building the rank supervisor (it was built):\n${warnings}`);
+console.log(`rankd: built the rank supervisor: ${path.relative(process.cwd(), out) || out}`);

@@ -9,7 +9,7 @@ import { FactsPublisher, type FactsSource } from './link/facts-publisher.js';
 import { JobExecutor } from './jobs/job-executor.js';
 import { PmiServer } from './pmi/pmi-server.js';
 import { FLEET_CAPABILITIES, attachFleet } from './fleet/fleet-handlers.js';
-import { describeLauncher } from './ranks/launcher.js';
+import { describeSupervisor } from './ranks/supervisor-binary.js';
 import { RankRunner } from './ranks/rank-runner.js';
 import { OpenMpiJobs } from './openmpi/openmpi-jobs.js';
 
@@ -59,9 +59,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   publisher = new FactsPublisher(options.facts, link, config.factsIntervalMs, log);
   const runner = new RankRunner({ spoolDir: config.spoolDir, allowRoot: config.allowRoot });
   const executor = new JobExecutor(runner, link, baseRankEnv(), log, new PmiServer(link, log));
-  // which supervisor starts ranks here, and why when it is not the native launcher
-  log.info({ launcher: runner.launcher.kind, ...(runner.launcher.fallback ? { fallback: runner.launcher.fallback } : {}) }, describeLauncher(runner.launcher));
-  const fleet = attachFleet(link, { allowRoot: config.allowRoot, log, launcher: runner.launcher });
+  // the supervisor that starts ranks here and its version, or why ranks will be refused
+  const { supervisor } = runner;
+  if (supervisor.problem) log.error({ supervisor: supervisor.path, problem: supervisor.problem }, describeSupervisor(supervisor));
+  else log.info({ supervisor: supervisor.path, version: supervisor.version }, describeSupervisor(supervisor));
+  if (process.env.RANKD_LAUNCHER) log.warn('RANKD_LAUNCHER is no longer read: every rank starts under the rank supervisor');
+  const fleet = attachFleet(link, { allowRoot: config.allowRoot, log, launcher: supervisor });
   const openmpi = new OpenMpiJobs(runner, executor, link, config.name, baseRankEnv(), config.allowRoot ?? false, log);
   // ranks from before an agent restart are taken back before the controller hears from us
   await executor.adopt();

@@ -16,5 +16,4 @@ export function factsSource(root: string): FactsSource {
 
 // The files the agent finds relative to its own module, which the bundle must still find
 // from dist/bundle/: exported so that a test can ask the bundle itself where they are.
-export { detectLauncher } from './ranks/launcher.js';
-export { scriptPath } from './openmpi/ompi-files.js';
+export { findSupervisor } from './ranks/supervisor-binary.js';

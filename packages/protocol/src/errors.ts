@@ -382,7 +382,7 @@ export const RankErrorCode = section('Rank start (the agent and its supervisor)'
   NoPinningTool: defineError(
     'RANKD_RANK_NO_PINNING_TOOL',
     null,
-    'CPUs are planned but neither numactl nor taskset is installed.',
+    'No longer sent: the C supervisor pins ranks itself. Kept, as every published code.',
   ),
   Pinning: defineError(
     'RANKD_RANK_PINNING',

@@ -1,22 +1,22 @@
 // What the doctor needs from a node beyond its facts: the clock (for skew), whether
-// numactl is installed where ranks will look for it, which supervisor starts the ranks
-// (the native launcher or perl, and why), and the state of required paths — stat'ed by
-// the agent itself, so that a stale NFS mount shows as the error it is.
+// numactl is installed (for `numactl -H` to compare facts with), the rank supervisor that
+// starts the ranks (its path and version, or why it cannot), and the state of required
+// paths — stat'ed by the agent itself, so that a stale NFS mount shows as the error it is.
 import fs from 'node:fs';
 import type { DoctorInspect, PathState, RankLauncher } from '@rankd/protocol';
-import type { Launcher } from '../ranks/launcher.js';
+import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { findTool } from '../ranks/program.js';
 
 /** A hung NFS server can block stat for minutes; the doctor reports it instead of waiting. */
 const STAT_TIMEOUT_MS = 3000;
 
-export async function inspectNode(m: DoctorInspect, launcher?: Launcher): Promise<{ agentTime: number; numactl: string | null; paths: PathState[]; launcher?: RankLauncher }> {
+export async function inspectNode(m: DoctorInspect, launcher?: SupervisorBinary): Promise<{ agentTime: number; numactl: string | null; paths: PathState[]; launcher?: RankLauncher }> {
   const paths = await Promise.all(m.paths.map((p) => statPath(p)));
   return { agentTime: Date.now(), numactl: findTool('numactl'), paths, ...(launcher ? { launcher: launcherReport(launcher) } : {}) };
 }
 
-export function launcherReport(l: Launcher): RankLauncher {
-  return { kind: l.kind, path: l.kind === 'native' ? l.command[0]! : l.command[1]!, fallback: l.fallback ?? null };
+export function launcherReport(s: SupervisorBinary): RankLauncher {
+  return { path: s.path, version: s.version, problem: s.problem };
 }
 
 function statPath(path: string): Promise<PathState> {

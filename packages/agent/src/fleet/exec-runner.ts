@@ -8,7 +8,7 @@ import { ErrorCode, FleetErrorCode, RankdError, type ExecRun } from '@rankd/prot
 import { refuseLoaderEnvForRoot } from '../ranks/caller-env.js';
 import { shellStatusOf } from '../ranks/errors.js';
 import type { IdentityResolver } from '../ranks/identity.js';
-import type { Launcher } from '../ranks/launcher.js';
+import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { resolveProgram } from '../ranks/program.js';
 import { baseEnv, defaultCwd, resolveIdentity } from './identity.js';
 import { switchedCommand, type SwitchedCommand } from './switched-command.js';
@@ -54,7 +54,7 @@ export interface ExecHooks {
   running(sid: number, ended: boolean): void;
 }
 
-export async function runExec(m: ExecRun, identities: IdentityResolver, launcher: Launcher, hooks: ExecHooks): Promise<ExecOutcome> {
+export async function runExec(m: ExecRun, identities: IdentityResolver, launcher: SupervisorBinary, hooks: ExecHooks): Promise<ExecOutcome> {
   const started = performance.now();
   const failed = (code: string, message: string, status: number | null = null): ExecOutcome => ({
     code: status,

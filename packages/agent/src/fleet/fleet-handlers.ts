@@ -7,7 +7,7 @@ import type { DoctorInspect, ExecCancel, ExecRun, ProbeConnect, ProbeListen, Pty
 import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
 import { IdentityResolver } from '../ranks/identity.js';
-import { detectLauncher, type Launcher } from '../ranks/launcher.js';
+import { findSupervisor, type SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { inspectNode } from './doctor-inspect.js';
 import { runExec } from './exec-runner.js';
 import { PtySessions } from './pty-sessions.js';
@@ -35,7 +35,7 @@ export interface FleetHandlers {
   close(): void;
 }
 
-export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; log: Logger; launcher?: Launcher }): FleetHandlers {
+export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; log: Logger; launcher?: SupervisorBinary }): FleetHandlers {
   const { log } = opts;
   const identities = new IdentityResolver(opts.allowRoot);
   const send = (message: { type: string } & Record<string, unknown>) => link.send(message);
@@ -43,7 +43,7 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
   const sessions = new Set<number>();
   const execs = new Map<string, RunningExec>();
   // fleet commands and shells start behind the ranks' supervisor, which switches users (switched-command.ts)
-  const launcher = opts.launcher ?? detectLauncher();
+  const launcher = opts.launcher ?? findSupervisor();
   const shells = new PtySessions(send, identities, launcher, log);
 
   link.handle('exec.run', (raw) => {

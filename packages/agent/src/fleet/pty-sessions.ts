@@ -10,7 +10,7 @@ import type * as Pty from 'node-pty';
 import { FleetErrorCode, type PtyAck, type PtyClose, type PtyInput, type PtyOpen, type PtyResize, type PtySignal } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { IdentityResolver } from '../ranks/identity.js';
-import type { Launcher } from '../ranks/launcher.js';
+import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { signalName } from './exec-runner.js';
 import { baseEnv, defaultCwd, resolveIdentity } from './identity.js';
 import { switchedCommand, type SwitchedCommand } from './switched-command.js';
@@ -60,7 +60,7 @@ export class PtySessions {
   constructor(
     private readonly send: Send,
     private readonly identities: IdentityResolver,
-    private readonly launcher: Launcher,
+    private readonly launcher: SupervisorBinary,
     private readonly log: Logger,
   ) {}
 

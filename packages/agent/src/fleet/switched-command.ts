@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeEnvFile } from '../ranks/caller-env.js';
-import { supervisorEnv, type Launcher } from '../ranks/launcher.js';
+import { HELPER_ENV, writeEnvFile } from '../ranks/caller-env.js';
+import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { supervisorArgv, userSpecOf } from '../ranks/supervisor.js';
 import type { FleetIdentity } from './identity.js';
 
@@ -21,7 +21,7 @@ export interface SwitchedCommand {
 }
 
 /** Prepares `argv` to run as `id` in `cwd` with `env`, which waits in a 0600 file of a fresh 0700 directory. */
-export function switchedCommand(launcher: Launcher, id: FleetIdentity, cwd: string, argv: string[], env: Record<string, string>): SwitchedCommand {
+export function switchedCommand(supervisor: SupervisorBinary, id: FleetIdentity, cwd: string, argv: string[], env: Record<string, string>): SwitchedCommand {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rankd-fleet-'));
   const cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
@@ -31,8 +31,8 @@ export function switchedCommand(launcher: Launcher, id: FleetIdentity, cwd: stri
     throw err;
   }
   return {
-    argv: supervisorArgv({ launcher, mode: 'exec', options: [], rankDir: dir, cgroup: null, userSpec: userSpecOf(id), cwd, chain: argv }),
-    env: supervisorEnv(launcher),
+    argv: supervisorArgv({ supervisor, mode: 'exec', options: [], rankDir: dir, cgroup: null, userSpec: userSpecOf(id), cwd, argv }),
+    env: { ...HELPER_ENV },
     cleanup,
   };
 }

@@ -1,15 +1,15 @@
 // mpirun's command line and environment as rank 0's node runs it for an `--mpi openmpi`
 // job: its daemons come through rankd's rsh helper, its rank map is rankd's, its binding
-// is none (rankd pins each rank), and what it starts on each node is ompi-rank.pl, which
-// becomes the supervisor that node's agent prepared for the rank.
+// is none (rankd pins each rank), and what it starts on each node is that node's rank
+// supervisor in ompi-rank mode, which becomes the supervisor its agent prepared for the rank.
 import { findTool } from '../ranks/program.js';
 
 export interface MpirunCommand {
   /** One line per rank, its node's host name: rank R on line R. */
   hostfile: string;
   ranks: number;
-  /** rsh-helper.pl */
-  rshHelper: string;
+  /** This node's rank supervisor, whose rsh mode is mpirun's remote shell. */
+  supervisor: string;
   asRoot: boolean;
 }
 
@@ -33,7 +33,8 @@ export function mpirunArgv(mpirun: string, c: MpirunCommand): string[] {
     ...(c.asRoot ? ['--allow-run-as-root'] : []),
     // the daemons come through rankd, each started from mpirun, each staying attached
     // (no --daemonize): the helper's exit is the daemon's
-    '--mca', 'plm_rsh_agent', c.rshHelper,
+    // Open MPI splits the agent on spaces into its argv: `rank-supervisor rsh HOST …`
+    '--mca', 'plm_rsh_agent', `${c.supervisor} rsh`,
     '--mca', 'plm_rsh_no_tree_spawn', '1',
     '--mca', 'orte_leave_session_attached', '1',
     // rank R on line R of the hostfile: rankd's rank map, node for node; no binding by
@@ -42,7 +43,8 @@ export function mpirunArgv(mpirun: string, c: MpirunCommand): string[] {
     '--mca', 'rmaps', 'seq',
     '--bind-to', 'none',
     '-np', String(c.ranks),
-    '/bin/sh', '-c', 'exec "$RANKD_OMPI_PERL" "$RANKD_OMPI_RANK_SCRIPT"',
+    // each node's own supervisor, which its agent names in the orted's environment
+    '/bin/sh', '-c', 'exec "$RANKD_OMPI_SUPERVISOR" ompi-rank',
   ];
 }
 

@@ -1,11 +1,8 @@
 // Where the files of an Open MPI job are on a node, beside what ranks/spool.ts keeps for
 // its ranks: the directories of its launcher and daemons and the rsh helper's socket, in
-// the spool under a name no job id can have, and the perl scripts of this folder
-// (ompi-rank.pl, rsh-helper.pl), in a build or in the sources.
+// the spool under a name no job id can have.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { RankErrorCode, rankError } from '../ranks/errors.js';
 
 /** The launcher's and daemons' own files live beside the jobs, under a name no job id can have. */
 const OMPI_DIR = '.openmpi';
@@ -31,19 +28,6 @@ export function privateTmpdir(processDir: string): string {
   const tmp = path.join(processDir, 'tmp');
   fs.mkdirSync(tmp, { mode: 0o700 });
   return tmp;
-}
-
-/**
- * Where a script of this folder is: in the sources of a checkout (never a stale copy), else
- * in dist/openmpi/ of an installed build. Both paths hold from dist/openmpi/ompi-files.js
- * and from the agent's bundle, dist/bundle/daemon.js, one level under dist/ as well.
- */
-export function scriptPath(name: string): string {
-  for (const rel of [`../../src/openmpi/${name}`, `../openmpi/${name}`]) {
-    const file = fileURLToPath(new URL(rel, import.meta.url));
-    if (fs.existsSync(file)) return file;
-  }
-  throw rankError(RankErrorCode.SpawnFailed, `${name} not found beside the agent build nor in its sources`);
 }
 
 /** A file only the agent's user may read (the job's user: --mpi openmpi runs as the agent's own). */

@@ -29,19 +29,17 @@ import { IdentityResolver } from '../ranks/identity.js';
 import { rankCwd } from '../ranks/preflight.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
 import { findMpirun, findOrted, mpirunArgv, openMpiSettings } from './mpirun.js';
-import { jobOmpiDir, ompiFiles, privateTmpdir, scriptPath, writePrivate } from './ompi-files.js';
+import { jobOmpiDir, ompiFiles, privateTmpdir, writePrivate } from './ompi-files.js';
 import { OpenMpiRanks, type RankJob } from './openmpi-ranks.js';
 import { RshSocket } from './rsh-socket.js';
 import {
   endSupervisedProcesses,
-  findSupervisorTools,
   outputTail,
   processCgroup,
   processEnd,
   startSupervisedProcess,
   type ProcessEnd,
   type SupervisedProcess,
-  type SupervisorTools,
 } from './supervised-process.js';
 
 interface OmpiJob extends RankJob {
@@ -60,10 +58,8 @@ interface OmpiJob extends RankJob {
 
 export class OpenMpiJobs {
   private readonly jobs = new Map<string, OmpiJob>();
-  private readonly tools: SupervisorTools;
   private readonly identities: IdentityResolver;
   private readonly ranks: OpenMpiRanks<OmpiJob>;
-  private readonly rshHelper: string;
   private leaseTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -75,18 +71,16 @@ export class OpenMpiJobs {
     private readonly allowRoot: boolean,
     private readonly log: Logger,
   ) {
-    this.tools = findSupervisorTools(runner.launcher);
     this.identities = new IdentityResolver(allowRoot);
     this.ranks = new OpenMpiRanks<OmpiJob>({
       runner,
       executor,
       identities: this.identities,
-      tools: this.tools,
+      supervisor: runner.supervisor,
       baseEnv,
       log,
       rankDone: (job) => this.maybeForget(job),
     });
-    this.rshHelper = scriptPath('rsh-helper.pl');
     link.handle('ompi.start', (m) => void this.start(m as unknown as OmpiStart));
     link.handle('ompi.abort', (m) => void this.abort(m as unknown as OmpiAbort));
     link.handle('ompi.daemon.run', (m) => void this.runDaemon(m as unknown as OmpiDaemonRun));
@@ -157,10 +151,10 @@ export class OpenMpiJobs {
         RANKD_OMPI_SOCKET: socket,
         TMPDIR: privateTmpdir(dir),
       };
-      const argv = mpirunArgv(mpirun, { hostfile, ranks: spec.hosts.length, rshHelper: this.rshHelper, asRoot: identity.uid === 0 });
+      const argv = mpirunArgv(mpirun, { hostfile, ranks: spec.hosts.length, supervisor: this.runner.supervisor.path, asRoot: identity.uid === 0 });
       // the job's cwd, else the user's home, or '/'
       const cwd = job.cwd ?? rankCwd(undefined, identity);
-      job.launcher = await startSupervisedProcess(this.tools, dir, processCgroup(this.runner.cgroupBase, job.jobId, 'ompi-launcher'), argv, env, cwd);
+      job.launcher = await startSupervisedProcess(this.runner.supervisor, dir, processCgroup(this.runner.cgroupBase, job.jobId, 'ompi-launcher'), argv, env, cwd);
       job.launcherPending = false;
       this.link.send({ type: 'ompi.launcher.state', jobId: job.jobId, state: 'started', pid: job.launcher.pid });
       this.log.info({ jobId: job.jobId, pid: job.launcher.pid }, 'mpirun started');
@@ -233,7 +227,7 @@ export class OpenMpiJobs {
       };
       const cgroup = processCgroup(this.runner.cgroupBase, job.jobId, `ompi-daemon${m.daemon}`);
       // the user's home, or '/'
-      const proc = await startSupervisedProcess(this.tools, dir, cgroup, [orted, ...m.args], env, rankCwd(undefined, identity));
+      const proc = await startSupervisedProcess(this.runner.supervisor, dir, cgroup, [orted, ...m.args], env, rankCwd(undefined, identity));
       job.daemons.set(m.daemon, proc);
       report({ state: 'started', pid: proc.pid });
       this.log.info({ jobId: job.jobId, daemon: m.daemon, pid: proc.pid }, 'Open MPI daemon started');

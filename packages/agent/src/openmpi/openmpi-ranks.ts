@@ -1,7 +1,7 @@
 // The ranks of an Open MPI job on this node. Open MPI's orted starts them, not the agent,
 // so each planned rank is prepared without being started: the rank directory, launch.json,
-// the rank cgroup, and for the program orted runs (ompi-rank.pl) the supervisor's argv and
-// the rank's environment (0600 files it reads and deletes). When that supervisor writes
+// the rank cgroup, and for the program orted runs (`rank-supervisor ompi-rank`) the run
+// mode's argv and the rank's environment (0600 files it reads and deletes). When that supervisor writes
 // rank.json, the rank is handed to the rank runner (attach: binding check, exit.json,
 // liveness) and to the job executor (rank.started, output pump, rank.exit), as any rank.
 // A rank that can no longer come (its supervisor failed, the job ends, this node's daemons
@@ -21,11 +21,11 @@ import { prepareRank } from '../ranks/preflight.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
 import { files, readRankRecord } from '../ranks/records.js';
 import { readJson, writeJsonAtomic, type ExitRecord, type LaunchRecord } from '../ranks/spool.js';
-import { supervisorEnv } from '../ranks/launcher.js';
 import { encodeEnv } from '../ranks/caller-env.js';
+import { assertSupervisorUsable, type SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { supervisorArgv } from '../ranks/supervisor.js';
-import { scriptPath, writePrivate } from './ompi-files.js';
-import { runArgs, type SupervisorTools } from './supervised-process.js';
+import { writePrivate } from './ompi-files.js';
+import { runArgs } from './supervised-process.js';
 
 export interface PlannedRank {
   rank: number;
@@ -51,7 +51,7 @@ export interface OpenMpiRanksDeps<J extends RankJob> {
   runner: RankRunner;
   executor: JobExecutor;
   identities: IdentityResolver;
-  tools: SupervisorTools;
+  supervisor: SupervisorBinary;
   baseEnv: Record<string, string>;
   log: Logger;
   /** A rank of the job is done with here (attached, or reported as not started). */
@@ -59,13 +59,11 @@ export interface OpenMpiRanksDeps<J extends RankJob> {
 }
 
 export class OpenMpiRanks<J extends RankJob> {
-  private readonly rankScript = scriptPath('ompi-rank.pl');
-
   constructor(private readonly deps: OpenMpiRanksDeps<J>) {}
 
   /** Everything the rank's supervisor needs, ready before orted may start it; a rank that cannot be is reported as not started. */
   async prepare(job: J, launch: WireLaunch): Promise<void> {
-    const { runner, executor, tools } = this.deps;
+    const { runner, executor, supervisor } = this.deps;
     const { jobId } = job;
     const { rank } = launch;
     try {
@@ -81,23 +79,22 @@ export class OpenMpiRanks<J extends RankJob> {
         ...(launch.user ? { user: launch.user } : {}),
       };
       if (launch.pty) throw rankError(RankErrorCode.BadLaunch, '--pty is not available with --mpi openmpi (orted holds the ranks\' stdio)');
-      const { identity, cwd, env, inheritedNames, pin, warnings } = await prepareRank(rl, this.deps.identities, 'auto', tools.launcher);
+      assertSupervisorUsable(supervisor);
+      const { identity, cwd, env, inheritedNames, pin, warnings } = await prepareRank(rl, this.deps.identities);
       if (identity.switchUser) {
         throw rankError(RankErrorCode.BadUser, `--mpi openmpi runs ranks only as the agent's own user (orted's ranks write the spool); not as ${identity.name}`);
       }
       if (!runner.spool.createRankDir(jobId, rank)) throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} already has a spool directory`);
       const dir = runner.spool.rankDir(jobId, rank);
-      const record: LaunchRecord = { argv: launch.argv, execArgv: pin.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: false };
+      const record: LaunchRecord = { argv: launch.argv, execArgv: launch.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: false };
       writeJsonAtomic(files.launch(dir), record);
       const cgroup = runner.cgroupBase ? createRankCgroup(runner.cgroupBase, jobId, rank) : null;
-      const args = runArgs(tools, dir, cgroup, cwd, pin.argv, pin.options);
+      const args = runArgs(supervisor, dir, cgroup, cwd, launch.argv, pin.options);
       // what /proc/<pid>/cmdline shows before the program's exec
       const wrappers = [supervisorArgv(args)];
-      if (args.chain.length !== pin.argv.length) wrappers.push(args.chain);
-      if (pin.argv.length !== launch.argv.length) wrappers.push(pin.argv);
-      // what ompi-rank.pl reads (and deletes) to become the rank's supervisor
+      // what `rank-supervisor ompi-rank` reads (and deletes) to become the rank's supervisor
       writePrivate(path.join(dir, 'ompi-exec'), supervisorArgv(args).join('\0'));
-      // what the rank inherits goes beneath Open MPI's own variables, the rest over them (ompi-rank.pl)
+      // what the rank inherits goes beneath Open MPI's own variables, the rest over them (native/ompi-rank.c)
       const [inherited, own] = splitEnv(env, inheritedNames);
       writePrivate(path.join(dir, 'ompi-inherited'), encodeEnv(inherited));
       writePrivate(path.join(dir, 'ompi-env'), encodeEnv(own));
@@ -113,17 +110,9 @@ export class OpenMpiRanks<J extends RankJob> {
     }
   }
 
-  /** What orted passes on to ompi-rank.pl: where this node's ranks are, and the supervisor's needs. */
+  /** What orted passes on to the program it starts for each rank: this node's supervisor, and where its ranks are. */
   daemonEnv(jobId: string): Record<string, string> {
-    const env: Record<string, string> = {
-      RANKD_OMPI_JOB_DIR: this.deps.runner.spool.jobDir(jobId),
-      RANKD_OMPI_PERL: this.deps.tools.perl,
-      RANKD_OMPI_RANK_SCRIPT: this.rankScript,
-    };
-    // the syscall numbers the ranks' supervisors need (perl's only), as every supervisor gets them
-    const own = supervisorEnv(this.deps.tools.launcher);
-    for (const k of ['RANKD_SYSCALL_SETSID', 'RANKD_SYSCALL_PRCTL']) if (own[k]) env[k] = own[k];
-    return env;
+    return { RANKD_OMPI_JOB_DIR: this.deps.runner.spool.jobDir(jobId), RANKD_OMPI_SUPERVISOR: this.deps.supervisor.path };
   }
 
   /** No rank will come any more (the job is ending, or its daemons here have ended): report those that never started. */

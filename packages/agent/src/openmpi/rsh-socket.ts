@@ -1,5 +1,5 @@
-// The launcher node's end of rankd's rsh helper (rsh-helper.pl, mpirun's
-// `--mca plm_rsh_agent`): a Unix socket per job in the spool. Each connection is one daemon
+// The launcher node's end of rankd's rsh helper (`rank-supervisor rsh`, native/rsh.c,
+// mpirun's `--mca plm_rsh_agent`): a Unix socket per job in the spool. Each connection is one daemon
 // mpirun asks for: one line in, `HOST\tARG\tARG…` (mpirun's arguments to its remote shell,
 // one by one), parsed into the launch's values and handed on (as ompi.daemon.request, by the
 // caller) to the controller, which has HOST's agent start the daemon; lines back as the controller

@@ -1,6 +1,6 @@
 // mpirun (the launcher, on rank 0's node) and each orted (a daemon, on any node of the job)
-// are no ranks, yet run as ranks do: under the rank supervisor (the native launcher or
-// supervisor.pl, as the node's ranks: ranks/launcher.ts), in a session and process group of
+// are no ranks, yet run as ranks do: under the rank supervisor (ranks/supervisor-binary.ts,
+// as the node's ranks), in a session and process group of
 // their own, in a cgroup of the job's beside its ranks', with exit.json written last in a
 // directory of their own (ompi-files.ts). Here: starting one, reading how it ended with the
 // tail of its output for the controller, and ending them all when the job goes.
@@ -12,41 +12,16 @@ import path from 'node:path';
 import type { OmpiDaemonState } from '@rankd/protocol';
 import { createRankCgroup, killCgroup, removeCgroup } from '../ranks/cgroup.js';
 import { isAlive, signalGroup } from '../ranks/proc.js';
-import { findTool } from '../ranks/program.js';
 import { files } from '../ranks/records.js';
 import { readJson, type ExitRecord } from '../ranks/spool.js';
-import { findPerl, type Launcher } from '../ranks/launcher.js';
+import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { signalName, startSupervised, type SupervisorArgs } from '../ranks/supervisor.js';
 
 const OUTPUT_TAIL_BYTES = 4096;
 
-/**
- * What running anything under a supervisor takes: the rank runner's launcher, setsid(1)
- * only where the supervisor cannot call setsid(2), and perl for ompi-rank.pl (orted's
- * program, which becomes a rank's supervisor).
- */
-export interface SupervisorTools {
-  launcher: Launcher;
-  perl: string;
-  setsid: string | null;
-}
-
-export function findSupervisorTools(launcher: Launcher): SupervisorTools {
-  return { launcher, perl: findPerl(), setsid: launcher.setsid ? null : findTool('setsid') };
-}
-
 /** The supervisor's arguments for `argv` in `dir`, as the agent's own user (the only one --mpi openmpi runs as); `options` pin a rank. */
-export function runArgs(tools: SupervisorTools, dir: string, cgroup: string | null, cwd: string, argv: string[], options: string[] = []): SupervisorArgs {
-  return {
-    launcher: tools.launcher,
-    mode: 'run',
-    options,
-    rankDir: dir,
-    cgroup,
-    userSpec: null,
-    cwd,
-    chain: tools.setsid ? [tools.setsid, ...argv] : argv,
-  };
+export function runArgs(supervisor: SupervisorBinary, dir: string, cgroup: string | null, cwd: string, argv: string[], options: string[] = []): SupervisorArgs {
+  return { supervisor, mode: 'run', options, rankDir: dir, cgroup, userSpec: null, cwd, argv };
 }
 
 /** A launcher or daemon under its supervisor. */
@@ -73,8 +48,8 @@ export function processCgroup(base: string | null, jobId: string, name: string):
 }
 
 /** A launcher or daemon under its supervisor: own session and group, cgroup, subreaper, exit.json. */
-export async function startSupervisedProcess(tools: SupervisorTools, dir: string, cgroup: string | null, argv: string[], env: Record<string, string>, cwd: string): Promise<SupervisedProcess> {
-  const s = await startSupervised(runArgs(tools, dir, cgroup, cwd, argv), env);
+export async function startSupervisedProcess(supervisor: SupervisorBinary, dir: string, cgroup: string | null, argv: string[], env: Record<string, string>, cwd: string): Promise<SupervisedProcess> {
+  const s = await startSupervised(runArgs(supervisor, dir, cgroup, cwd, argv), env);
   const proc: SupervisedProcess = { dir, pid: s.pid, supervisorPid: s.supervisorPid, cgroup, done: false, ended: Promise.resolve() };
   proc.ended = s.ended.then(() => {
     proc.done = true;

@@ -1,12 +1,11 @@
 // Reading back what the kernel actually applied to a rank. The pid the supervisor reports
-// first runs the supervisor's child (which, as the native launcher, pins itself), then,
-// with the perl supervisor, setsid and numactl or taskset, and only then the program.
-// Until the program's exec, /proc shows a wrapper whose affinity may not be set yet; so
-// the binding is read once the cmdline is no longer one of the wrappers'.
+// first runs the supervisor's child (which pins itself), and only then the program. Until
+// the program's exec, /proc shows that child (a wrapper) whose affinity may not be set
+// yet; so the binding is read once the cmdline is no longer one of the wrappers'.
 //
 // What is compared:
 // - CPUs: Cpus_allowed_list must equal the plan.
-// - Memory: set_mempolicy(MPOL_BIND), the native launcher's or numactl --membind's, sets
+// - Memory: set_mempolicy(MPOL_BIND), the supervisor's, sets
 //   the task's memory policy, which Mems_allowed_list (the cpuset) does not show;
 //   numa_maps does. With a bind policy its nodes must equal the plan; without numa_maps
 //   the planned nodes must at least be allowed.
@@ -17,12 +16,12 @@ import type { RankBinding } from './rank-spec.js';
 export interface BindingPlan {
   cpus: readonly number[];
   memNodes: readonly number[];
-  /** Whether memory binding was asked for (the native launcher or numactl, with planned nodes). */
+  /** Whether memory binding was asked for (NUMA nodes are planned). */
   memBound: boolean;
 }
 
 export interface VerifyOptions {
-  /** Cmdlines of the stages before the program (supervisor child, and with perl setsid, numactl/taskset). */
+  /** Cmdlines of the stages before the program (the supervisor's child; the agent's own for a PTY rank). */
   wrapperCmdlines: readonly (readonly string[])[];
   /** Give up waiting for the program's exec after this long. */
   timeoutMs?: number;

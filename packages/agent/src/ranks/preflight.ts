@@ -1,14 +1,12 @@
 // Everything decided before a rank's directory exists: who it runs as, where, with which
-// environment, which program, pinned how (the launcher's own options or a wrapper).
+// environment, which program, pinned how (the supervisor's --cpus and --mems).
 // Anything wrong here is a clear error from start() and leaves no trace on the node.
 import fs from 'node:fs';
-import { loaderVariables } from '@rankd/protocol';
+import { formatCpuList, loaderVariables } from '@rankd/protocol';
 import { refuseLoaderEnvForRoot } from './caller-env.js';
 import { RankErrorCode, rankError } from './errors.js';
 import type { IdentityResolver, RankIdentity } from './identity.js';
-import type { Launcher } from './launcher.js';
 import { ensureMemlockUnlimited } from './memlock.js';
-import { detectPinningTool, pinnedArgv, type PinnedArgv, type PinningPreference } from './pinning.js';
 import { resolveProgram } from './program.js';
 import type { RankLaunch } from './rank-spec.js';
 
@@ -18,20 +16,34 @@ export interface PreparedRank {
   env: Record<string, string>;
   /** The names of `env` that came from what the rank inherits (RankEnv). */
   inheritedNames: Set<string>;
-  pin: PinnedArgv;
+  pin: Pinning;
   warnings: string[];
 }
 
-export async function prepareRank(launch: RankLaunch, identities: IdentityResolver, pinning: PinningPreference, launcher: Launcher): Promise<PreparedRank> {
+/** How the supervisor pins the rank (sched_setaffinity and set_mempolicy in the rank's own process, native/prepare.c). */
+export interface Pinning {
+  /** --cpus/--mems for the supervisor; empty when nothing is planned. */
+  options: string[];
+  /** True when the memory policy will be set: NUMA nodes are planned. */
+  memBound: boolean;
+}
+
+/** The supervisor's options for a plan; nothing planned, nothing asked. */
+export function pinning(cpus: readonly number[], memNodes: readonly number[]): Pinning {
+  const options = [...(cpus.length > 0 ? ['--cpus', formatCpuList(cpus)] : []), ...(memNodes.length > 0 ? ['--mems', formatCpuList(memNodes)] : [])];
+  return { options, memBound: memNodes.length > 0 };
+}
+
+export async function prepareRank(launch: RankLaunch, identities: IdentityResolver): Promise<PreparedRank> {
   const identity = await identities.resolve(launch.user);
   // a root rank never drops privileges: nothing may act in its loader (caller-env.ts)
   refuseLoaderEnvForRoot(launch.env, identity.uid, `rank ${launch.rank} of job ${launch.jobId}`);
   const cwd = rankCwd(launch.cwd, identity);
   const { env, inheritedNames, warning: envWarning } = rankEnv(launch, identity);
   resolveProgram(launch.argv[0]!, env.PATH, cwd, identity);
-  const pin = pinnedArgv(detectPinningTool(pinning, launcher), launch.cpus, launch.memNodes, launch.argv);
+  const pin = pinning(launch.cpus, launch.memNodes);
   const memlock = await ensureMemlockUnlimited();
-  const warnings = [...pin.warnings, ...(memlock.warning ? [memlock.warning] : []), ...(envWarning ? [envWarning] : [])];
+  const warnings = [...(memlock.warning ? [memlock.warning] : []), ...(envWarning ? [envWarning] : [])];
   return { identity, cwd, env, inheritedNames, pin, warnings };
 }
 

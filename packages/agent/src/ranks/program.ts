@@ -1,5 +1,5 @@
 // Finding programs the way execvp(3) will, so that a missing program is a clear error
-// from start() instead of "exit 127" (or numactl's own exit 1) found later in a log. The
+// from start() instead of "exit 127" found later in a log. The
 // error says it in a shell's words, and its code carries the status a shell gives it
 // (errors.ts, shellStatusOf): 127 for a program that is not there, 126 for one that is
 // there but cannot be executed.
@@ -92,7 +92,7 @@ function cannotRun(argv0: string, problem: { missing: boolean; words: string }, 
   return rankError(problem.missing ? RankErrorCode.ProgramNotFound : RankErrorCode.ProgramNotExecutable, `${argv0}: ${problem.words}`, details);
 }
 
-/** Where the agent looks for its own helpers (numactl, taskset, setsid, perl, prlimit). */
+/** Where the agent looks for its own helpers (prlimit, getent, mpirun, orted, …). */
 export function agentToolPath(): string {
   return [process.env.PATH ?? '', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'].filter(Boolean).join(':');
 }

@@ -15,8 +15,7 @@ import { cgroupPopulated, killCgroup, removeCgroup } from './cgroup.js';
 import { keepLastOutput } from './pty-drain.js';
 import { groupExists, signalGroup } from './proc.js';
 import { writeJsonAtomic, type ExitRecord, type RankRecord } from './spool.js';
-import { writeEnvFile } from './caller-env.js';
-import { supervisorEnv } from './launcher.js';
+import { HELPER_ENV, writeEnvFile } from './caller-env.js';
 import { supervisorArgv, type SupervisorArgs } from './supervisor.js';
 
 const DRAIN_LIMIT_MS = 6000;
@@ -30,7 +29,7 @@ export interface PtyStart {
 }
 
 /**
- * Starts the rank under a pseudo-terminal; the supervisor script runs in exec mode in
+ * Starts the rank under a pseudo-terminal; the supervisor runs in exec mode in
  * front of it. node-pty is loaded on the first PTY rank, so that a node without a working
  * native build still runs every other rank.
  */
@@ -50,7 +49,7 @@ export async function startPtyRank(a: SupervisorArgs, env: Record<string, string
       cols,
       rows,
       cwd: '/',
-      env: supervisorEnv(a.launcher),
+      env: { ...HELPER_ENV },
       encoding: null,
     });
   } catch (err) {

@@ -15,28 +15,25 @@ import { createRankCgroup, detectCgroupBase, killCgroup, removeCgroup, type Cgro
 import { watchRankDir } from './dir-watch.js';
 import { RankErrorCode, rankError } from './errors.js';
 import { IdentityResolver } from './identity.js';
-import { detectLauncher, type Launcher, type LauncherOptions } from './launcher.js';
 import { ensureMemlockUnlimited } from './memlock.js';
 import { RankOutput } from './output.js';
-import type { PinningPreference } from './pinning.js';
 import { prepareRank } from './preflight.js';
-import { findTool } from './program.js';
 import { isAlive, readCmdline, signalGroup } from './proc.js';
 import { endGroup, startPtyRank } from './pty-rank.js';
 import { assertJobId, assertRank, validateLaunch, type RankExit, type RankInfo, type RankLaunch, type StartedRank } from './rank-spec.js';
 import { files, readExit, readLaunchRecord, readRankRecord, recordUnknown, startedAt } from './records.js';
 import { Spool, writeJsonAtomic, type LaunchRecord, type RankRecord } from './spool.js';
 import { startSupervised, supervisorArgv, userSpecOf, type SupervisorArgs } from './supervisor.js';
+import { assertSupervisorUsable, findSupervisor, type SupervisorBinary } from './supervisor-binary.js';
 
 export interface RankRunnerOptions {
   /** Where ranks' records and output live; must survive agent restarts (not a tmpfs the unit owns). */
   spoolDir: string;
   /** Let ranks run as root (uid 0). Off by default. */
   allowRoot?: boolean;
-  pinning?: PinningPreference;
   cgroup?: CgroupMode;
-  /** Which supervisor starts ranks (launcher.ts); by default RANKD_LAUNCHER, else the native one where it works. */
-  launcher?: LauncherOptions;
+  /** The rank supervisor binary; the build's (dist/native/rank-supervisor) by default. */
+  supervisorPath?: string;
   /** How often adopted ranks' supervisors are checked for life. */
   livenessPollMs?: number;
   /** How long to wait for a rank to get past its wrappers before giving up on its binding. */
@@ -66,11 +63,9 @@ export class RankRunner extends EventEmitter<Events> {
   readonly output: RankOutput;
   /** Where rank cgroups go, or null when ranks are tracked by process group only. */
   readonly cgroupBase: string | null;
-  /** The native launcher, or supervisor.pl and a wrapper. */
-  readonly launcher: Launcher;
+  /** What starts every rank; without a usable one, every start is refused (supervisor-binary.ts). */
+  readonly supervisor: SupervisorBinary;
   private readonly identities: IdentityResolver;
-  /** setsid(1), where the supervisor cannot call setsid(2) itself. */
-  private readonly setsid: string | null;
   private readonly ranks = new Map<string, TrackedRank>();
   private readonly starting = new Map<string, Promise<unknown>>();
   private readonly aborted = new Set<string>();
@@ -82,10 +77,7 @@ export class RankRunner extends EventEmitter<Events> {
     this.output = new RankOutput(this.spool);
     this.identities = new IdentityResolver(opts.allowRoot ?? false);
     this.cgroupBase = detectCgroupBase(opts.cgroup ?? 'auto');
-    this.launcher = detectLauncher(opts.launcher);
-    const setsid = this.launcher.setsid ? null : findTool('setsid');
-    if (!this.launcher.setsid && !setsid) throw rankError(RankErrorCode.SpawnFailed, 'setsid (util-linux) is not installed');
-    this.setsid = setsid;
+    this.supervisor = findSupervisor(opts.supervisorPath);
     // once per process and off the first rank's start path
     void ensureMemlockUnlimited();
   }
@@ -93,6 +85,7 @@ export class RankRunner extends EventEmitter<Events> {
   /** Starts one rank; resolves once it runs its program (or has already ended), with its binding read back. */
   async start(launch: RankLaunch): Promise<StartedRank> {
     validateLaunch(launch);
+    assertSupervisorUsable(this.supervisor);
     const key = keyOf(launch.jobId, launch.rank);
     if (this.aborted.has(launch.jobId)) throw rankError(RankErrorCode.JobAborted, `job ${launch.jobId} is being aborted on this node`);
     if (this.ranks.has(key) || this.starting.has(key)) throw rankError(RankErrorCode.Exists, `rank ${launch.rank} of job ${launch.jobId} already exists on this node`);
@@ -107,10 +100,10 @@ export class RankRunner extends EventEmitter<Events> {
 
   private async doStart(launch: RankLaunch): Promise<StartedRank> {
     const { jobId, rank } = launch;
-    const { identity, cwd, env, pin, warnings } = await prepareRank(launch, this.identities, this.opts.pinning ?? 'auto', this.launcher);
+    const { identity, cwd, env, pin, warnings } = await prepareRank(launch, this.identities);
     if (!this.spool.createRankDir(jobId, rank)) throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} already has a spool directory`);
     const dir = this.spool.rankDir(jobId, rank);
-    const launchRecord: LaunchRecord = { argv: launch.argv, execArgv: pin.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: launch.pty === true };
+    const launchRecord: LaunchRecord = { argv: launch.argv, execArgv: launch.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: launch.pty === true };
     let cgroup: string | null = null;
     let passed: Socket | undefined;
     let input: Socket | undefined;
@@ -118,21 +111,18 @@ export class RankRunner extends EventEmitter<Events> {
       writeJsonAtomic(files.launch(dir), launchRecord);
       cgroup = this.cgroupBase ? createRankCgroup(this.cgroupBase, jobId, rank) : null;
       const args: SupervisorArgs = {
-        launcher: this.launcher,
+        supervisor: this.supervisor,
         mode: launch.pty ? 'exec' : 'run',
         options: pin.options,
         rankDir: dir,
         cgroup,
         userSpec: userSpecOf(identity),
         cwd,
-        // a PTY child already leads its own session (with the terminal); setsid(1) would fork there
-        chain: launch.pty || !this.setsid ? pin.argv : [this.setsid, ...pin.argv],
+        argv: launch.argv,
       };
       // what /proc/<pid>/cmdline shows before the program's exec
       const wrappers = [supervisorArgv(args)];
       if (launch.pty) wrappers.push(AGENT_CMDLINE);
-      if (args.chain.length !== pin.argv.length) wrappers.push(args.chain);
-      if (pin.argv.length !== launch.argv.length) wrappers.push(pin.argv);
 
       const started: { pid: number; ended: Promise<void>; child?: ChildProcess; passedSocket?: Socket; stdinSocket?: Socket } = launch.pty
         ? await startPtyRank(args, env, launch.cols, launch.rows)
@@ -158,7 +148,7 @@ export class RankRunner extends EventEmitter<Events> {
         binding,
         warnings,
         cgroup,
-        execArgv: pin.argv,
+        execArgv: launch.argv,
         ...(passed ? { passedSocket: passed } : {}),
         ...(input ? { stdin: input } : {}),
       };

@@ -65,11 +65,11 @@ export interface StartedRank {
   supervisorPid: number | null;
   startedAt: string;
   binding: RankBinding;
-  /** What the job should show: no numactl, memlock not raised, … */
+  /** What the job should show: memlock not raised, loader variables left out, … */
   warnings: string[];
   /** The rank's own cgroup v2 directory, when the agent has a delegated subtree. */
   cgroup: string | null;
-  /** The argv actually executed after the supervisor: the program's, behind numactl or taskset when the perl supervisor pins. */
+  /** The argv the supervisor executed: the program's. */
   execArgv: string[];
   /** The agent's end of the socket asked for with passSocket. */
   passedSocket?: Socket;
@@ -163,8 +163,8 @@ export function validateLaunch(launch: RankLaunch): void {
   for (const a of argv) {
     if (typeof a !== 'string' || a.includes('\0')) throw bad('argv elements must be strings without NUL');
   }
-  // wrappers (setsid, taskset) stop option parsing at the first non-option and do not
-  // all accept "--", so a program name that looks like an option would be misread.
+  // a program name that looks like an option is a misplaced flag far more often than a
+  // program, and helpers that take an argv (setsid, taskset, env) would misread it
   if (argv[0] === '' || argv[0]!.startsWith('-')) throw bad(`argv[0] ${JSON.stringify(argv[0])} is not a program name`);
   assertEnv('env', env);
   if (launch.inherited !== undefined) assertEnv('inherited', launch.inherited);

@@ -123,7 +123,7 @@ export function writeJsonAtomic(file: string, value: unknown): void {
   fs.renameSync(tmp, file);
 }
 
-/** mtime of a file in ms, or null. Used for start and end times: see supervisor.pl on clocks. */
+/** mtime of a file in ms, or null. Used for start and end times: the kernel stamps the write (docs/ranks.md, "Spool layout"). */
 export function mtimeMs(file: string): number | null {
   try {
     return fs.statSync(file).mtimeMs;

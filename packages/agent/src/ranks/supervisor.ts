@@ -1,36 +1,39 @@
-// Starting a rank under its supervisor (the native rank-supervisor, or supervisor.pl:
-// launcher.ts) and reading its one-line answer.
+// Starting a rank under its supervisor (the native rank-supervisor: supervisor-binary.ts)
+// and reading its one-line answer.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import os from 'node:os';
 import { RankErrorCode, rankError } from './errors.js';
-import { encodeEnv } from './caller-env.js';
+import { encodeEnv, HELPER_ENV } from './caller-env.js';
 import type { RankIdentity } from './identity.js';
-import { supervisorEnv, type Launcher } from './launcher.js';
+import { assertSupervisorUsable, type SupervisorBinary } from './supervisor-binary.js';
 
 export interface SupervisorArgs {
-  launcher: Launcher;
+  supervisor: SupervisorBinary;
   mode: 'run' | 'exec';
-  /** --cpus/--mems for a launcher that pins (pinning.ts); empty otherwise. */
+  /** --cpus/--mems of the plan (preflight.ts, pinOptions); empty when nothing is planned. */
   options: string[];
   rankDir: string;
   cgroup: string | null;
   /** uid:gid:g1,g2 when the user must be switched. */
   userSpec: string | null;
   cwd: string;
-  /** The exec chain: setsid(1) where needed, the pinning wrapper if any, then the program's argv. */
-  chain: string[];
+  /** The program's argv, exec'd by the supervisor's child. */
+  argv: string[];
 }
 
-/** The supervisor's uid:gid:g1,g2 for `identity`, or null when it keeps the agent's user (no groups: both supervisors take the gid alone). */
+/** The supervisor's uid:gid:g1,g2 for `identity`, or null when it keeps the agent's user (no groups: the supervisor takes the gid alone). */
 export function userSpecOf(identity: Pick<RankIdentity, 'switchUser' | 'uid' | 'gid' | 'groups'>): string | null {
   return identity.switchUser ? `${identity.uid}:${identity.gid}:${identity.groups.join(',')}` : null;
 }
 
-/** The supervisor's argv, which is also its /proc cmdline while its child has not exec'd yet. */
+/**
+ * The supervisor's argv, which is also its /proc cmdline while its child has not exec'd yet.
+ * Every start path goes through here, so a node without a working supervisor refuses here.
+ */
 export function supervisorArgv(a: SupervisorArgs): string[] {
-  if (a.options.length > 0 && !a.launcher.pins) throw rankError(RankErrorCode.SpawnFailed, `the ${a.launcher.kind} supervisor takes no pinning options`);
-  return [...a.launcher.command, a.mode, ...a.options, a.rankDir, a.cgroup ?? '-', a.userSpec ?? '-', a.cwd, '--', ...a.chain];
+  assertSupervisorUsable(a.supervisor);
+  return [a.supervisor.path, a.mode, ...a.options, a.rankDir, a.cgroup ?? '-', a.userSpec ?? '-', a.cwd, '--', ...a.argv];
 }
 
 export interface SupervisedStart {
@@ -53,7 +56,7 @@ export const STDIN_FD = 4;
 /**
  * Spawns the supervisor in its own session and resolves once the rank has exec'd its first
  * program. The environment travels on the supervisor's stdin, not in its own environment,
- * so nothing of the job's environment (PERL5OPT, PERL5LIB, LC_ALL, LD_PRELOAD) affects the supervisor.
+ * so nothing of the job's environment (LC_ALL, LD_PRELOAD, …) affects the supervisor.
  */
 export function startSupervised(a: SupervisorArgs, env: Record<string, string>, passSocket = false, stdin = false): Promise<SupervisedStart> {
   const argv = supervisorArgv(a);
@@ -69,7 +72,7 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>, 
     detached: true,
     stdio,
     cwd: '/',
-    env: { ...supervisorEnv(a.launcher), ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}), ...(stdin ? { RANKD_STDIN_FD: String(STDIN_FD) } : {}) },
+    env: { ...HELPER_ENV, ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}), ...(stdin ? { RANKD_STDIN_FD: String(STDIN_FD) } : {}) },
   });
   // listened for from the spawn on, so that a rank that ends at once is never missed
   const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));

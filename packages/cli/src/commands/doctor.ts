@@ -24,7 +24,7 @@ interface DoctorFlags {
 export function register(program: Command): void {
   program
     .command('doctor')
-    .description('preflight checks of the nodes a pattern selects: memlock, RDMA ports and GIDs, NIC locality, consistency, clocks, memory, the rank launcher (native or perl), numactl, paths')
+    .description('preflight checks of the nodes a pattern selects: memlock, RDMA ports and GIDs, NIC locality, consistency, clocks, memory, the rank supervisor and its version, numactl, paths')
     .argument('[pattern]', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value', 'all')
     .option('--require-path <path>', 'a path every node must have, e.g. the model directory on NFS (repeatable)', collect)
     .option('--matrix', 'probe TCP between every pair of nodes and print the connection matrix')

@@ -110,14 +110,14 @@ export const PathState = Type.Object(
 );
 export type PathState = Type.Static<typeof PathState>;
 
-/** Which supervisor starts this node's ranks: the native launcher (pins them itself), or supervisor.pl with numactl or taskset. */
+/** The rank supervisor that starts this node's ranks (packages/agent/native): its version, or why it cannot. */
 export const RankLauncher = Type.Object(
   {
-    kind: Type.Union([Type.Literal('native'), Type.Literal('perl')]),
-    /** The native binary, or supervisor.pl. */
     path: Path,
-    /** Why the native launcher is not the one in use; null when it is. */
-    fallback: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]),
+    /** What it answered to --version (native/version.h's RS_VERSION); null when it did not answer. */
+    version: Type.Union([Type.String({ maxLength: 32 }), Type.Null()]),
+    /** Why this node cannot start ranks (not built, not runnable, of other sources); null when it can. */
+    problem: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]),
   },
   { additionalProperties: false },
 );

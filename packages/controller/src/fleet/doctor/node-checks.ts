@@ -49,20 +49,20 @@ function judge(node: string, parts: Array<{ label: string; total: number; free: 
 
 export function numactlCheck(node: string, report: DoctorNodeReport): DoctorCheck {
   if (report.numactl) return pass(node, 'numactl', `numactl at ${report.numactl}`);
-  if (report.launcher?.kind === 'native') return pass(node, 'numactl', 'numactl is not installed and not needed: the native rank launcher binds ranks itself');
+  if (report.launcher) return pass(node, 'numactl', 'numactl is not installed and not needed: the rank supervisor binds ranks itself');
   return warn(node, 'numactl', 'numactl is not installed: ranks cannot be bound with it, and `numactl -H` is not there to compare', 'install it: `apt-get install numactl` or `dnf install numactl`');
 }
 
-/** Which supervisor starts ranks; null for an agent too old to say. */
+/** The rank supervisor and its version, or why the node refuses ranks; null for an agent too old to say. */
 export function launcherCheck(node: string, report: DoctorNodeReport): DoctorCheck | null {
   const l = report.launcher;
   if (!l) return null;
-  if (l.kind === 'native') return pass(node, 'launcher', `native rank launcher ${l.path}: ranks are pinned by the launcher itself, no perl or numactl in front of them`);
-  return warn(
+  if (l.problem === null) return pass(node, 'launcher', `rank supervisor ${l.version ?? '?'} at ${l.path}: it pins ranks itself`);
+  return fail(
     node,
     'launcher',
-    `ranks start under the perl supervisor ${l.path} with numactl or taskset (about 10 ms more CPU per rank): ${l.fallback ?? 'the native launcher is not in use'}`,
-    'build the native launcher: install a C compiler (`apt-get install gcc`) and run `npm run build` where the agent is built, then reinstall the agent; unset RANKD_LAUNCHER=perl if it is set',
+    `ranks cannot start: ${l.problem}`,
+    'install a C compiler (`apt-get install gcc`) and run `npm run build` where the agent is built, then reinstall and restart the agent',
   );
 }
 
