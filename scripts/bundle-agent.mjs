@@ -2,12 +2,14 @@
 // ESM file, packages/agent/dist/bundle/daemon.js: the agent with the protocol schemas,
 // TypeBox, ws and pino. Compiled, that graph is some 800 modules (TypeBox alone ~680),
 // and an agent keeps every module's record and source string for as long as it runs;
-// bundled and tree-shaken, it is one. load-daemon.ts loads the bundle when it is current.
+// bundled and tree-shaken, it is one. load-daemon.ts loads it (RANKD_DEV=1 alone loads
+// the compiled modules instead).
 //
 // Not minified: stack traces in the agent's log keep their names and lines.
 // The bundle sits one level under dist/, as dist/ranks/ and dist/openmpi/ do, so that the
-// files the agent finds relative to its own module (../native/rank-supervisor,
-// ../ranks/supervisor.pl, ../openmpi/*.pl, and ../../src/… in a checkout) resolve the same.
+// files the agent finds relative to its own module (../native/rank-supervisor, and the
+// version header: ../../native/version.h in a checkout, ../native/version.h installed)
+// resolve the same.
 // Native addons stay outside: node-pty (loaded only for --pty ranks and sessions) and
 // ws's optional bufferutil/utf-8-validate.
 import { rmSync, writeFileSync } from 'node:fs';

@@ -6,8 +6,8 @@
 // some 100 modules one by one: that is what the bundle saves at every start.
 //
 // The daemons stay out: `@rankd/controller` and `@rankd/agent` (fastify, SQLite's native
-// addon, the dashboard's files, the rank launcher and perl scripts found next to their own
-// modules) are imported from their packages' dist at run time, as before; `rankd agent`
+// addon, the dashboard's files, the rank supervisor found next to their own modules) are
+// imported from their packages' dist at run time, as before; `rankd agent`
 // through `@rankd/agent/load-daemon`, which loads the agent's own bundle
 // (scripts/bundle-agent.mjs) relative to itself.
 //
@@ -48,7 +48,7 @@ const manifest = {};
 for (const [file, output] of Object.entries(result.metafile.outputs)) {
   manifest[path.relative(outdir, path.join(root, file))] = Object.keys(output.inputs).map((input) => path.relative(root, path.join(root, input)));
 }
-// written last: main.js compares the bundle's time with the compiles', and rankd.js is written before this
+// written last, after the bundle's files: a manifest names only files that exist
 writeFileSync(path.join(outdir, 'manifest.json'), JSON.stringify(manifest, null, 1) + '\n');
 const bytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
 process.stdout.write(`bundle-cli: ${Object.keys(manifest).length} files, ${(bytes / 1024).toFixed(0)} KiB in ${path.relative(root, outdir)}\n`);

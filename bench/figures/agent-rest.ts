@@ -7,8 +7,8 @@ import { readRss, sampleUsage } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
 import { ensureCliBundle } from '../rankd/cli-bundle.js';
 import { startFleet, whyNoFleet } from '../rankd/fleet.js';
-import { daemonBundleIsCurrent } from '@rankd/agent/load-daemon';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -82,14 +82,12 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 }
 
 /**
- * The agent's bundle (scripts/bundle-agent.mjs), current: `npm run bench` compiles but does
- * not bundle, and the agent loads its compiled modules when a compile is newer than the
- * bundle. Users run the bundle (npm install and npm run build make it); a sentence for the notes.
+ * The agent always runs its bundle (scripts/bundle-agent.mjs; RANKD_DEV=1 alone loads the
+ * compiled modules), which `npm run bench` makes first with `npm run build`; a sentence for the notes.
  */
 function ensureAgentBundle(repoRoot: string): string {
-  if (daemonBundleIsCurrent()) return 'The agent ran from its bundle (packages/agent/dist/bundle/daemon.js, made by `npm run build`), as an installed agent does.';
-  execFileSync(process.execPath, [path.join(repoRoot, 'scripts/bundle-agent.mjs')], { stdio: 'ignore', timeout: 120_000 });
-  return 'The agent ran from its bundle (packages/agent/dist/bundle/daemon.js), which the figure made first (`node scripts/bundle-agent.mjs`): the last compile was newer than it.';
+  if (!existsSync(path.join(repoRoot, 'packages/agent/dist/bundle/daemon.js'))) throw new Error('the agent is not bundled: run `npm run build` (npm run bench does)');
+  return 'The agent ran from its bundle (packages/agent/dist/bundle/daemon.js, made by `npm run build`), as an installed agent does.';
 }
 
 /** What Node itself holds, idle, before any module of ours. */

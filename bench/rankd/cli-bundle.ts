@@ -1,27 +1,17 @@
-// The CLI's bundle (scripts/bundle-cli.mjs), as the figures that time `rankd …` need it:
-// `npm run bench` compiles (tsc -b) but does not bundle, and dist/main.js runs the compiled
-// modules when a compile is newer than the bundle. Users run the bundle (npm install and
-// npm run build make it), so a figure makes it current first and says so.
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+// The CLI's bundle (scripts/bundle-cli.mjs), as the figures that time `rankd …` see it:
+// dist/main.js always runs the bundle (RANKD_DEV=1 alone runs the compiled modules), and
+// `npm run bench` runs `npm run build` first, which makes it.
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-
-const COMPILES = ['cli', 'protocol', 'agent', 'controller'].map((p) => `packages/${p}/dist/.tsbuildinfo`);
 
 function bundleDir(repoRoot: string): string {
   return path.join(repoRoot, 'packages/cli/dist/bundle');
 }
 
-function current(repoRoot: string): boolean {
-  const made = statSync(path.join(bundleDir(repoRoot), 'rankd.js'), { throwIfNoEntry: false })?.mtimeMs;
-  return made !== undefined && COMPILES.every((f) => (statSync(path.join(repoRoot, f), { throwIfNoEntry: false })?.mtimeMs ?? 0) <= made);
-}
-
-/** Bundles the CLI when its bundle is missing or older than a compile; a sentence for the figure's notes. */
+/** A sentence for the figure's notes: what rankd ran from. */
 export function ensureCliBundle(repoRoot: string): string {
-  if (current(repoRoot)) return 'rankd ran from its bundle (packages/cli/dist/bundle/, made by `npm run build`), as an installed rankd does.';
-  execFileSync(process.execPath, [path.join(repoRoot, 'scripts/bundle-cli.mjs')], { stdio: 'ignore', timeout: 120_000 });
-  return 'rankd ran from its bundle (packages/cli/dist/bundle/), which the figure made first (`node scripts/bundle-cli.mjs`): the last compile was newer than it.';
+  if (!existsSync(path.join(bundleDir(repoRoot), 'rankd.js'))) throw new Error('the CLI is not bundled: run `npm run build` (npm run bench does)');
+  return 'rankd ran from its bundle (packages/cli/dist/bundle/, made by `npm run build`), as an installed rankd does.';
 }
 
 /** The bundle's file holding a compiled module (e.g. packages/agent/dist/facts/index.js), or null. */

@@ -1,10 +1,10 @@
 // `rankd` stays light: each command loads what it uses and nothing more. TypeBox (~680
 // files, ~200 ms of CPU at start-up), the planner and the daemons' code belong to the
 // few commands that need them; `rankd run` printing its rank map is not one of them.
-// After `npm run build` the CLI runs from its bundle (packages/cli/dist/bundle/): a file
+// The CLI runs from its bundle (packages/cli/dist/bundle/, made by `npm run build`): a file
 // loaded from there stands for the source modules its manifest lists, so what is checked
-// is still which modules a command loaded.
-import { existsSync, readFileSync } from 'node:fs';
+// is still which modules a command loaded. RANKD_DEV=1 runs the compiled modules instead.
+import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
@@ -34,7 +34,7 @@ async function cliLoading(args: string[], env: NodeJS.ProcessEnv = {}) {
   const loaded = readFileSync(log, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
   const bundleUrl = pathToFileURL(BUNDLE).href + '/';
   const files = loaded.flatMap((u) => (u.startsWith(bundleUrl) ? bundled(u) : [u]));
-  return { ...r, files, fromBundle: loaded.some((u) => u.startsWith(bundleUrl)) };
+  return { ...r, loaded, files, fromBundle: loaded.some((u) => u.startsWith(bundleUrl)) };
 }
 
 /** What a client command must not load: the schema library, the planner, the daemons. */
@@ -48,17 +48,19 @@ const NEEDS_HEAVY: Record<string, string> = {
   facts: "the agent's facts readers",
 };
 
-t.test('the CLI runs either its bundle or its compiled modules, never a mix of both', async (t) => {
+t.test('the CLI runs its bundle, or with RANKD_DEV=1 its compiled modules, never a mix of both', async (t) => {
   const r = await cliLoading(['version']);
   t.equal(r.code, 0, r.stderr);
-  const compiled = r.files.filter((u) => u.endsWith('/packages/cli/dist/cli.js'));
-  if (!existsSync(join(BUNDLE, 'manifest.json'))) {
-    t.ok(compiled.length === 1 && !r.fromBundle, 'no bundle built: the compiled modules ran');
-    return;
-  }
-  // the bundle's manifest lists cli.js as a source of rankd.js: one or the other was loaded
-  t.equal(compiled.length, 1, 'cli.js once, from the bundle or compiled');
-  if (!r.fromBundle) t.comment('the bundle is older than the last compile (tsc -b after npm run build): the compiled modules ran; npm run build makes it current');
+  t.ok(r.fromBundle, 'by default the bundle ran');
+  // the bundle's manifest lists cli.js as a source of rankd.js: it counts once
+  t.equal(r.files.filter((u) => u.endsWith('/packages/cli/dist/cli.js')).length, 1, 'cli.js once, from the bundle');
+  const compiledCli = r.loaded.filter((u) => u.includes('/packages/cli/dist/') && !u.includes('/packages/cli/dist/bundle/') && !u.endsWith('/dist/main.js'));
+  t.same(compiledCli, [], 'no compiled CLI module beside the bundle (main.js aside)');
+  const dev = await cliLoading(['version'], { RANKD_DEV: '1' });
+  t.equal(dev.code, 0, dev.stderr);
+  t.notOk(dev.fromBundle, 'RANKD_DEV=1: no bundle file was loaded');
+  t.equal(dev.files.filter((u) => u.endsWith('/packages/cli/dist/cli.js')).length, 1, 'the compiled cli.js ran');
+  t.equal(dev.stdout, r.stdout, 'both print the same');
 });
 
 t.test('every command loads only its own module: nothing heavy for --help', async (t) => {

@@ -1,24 +1,20 @@
-// Loads daemon.ts for `rankd agent`: from the bundle `npm run build` makes of it
+// Loads daemon.ts for `rankd agent`: from its bundle, a build output of `npm run build`
 // (dist/bundle/daemon.js, scripts/bundle-agent.mjs: one file instead of some 800 modules,
-// most of them TypeBox's, whose records and source strings an agent would otherwise
-// hold for its whole life), unless a compile ran after the bundle was made: then the
-// bundle holds old code, and the compiled modules are loaded instead, never a mix.
-import { statSync } from 'node:fs';
-
+// most of them TypeBox's, whose records and source strings an agent would otherwise hold
+// for its whole life). RANKD_DEV=1, the switch main.ts reads too, loads the compiled
+// modules instead (a tree compiled with a bare `tsc -b`); never a mix of both.
 export type Daemon = typeof import('./daemon.js');
 
-// relative to dist/load-daemon.js: the bundle beside it, the compiles it is made from
+// relative to dist/load-daemon.js
 const BUNDLE = new URL('./bundle/daemon.js', import.meta.url);
-const COMPILES = ['./.tsbuildinfo', '../../protocol/dist/.tsbuildinfo'];
-
-/** True when dist/bundle/daemon.js exists and no compile of the agent or protocol is newer. */
-export function daemonBundleIsCurrent(): boolean {
-  const made = statSync(BUNDLE, { throwIfNoEntry: false })?.mtimeMs;
-  if (made === undefined) return false;
-  // a missing build info (an installed copy without it) cannot be newer than the bundle
-  return COMPILES.every((file) => (statSync(new URL(file, import.meta.url), { throwIfNoEntry: false })?.mtimeMs ?? 0) <= made);
-}
 
 export async function loadDaemon(): Promise<Daemon> {
-  return daemonBundleIsCurrent() ? ((await import(BUNDLE.href)) as Daemon) : import('./daemon.js');
+  if (process.env.RANKD_DEV === '1') return import('./daemon.js');
+  try {
+    return (await import(BUNDLE.href)) as Daemon;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes(`'${decodeURIComponent(BUNDLE.pathname)}'`)) throw err;
+    throw new Error('the agent is not bundled: run `npm run build` (or set RANKD_DEV=1 to run the compiled modules)');
+  }
 }

@@ -1,6 +1,6 @@
 // rankd: the one command people type. Each subcommand lives in commands/<name>.ts
 // and registers itself; this file only wires them and maps errors to exit codes.
-// main.ts runs it, from the bundle `npm run build` makes of it when that is current.
+// main.ts runs it from the bundle `npm run build` makes of it (or, with RANKD_DEV=1, compiled).
 import { Command, CommanderError } from 'commander';
 import { RANKD_VERSION } from '@rankd/protocol/version';
 import { CliError, ExitCode } from './exit-codes.js';

@@ -1,22 +1,24 @@
 #!/usr/bin/env node
 // The entry of `rankd` (the bin shim, `npm start`, the systemd units and the tests run
-// this file). It runs the CLI from the bundle that `npm run build` makes of it
+// this file). It runs the CLI's bundle, a build output of `npm run build`
 // (scripts/bundle-cli.mjs: dist/bundle/, one chunk per command, ~40 ms less start-up than
-// loading some 100 compiled modules one by one), unless a compile ran after the bundle was
-// made: then the bundle holds old code, and the compiled modules (./cli.js) are run
-// instead. Neither is ever mixed with the other.
-import { statSync } from 'node:fs';
-
+// loading some 100 compiled modules one by one). RANKD_DEV=1 runs the compiled modules
+// (./cli.js) instead: the development switch, for a tree compiled with a bare `tsc -b` and
+// not bundled since. Neither is ever mixed with the other, and nothing guesses which is
+// newer: without the switch, what the last `npm run build` made is what runs.
 const bundle = new URL('./bundle/rankd.js', import.meta.url);
 
-/** The compiles the bundle is made from: this package's and those of the packages it bundles. */
-const COMPILES = ['./.tsbuildinfo', '../../protocol/dist/.tsbuildinfo', '../../agent/dist/.tsbuildinfo', '../../controller/dist/.tsbuildinfo'];
-
-function bundleIsCurrent(): boolean {
-  const made = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs;
-  if (made === undefined) return false;
-  // a missing build info (an installed copy without it) cannot be newer than the bundle
-  return COMPILES.every((file) => (statSync(new URL(file, import.meta.url), { throwIfNoEntry: false })?.mtimeMs ?? 0) <= made);
+if (process.env.RANKD_DEV === '1') {
+  await import('./cli.js');
+} else {
+  try {
+    await import(bundle.href);
+  } catch (err) {
+    // "Cannot find module '<bundle>'": not bundled. A module missing further down names the
+    // bundle only as its importer, unquoted, and is reported as it is.
+    const e = err as NodeJS.ErrnoException;
+    if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes(`'${decodeURIComponent(bundle.pathname)}'`)) throw err;
+    process.stderr.write('rankd: the CLI is not bundled: run `npm run build` (or set RANKD_DEV=1 to run the compiled modules)\n');
+    process.exitCode = 70; // ExitCode.Software: a local failure
+  }
 }
-
-await (bundleIsCurrent() ? import(bundle.href) : import('./cli.js'));
