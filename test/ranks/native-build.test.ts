@@ -47,7 +47,7 @@ t.test('a compiler that only warns builds the supervisor and shows the warning',
   const out = path.join(dir, 'native', 'rank-supervisor');
   const r = build(out, [], { CC: cc });
   t.equal(r.status, 0, r.stderr);
-  t.match(r.stderr, /rankd: WARNING: .* warned while building the rank supervisor \(it was built\):\nnative\/args\.c:9:9: warning: a new kind of warning/);
+  t.match(r.stderr, /rankd: WARNING: .* warned on the rank supervisor \(it was built\):\nnative\/args\.c:9:9: warning: a new kind of warning/);
   t.match(r.stdout, /built the rank supervisor/);
   t.equal(spawnSync(out, ['--version'], { encoding: 'utf8' }).stdout, `rank-supervisor ${expectedSupervisorVersion()}\n`);
   t.equal(fs.readFileSync(path.join(dir, 'native', 'version.h'), 'utf8'), fs.readFileSync(fileURLToPath(new URL('../../packages/agent/native/version.h', import.meta.url)), 'utf8'), 'the version header travels beside the binary');

@@ -124,7 +124,8 @@ void rs_ompi_rank(void)
 	char *dir = rs_path(jobdir, rank);
 	struct stat st;
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		fail("rank %s is not planned on this node (%s is missing): Open MPI mapped it elsewhere than rankd's rank map", rank, dir);
+		fail("rank %s is not planned on this node (%s is missing): Open MPI mapped it elsewhere than rankd's rank map",
+		     rank, dir);
 
 	struct rs_buf exec = { 0 }, inherited = { 0 }, planned = { 0 };
 	slurp(dir, "ompi-exec", &exec);

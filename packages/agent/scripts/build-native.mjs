@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 const pkg = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const srcDir = path.join(pkg, 'native');
 const outArg = process.argv.indexOf('--out');
-const out = outArg > 0 ? path.resolve(process.argv[outArg + 1] ?? '') : path.join(pkg, 'dist', 'native', 'rank-supervisor');
+const out = outArg > 0 ? path.resolve(process.argv[outArg + 1] ?? '') : path.join(pkg, 'dist/native/rank-supervisor');
 const werror = process.argv.includes('--werror');
 const cc = process.env.CC || 'cc';
 const FLAGS = ['-std=gnu11', '-O2', '-Wall', '-Wextra', ...(werror ? ['-Werror'] : [])];
@@ -33,7 +33,9 @@ function expectedVersion() {
 const EXPECTED_VERSION = expectedVersion();
 
 const sources = fs.readdirSync(srcDir).filter((f) => f.endsWith('.c')).sort().map((f) => path.join(srcDir, f));
-const inputs = [...sources, ...fs.readdirSync(srcDir).filter((f) => f.endsWith('.h')).map((f) => path.join(srcDir, f)), fileURLToPath(import.meta.url)];
+const headers = fs.readdirSync(srcDir).filter((f) => f.endsWith('.h')).map((f) => path.join(srcDir, f));
+const inputs = [...sources, ...headers, fileURLToPath(import.meta.url)];
+const versionCopy = path.join(path.dirname(out), 'version.h');
 
 function mtime(file) {
   try {
@@ -51,7 +53,7 @@ function works(binary) {
   }
 }
 
-/** The command that installs a C compiler here, from /etc/os-release; a generic sentence where the distribution is unknown. */
+/** How to install a C compiler here, from /etc/os-release; a generic sentence where the distribution is unknown. */
 function compilerInstallHint(osRelease = readOsRelease()) {
   const ids = `${osRelease.ID ?? ''} ${osRelease.ID_LIKE ?? ''}`.split(/\s+/).filter(Boolean);
   const known = [
@@ -62,7 +64,8 @@ function compilerInstallHint(osRelease = readOsRelease()) {
     [['arch'], 'pacman -S gcc'],
   ];
   const hit = known.find(([names]) => names.some((n) => ids.includes(n)));
-  return hit ? `install a C compiler: ${hit[1]}` : 'install a C compiler (gcc or clang, with the C library\'s headers), or name one in CC';
+  if (hit) return `install a C compiler: ${hit[1]}`;
+  return "install a C compiler (gcc or clang, with the C library's headers), or name one in CC";
 }
 
 function readOsRelease() {
@@ -79,12 +82,13 @@ function readOsRelease() {
 }
 
 function failBuild(lines) {
-  console.error(['rankd: ERROR: the rank supervisor was not built, and the agent cannot start ranks without it:', ...lines].join('\n'));
+  const head = 'rankd: ERROR: the rank supervisor was not built, and the agent cannot start ranks without it:';
+  console.error([head, ...lines].join('\n'));
   process.exit(1);
 }
 
 const built = mtime(out);
-if (built > 0 && inputs.every((f) => mtime(f) <= built) && works(out) && mtime(path.join(path.dirname(out), 'version.h')) >= built) {
+if (built > 0 && inputs.every((f) => mtime(f) <= built) && mtime(versionCopy) >= built && works(out)) {
   console.log(`rankd: the rank supervisor is up to date: ${path.relative(process.cwd(), out) || out}`);
   process.exit(0);
 }
@@ -93,16 +97,24 @@ fs.mkdirSync(path.dirname(out), { recursive: true });
 // built beside the target and renamed into place: a running supervisor keeps its old
 // binary (overwriting it in place would fail with ETXTBSY), a new one gets the new binary
 const tmp = `${out}.${process.pid}.tmp`;
-const compile = spawnSync(cc, [...FLAGS, '-o', tmp, ...sources], { stdio: ['ignore', 'inherit', 'pipe'], timeout: 120_000, encoding: 'utf8' });
+const compile = spawnSync(cc, [...FLAGS, '-o', tmp, ...sources], {
+  stdio: ['ignore', 'inherit', 'pipe'],
+  timeout: 120_000,
+  encoding: 'utf8',
+});
 const warnings = compile.stderr?.trim() ?? '';
 if (compile.error || compile.status !== 0) {
   fs.rmSync(tmp, { force: true });
   // a binary of older sources would answer an older version: the agent refuses it anyway
   fs.rmSync(out, { force: true });
   const e = /** @type {NodeJS.ErrnoException | undefined} */ (compile.error);
-  if (e?.code === 'ENOENT') failBuild([`${cc}: not found (no C compiler)`, `rankd: ${compilerInstallHint()}, then run \`npm run build\` again.`]);
+  if (e?.code === 'ENOENT') {
+    const hint = `rankd: ${compilerInstallHint()}, then run \`npm run build\` again.`;
+    failBuild([`${cc}: not found (no C compiler)`, hint]);
+  }
   const why = e ? e.message : warnings || `${cc} exited ${compile.status ?? compile.signal}`;
-  failBuild([why.split('\n').slice(0, 40).join('\n'), `rankd: ${cc} failed on packages/agent/native; set CC to another compiler, or report it.`]);
+  const fix = `rankd: ${cc} failed on packages/agent/native; set CC to another compiler, or report it.`;
+  failBuild([why.split('\n').slice(0, 40).join('\n'), fix]);
 }
 if (!works(tmp)) {
   fs.rmSync(tmp, { force: true });
@@ -111,6 +123,6 @@ if (!works(tmp)) {
 }
 fs.renameSync(tmp, out);
 // the agent of an installed copy (dist only) reads the version it expects from this copy
-fs.copyFileSync(path.join(srcDir, 'version.h'), path.join(path.dirname(out), 'version.h'));
-if (warnings) console.warn(`rankd: WARNING: ${cc} warned while building the rank supervisor (it was built):\n${warnings}`);
+fs.copyFileSync(path.join(srcDir, 'version.h'), versionCopy);
+if (warnings) console.warn(`rankd: WARNING: ${cc} warned on the rank supervisor (it was built):\n${warnings}`);
 console.log(`rankd: built the rank supervisor: ${path.relative(process.cwd(), out) || out}`);

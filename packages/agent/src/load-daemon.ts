@@ -14,7 +14,9 @@ export async function loadDaemon(): Promise<Daemon> {
     return (await import(BUNDLE.href)) as Daemon;
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes(`'${decodeURIComponent(BUNDLE.pathname)}'`)) throw err;
-    throw new Error('the agent is not bundled: run `npm run build` (or set RANKD_DEV=1 to run the compiled modules)');
+    const named = `'${decodeURIComponent(BUNDLE.pathname)}'`;
+    const missing = e?.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(named);
+    if (!missing) throw err;
+    throw new Error('the agent is not bundled: run `npm run build` (or RANKD_DEV=1 runs the compiled modules)');
   }
 }

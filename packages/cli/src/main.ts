@@ -17,8 +17,10 @@ if (process.env.RANKD_DEV === '1') {
     // "Cannot find module '<bundle>'": not bundled. A module missing further down names the
     // bundle only as its importer, unquoted, and is reported as it is.
     const e = err as NodeJS.ErrnoException;
-    if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes(`'${decodeURIComponent(bundle.pathname)}'`)) throw err;
-    process.stderr.write('rankd: the CLI is not bundled: run `npm run build` (or set RANKD_DEV=1 to run the compiled modules)\n');
+    const named = `'${decodeURIComponent(bundle.pathname)}'`;
+    const missing = e?.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(named);
+    if (!missing) throw err;
+    process.stderr.write('rankd: the CLI is not bundled: run `npm run build` (RANKD_DEV=1 runs the compiled modules)\n');
     process.exitCode = 70; // ExitCode.Software: a local failure
   }
 }

@@ -1,6 +1,7 @@
-// The warnings ranks carry (from the agent's preflight: RLIMIT_MEMLOCK not raised, numactl
-// missing, …) said once per node and message instead of once per rank: every rank of a node
-// usually carries the same ones. Schema-free, for `rankd run`, `rankd job` and the log stream.
+// The warnings ranks carry (from the agent's preflight: RLIMIT_MEMLOCK not raised, a root
+// rank's loader variables left out, …) said once per node and message instead of once per
+// rank: every rank of a node usually carries the same ones. Schema-free, for `rankd run`,
+// `rankd job` and the log stream.
 import { formatCpuList } from './cpuset.js';
 
 export interface NodeWarning {

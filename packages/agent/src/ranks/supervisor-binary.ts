@@ -21,11 +21,13 @@ export interface SupervisorBinary {
 
 /** What an operator does about a missing or broken supervisor. */
 export const SUPERVISOR_FIX =
-  'install a C compiler (Debian: apt-get install gcc) and run `npm run build` where the agent is built, then reinstall and restart the agent';
+  'install a C compiler (Debian: apt-get install gcc) and run `npm run build` where the agent is built, ' +
+  'then reinstall and restart the agent';
 
-/** dist/native/rank-supervisor of this package, whether this file runs from dist (or its bundle, dist/bundle/) or from src. */
+/** dist/native/rank-supervisor of this package, from dist (or its bundle, dist/bundle/) or from src. */
 export function defaultSupervisorPath(): string {
-  return fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../native/rank-supervisor' : '../../dist/native/rank-supervisor', import.meta.url));
+  const rel = import.meta.url.includes('/dist/') ? '../native/rank-supervisor' : '../../dist/native/rank-supervisor';
+  return fileURLToPath(new URL(rel, import.meta.url));
 }
 
 /**
@@ -42,7 +44,7 @@ export function expectedSupervisorVersion(): string {
     if (!m) throw rankError(RankErrorCode.SpawnFailed, `${file} has no "#define RS_VERSION N" line`);
     return m[1]!;
   }
-  throw rankError(RankErrorCode.SpawnFailed, 'native/version.h is neither in the agent\'s sources nor beside its build (dist/native/)');
+  throw rankError(RankErrorCode.SpawnFailed, "native/version.h is in neither the agent's sources nor its dist/native/");
 }
 
 // One --version run per binary and process: it proves the binary runs on this machine (a
@@ -68,20 +70,23 @@ function check(file: string): SupervisorBinary {
   let out: string;
   try {
     expected = expectedSupervisorVersion();
-    out = execFileSync(file, ['--version'], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+    const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+    out = execFileSync(file, ['--version'], { encoding: 'utf8', timeout: 10_000, stdio }).trim();
   } catch (err) {
     return none(`${file} does not run here: ${(err as Error).message.split('\n')[0]}`);
   }
   const version = /^rank-supervisor (\d+)$/.exec(out)?.[1] ?? null;
   if (version !== expected) {
-    return { path: file, version, problem: `${file} --version answered "${out}", not "rank-supervisor ${expected}" (a build of other sources)` };
+    const problem = `${file} --version answered "${out}", not "rank-supervisor ${expected}" (a build of other sources)`;
+    return { path: file, version, problem };
   }
   return { path: file, version, problem: null };
 }
 
 /** Refuses to go on without a working supervisor: the error every start path gives, naming the fix. */
 export function assertSupervisorUsable(s: SupervisorBinary): void {
-  if (s.problem !== null) throw rankError(RankErrorCode.SpawnFailed, `this node cannot start ranks: ${s.problem}; ${SUPERVISOR_FIX}`);
+  if (s.problem === null) return;
+  throw rankError(RankErrorCode.SpawnFailed, `this node cannot start ranks: ${s.problem}; ${SUPERVISOR_FIX}`);
 }
 
 /** One line for the startup log: which supervisor and version, or why there is none. */

@@ -128,7 +128,7 @@ export const DoctorNodeReport = message('doctor.report', {
   /** Where numactl is, or null when it is not installed. */
   numactl: Type.Union([Path, Type.Null()]),
   paths: Type.Array(PathState, { maxItems: 256 }),
-  /** Absent from agents older than the native launcher. */
+  /** Absent from agents too old to report their rank supervisor. */
   launcher: Type.Optional(RankLauncher),
 });
 export type DoctorNodeReport = Type.Static<typeof DoctorNodeReport>;

@@ -15,7 +15,7 @@ export const LogStarted = Type.Object({ state: JobState });
 export type LogStarted = Type.Static<typeof LogStarted>;
 
 /**
- * A warning the ranks of one node carry (RLIMIT_MEMLOCK not raised, numactl missing, …), sent
+ * A warning the ranks of one node carry (RLIMIT_MEMLOCK not raised, loader variables left out, …), sent
  * once per node and message when that node's ranks have all started or failed to.
  */
 export const LogWarning = Type.Object({ node: Type.String(), ranks: Type.Array(Type.Integer({ minimum: 0 })), message: Type.String() });
