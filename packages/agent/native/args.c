@@ -135,7 +135,7 @@ static void parse_mems(struct rs_args *a, const char *text)
 	a->mems_text = text;
 }
 
-/* "-", or UID:GID with an optional third field of comma-separated gids (empty ones skipped, as supervisor.pl does). */
+/* "-", or UID:GID with an optional third field of comma-separated gids (empty ones skipped). */
 static void parse_user(struct rs_args *a, const char *text)
 {
 	if (strcmp(text, "-") == 0)
@@ -162,7 +162,7 @@ static void parse_user(struct rs_args *a, const char *text)
 		}
 		s = e + (comma ? 1 : 0);
 	}
-	/* no supplementary list means the primary group alone, as supervisor.pl does */
+	/* no supplementary list means the primary group alone */
 	if (a->ngroups == 0)
 		a->groups[a->ngroups++] = a->gid;
 }

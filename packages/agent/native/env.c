@@ -1,12 +1,11 @@
 /*
- * The rank's environment, built as supervisor.pl builds it: from NAME=VALUE\0 records on
- * stdin (run mode) or in the file RANKDIR/env (exec mode, where node-pty offers no other
- * channel). Never from this process's own environment, which is the agent's fixed one:
+ * The rank's environment, built from NAME=VALUE\0 records on stdin (run mode) or in the
+ * file RANKDIR/env (exec mode, where node-pty offers no other channel). Never from this process's own environment, which is the agent's fixed one:
  * the records are data here, installed only in the program's exec, after the switch to
  * the user, so that no loader variable of a caller ever acts in a process that is root.
  * Values are bytes and pass through untouched: '=', newlines, anything but NUL. A record
  * with an empty name is skipped, one without '=' has an empty value, and a later record
- * of a name replaces an earlier one (a perl hash's rules).
+ * of a name replaces an earlier one.
  */
 #include "rank-supervisor.h"
 

@@ -61,7 +61,7 @@ void rs_buf_printf(struct rs_buf *b, const char *fmt, ...)
 	free(big);
 }
 
-/* A JSON string as supervisor.pl's json_str writes one: '"' and '\' escaped, bytes below 0x20 as \u00XX, all others as they are. */
+/* A JSON string: '"' and '\' escaped, bytes below 0x20 as \u00XX, all others as they are (the agent reads them). */
 void rs_buf_json_str(struct rs_buf *b, const char *s)
 {
 	rs_buf_lit(b, "\"");

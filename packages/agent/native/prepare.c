@@ -110,7 +110,7 @@ static const char *status_field(const char *status, const char *name, size_t *le
 
 /*
  * Groups first, then gids, then uids, each real, effective and saved at once, so no way
- * back to root remains. The kernel's view is the proof, as in supervisor.pl: the calls'
+ * back to root remains. The kernel's view is the proof: the calls'
  * own results are not trusted to cover every case (an LSM, a user namespace).
  */
 static void switch_user(const struct rs_args *a)

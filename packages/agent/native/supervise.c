@@ -4,7 +4,7 @@
  * The rank's exit status can only be collected by its parent, and the agent must be
  * restartable (SIGKILL included) while ranks run; so the parent is this process, which
  * the agent spawns in a session of its own and which records the exit in exit.json,
- * where a restarted agent finds it. Steps and files as in supervisor.pl (docs/ranks.md):
+ * where a restarted agent finds it. Steps and files (docs/ranks.md):
  * supervisor.log takes our stderr, the environment arrives on stdin, the child reports a
  * failed setup on a close-on-exec pipe, rank.json is written before the agent is told
  * "started PID", and exit.json only once nothing of the rank is left.

@@ -4,6 +4,5 @@
  * checks a fresh build against it, and the agent (ranks/supervisor-binary.ts) reads this
  * file to tell a binary of other sources from a current one; `rankd doctor` shows it per
  * node. Raise it with every change of the contract (argv layout, records, modes).
- * 4: the ompi-rank and rsh modes replace the perl helpers of --mpi openmpi.
  */
 #define RS_VERSION 4

@@ -67,9 +67,13 @@ function check(file: string): SupervisorBinary {
   if (!fs.existsSync(file)) return none(`the rank supervisor is not built (${file} is missing; the build said why)`);
   if (!isExecutableFile(file)) return none(`${file} is not executable`);
   let expected: string;
-  let out: string;
   try {
     expected = expectedSupervisorVersion();
+  } catch (err) {
+    return none((err as Error).message);
+  }
+  let out: string;
+  try {
     const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
     out = execFileSync(file, ['--version'], { encoding: 'utf8', timeout: 10_000, stdio }).trim();
   } catch (err) {
