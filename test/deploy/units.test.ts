@@ -182,6 +182,9 @@ t.test('install.sh --dry-run prints its steps and changes nothing', async (t) =>
 t.test('install.sh refuses bad input with exit 64 and a reason', async (t) => {
   const root = tempDir(t, 'rankd-bad-');
   mkdirSync(path.join(root, 'x'));
+  // a built tree whose rank supervisor could not be built: its agent would refuse every rank
+  mkdirSync(path.join(root, 'x/y/packages/cli/dist'), { recursive: true });
+  writeFileSync(path.join(root, 'x/y/packages/cli/dist/main.js'), '');
   const cases: Array<[string[], RegExp]> = [
     [[], /--controller URL is required/],
     [['--controller', 'ftp://h'], /must be an https:\/\/ URL/],
@@ -189,6 +192,7 @@ t.test('install.sh refuses bad input with exit 64 and a reason', async (t) => {
     [['--controller', 'https://h', '--token-file', 'relative/token'], /absolute path/],
     [['--controller', 'https://h', '--bogus'], /unknown argument "--bogus"/],
     [['--controller', 'https://h', '--from-dir', path.join(root, 'x')], /not a built rankd checkout/],
+    [['--controller', 'https://h', '--from-dir', path.join(root, 'x/y')], /has no rank supervisor .*install a C compiler \(apt-get install gcc\)/],
     [['--controller', 'http://h'], /https:\/\//],
     [['--controller', 'https://h', '--ca-hash', 'md5:x'], /--ca-hash must look like sha256/],
   ];
