@@ -114,7 +114,14 @@ export class AccessControl {
     );
   }
 
-  /** A submission by a role that runs jobs as its own Unix user only: `user` defaults to it, anything else is 403. */
+  /** The submission as it runs: a role that runs jobs as its own Unix user only runs as it when it names none. Changes nothing. */
+  normalizeSubmit(principal: Principal, submit: JobSubmit): JobSubmit {
+    const mine = principal.unixUser;
+    if (scopeOf(principal.role, 'jobs.submit') !== 'own' || submit.user !== undefined || !mine) return submit;
+    return { ...submit, user: mine };
+  }
+
+  /** Whether the principal may make this (normalized) submission; throws 403. A role that runs jobs as its own Unix user only may run none other. */
   checkSubmit(principal: Principal, submit: JobSubmit): void {
     if (submit.priority !== undefined && submit.priority > DEFAULT_PRIORITY && !scopeOf(principal.role, 'jobs.priority')) {
       throw forbidden(`user "${principal.user}" (role ${principal.role}) may not submit above the default priority ${DEFAULT_PRIORITY} (--priority ${submit.priority}); operators and admins may`);
@@ -128,7 +135,6 @@ export class AccessControl {
     if (submit.user !== undefined && submit.user !== mine) {
       throw forbidden(`user "${principal.user}" (role ${principal.role}) may not run jobs as Unix user "${submit.user}": its jobs run as "${mine}" only`);
     }
-    submit.user = mine;
   }
 
   /** The owner a listing is limited to, when the caller's grant is `own`. */
@@ -191,6 +197,10 @@ export function installAuth(app: FastifyInstance, access: AccessControl): void {
     const { principal, rule } = request;
     if (!principal || !rule) return;
     if (rule.job) access.checkJob(principal, rule, (request.params as { id: string }).id);
-    if (rule.permission === 'jobs.submit') access.checkSubmit(principal, request.body as JobSubmit);
+    if (rule.permission === 'jobs.submit') {
+      const submit = access.normalizeSubmit(principal, request.body as JobSubmit);
+      access.checkSubmit(principal, submit);
+      request.body = submit;
+    }
   });
 }
