@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import { openDatabase } from '@rankd/controller/store/database';
-import { JobsRepo } from '@rankd/controller/store/jobs-repo';
+import { JobsRepo } from '@rankd/controller/jobs/jobs-repo';
 import { migrations } from '@rankd/controller/store/migrations';
 
 t.test('a started and a queued job written before job_plans read back the same after it', async (t) => {

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { RankMap } from '@rankd/protocol';
 import { openDatabase } from '@rankd/controller/store/database';
-import { JobsRepo, type JobRecord } from '@rankd/controller/store/jobs-repo';
+import type { JobRecord } from '@rankd/controller/jobs/job-records';
+import { JobsRepo } from '@rankd/controller/jobs/jobs-repo';
 
 t.test('ranks that never changed read back pending on the plan; changed ones from their rows', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'rankd-jobs-repo-'));

@@ -17,10 +17,11 @@ import { pmiHandlers } from './gateway/pmi-handlers.js';
 import { FenceExchange } from './pmi/fence-exchange.js';
 import { JobManager } from './jobs/job-manager.js';
 import { OpenMpiLaunch } from './openmpi/openmpi-launch.js';
+import { OpenMpiMode } from './openmpi/openmpi-mode.js';
 import { LogStore } from './jobs/log-store.js';
 import { RankEvents } from './jobs/rank-events.js';
 import { StdinRelay } from './jobs/stdin-relay.js';
-import { JobsRepo } from './store/jobs-repo.js';
+import { JobsRepo } from './jobs/jobs-repo.js';
 import { openDatabase, type Db } from './store/database.js';
 import { secureDataDir } from './store/data-dir.js';
 import { lockDataDir, type DataDirLock } from './store/data-dir-lock.js';
@@ -135,15 +136,17 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   users.on('userRemoved', (name) => streams.removeUser(name));
   const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id), streams });
   const fleet = createFleetServices({ db, registry, events, access, log });
-  jobs = new JobManager(jobsRepo, events, new LogStore(join(options.dataDir, 'logs')), registry, agents, log, fleet.inventory.groupResolver(), options.limits, options.defaultCpusPerRank);
+  const openmpi = new OpenMpiMode(agents, events, (node) => Boolean(registry.link(node)));
+  const logs = new LogStore(join(options.dataDir, 'logs'));
+  jobs = new JobManager(jobsRepo, events, logs, registry, agents, openmpi, log, fleet.inventory.groupResolver(), options.limits, options.defaultCpusPerRank);
   jobs.restore();
   const refusals = new AgentRefusals(audit, agents, registry, log);
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);
   const metrics = new ControllerMetrics(registry, jobs);
   const fences = new FenceExchange(
     {
-      nodes: (jobId) => jobs.pmiNodes(jobId),
-      fail: (jobId, reason) => jobs.fail(jobId, reason),
+      nodes: (jobId) => jobs.lifecycle.pmiNodes(jobId),
+      fail: (jobId, reason) => jobs.lifecycle.fail(jobId, reason),
       foreign: (node, jobId, type) => refusals.refuse(node, { type, code: ErrorCode.ForeignJob, message: `${node} has no rank of job ${jobId}`, resource: { job: jobId } }),
     },
     { sendEncoded: (node, frame) => registry.link(node)?.sendEncoded(frame) ?? false },
@@ -180,7 +183,8 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   const stdin = new StdinRelay(jobs, registry, access, log);
   for (const [type, handler] of stdin.handlers()) gw.handle(type, handler);
   gw.route(STDIN_PATH, stdin.upgrade);
-  for (const [type, handler] of new OpenMpiLaunch(jobs, agents, registry, refusals, log).handlers()) gw.handle(type, batched(handler));
+  const ompiLaunch = new OpenMpiLaunch(jobs.lifecycle, openmpi, agents, registry, events, refusals, log);
+  for (const [type, handler] of ompiLaunch.handlers()) gw.handle(type, batched(handler));
   await app.listen({ host, port: options.port ?? DEFAULT_PORT });
   registry.start();
 

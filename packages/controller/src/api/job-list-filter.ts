@@ -1,7 +1,7 @@
 // The filters of GET /v1/jobs, from its query: checked, and held to the caller's role.
 import { ErrorCode, RankdError, type JobListQuery, type Role } from '@rankd/protocol';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_WORDS, parseJobStates } from '@rankd/protocol/job-list';
-import type { JobFilter } from '../store/jobs-repo.js';
+import type { JobFilter } from '../jobs/jobs-repo.js';
 import type { Principal } from '../store/users-repo.js';
 import { forbidden } from './auth.js';
 import { GRANTS, scopeOf } from './policy.js';

@@ -18,7 +18,7 @@ export function pmiHandlers(exchange: FenceExchange, jobs: JobManager, refusals:
           refusals.foreignRank(conn.name!, m.type, m.jobId, m.rank);
           return;
         }
-        jobs.pmiFailed(conn.name!, m);
+        jobs.lifecycle.pmiFailed(conn.name!, m);
       },
     ],
   ];

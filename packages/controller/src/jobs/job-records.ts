@@ -1,8 +1,48 @@
 // The records of a job's life: a queued job's, its ranks' when it starts, and the view
 // the scheduler takes of a stored job.
-import type { JobSubmit, RankMap } from '@rankd/protocol';
+import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
+import type { Allocation } from '../schedule/allocation.js';
+import type { Demand } from '../schedule/demand.js';
 import type { QueuedJob } from '../schedule/placement.js';
-import type { JobRecord, RankRecord } from '../store/jobs-repo.js';
+
+export interface JobRecord {
+  id: string;
+  name: string | null;
+  idempotencyKey: string | null;
+  /** The rankd user who submitted it; null for jobs from before users existed. */
+  owner: string | null;
+  state: JobState;
+  reason: string;
+  submit: JobSubmit;
+  /** Null while queued: planned when it starts, on what is free then. */
+  rankMap: RankMap | null;
+  priority: number;
+  /** What its plan on the idle cluster asks for; null for jobs from before the queue. */
+  demand: Demand | null;
+  /** The cores and GPUs it holds once started; null while queued (and for jobs from before allocations). */
+  allocation: Allocation | null;
+  exitCode: number | null;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+}
+
+export interface RankRecord {
+  jobId: string;
+  rank: number;
+  node: string;
+  state: RankState;
+  pid: number | null;
+  startedAt: number | null;
+  endedAt: number | null;
+  exitCode: number | null;
+  signal: string | null;
+  binding: Binding | null;
+  error: string | null;
+  warnings: string[];
+  stdoutBytes: number;
+  stderrBytes: number;
+}
 
 /** A newly admitted job, queued: no rank map until the scheduler starts it. */
 export function queuedRecord(queued: QueuedJob, submit: JobSubmit, owner: string | null): JobRecord {

@@ -1,7 +1,7 @@
 // The REST view of a job, assembled from its records.
 import type { JobSummary, JobView, RankView } from '@rankd/protocol';
 import { DEFAULT_JOB_GRACE_SECONDS } from '@rankd/protocol/limits';
-import type { JobRecord, RankRecord } from '../store/jobs-repo.js';
+import type { JobRecord, RankRecord } from './job-records.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

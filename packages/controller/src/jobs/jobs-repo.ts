@@ -3,48 +3,9 @@
 import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
 import type { Allocation } from '../schedule/allocation.js';
 import type { Demand } from '../schedule/demand.js';
-import { pendingRanks } from '../jobs/job-records.js';
-import { rankMapJson } from '../jobs/rank-map-json.js';
-import type { Db } from './database.js';
-
-export interface JobRecord {
-  id: string;
-  name: string | null;
-  idempotencyKey: string | null;
-  /** The rankd user who submitted it; null for jobs from before users existed. */
-  owner: string | null;
-  state: JobState;
-  reason: string;
-  submit: JobSubmit;
-  /** Null while queued: planned when it starts, on what is free then. */
-  rankMap: RankMap | null;
-  priority: number;
-  /** What its plan on the idle cluster asks for; null for jobs from before the queue. */
-  demand: Demand | null;
-  /** The cores and GPUs it holds once started; null while queued (and for jobs from before allocations). */
-  allocation: Allocation | null;
-  exitCode: number | null;
-  createdAt: number;
-  startedAt: number | null;
-  endedAt: number | null;
-}
-
-export interface RankRecord {
-  jobId: string;
-  rank: number;
-  node: string;
-  state: RankState;
-  pid: number | null;
-  startedAt: number | null;
-  endedAt: number | null;
-  exitCode: number | null;
-  signal: string | null;
-  binding: Binding | null;
-  error: string | null;
-  warnings: string[];
-  stdoutBytes: number;
-  stderrBytes: number;
-}
+import type { Db } from '../store/database.js';
+import { pendingRanks, type JobRecord, type RankRecord } from './job-records.js';
+import { rankMapJson } from './rank-map-json.js';
 
 type Row = Record<string, unknown>;
 

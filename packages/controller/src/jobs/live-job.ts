@@ -1,7 +1,8 @@
 // A job while it has ranks: its records in memory, why it is stopping, and the cursors
 // that answer "has every rank started / ended?" without walking the job at every report.
+// Only the lifecycle (job-lifecycle.ts) holds a LiveJob; everyone else sees a LiveJobView.
 import type { JobState } from '@rankd/protocol';
-import type { JobRecord, RankRecord } from '../store/jobs-repo.js';
+import type { JobRecord, RankRecord } from './job-records.js';
 import { isTerminal } from './rank-status.js';
 
 export interface LiveJob {
@@ -9,7 +10,8 @@ export interface LiveJob {
   ranks: RankRecord[];
   /** Set once the job is being stopped: the state it will end in, and why. */
   stopping: { state: JobState; reason: string } | null;
-  timeout: NodeJS.Timeout | null;
+  /** Cancels the --timeout's timer, once armed. */
+  cancelTimeout: (() => void) | null;
   /** Exits that arrived before all of their output: applied when the bytes catch up. */
   pendingExits: Map<number, PendingExit>;
   /** First non-zero rank status in order of arrival: the job's exit code. */
@@ -22,6 +24,13 @@ export interface LiveJob {
    */
   firstPending: number;
   firstLive: number;
+}
+
+/** What readers (views, metrics, relays, MPI modes) see of a live job: they change it only through the lifecycle. */
+export interface LiveJobView {
+  readonly job: Readonly<JobRecord>;
+  readonly ranks: ReadonlyArray<Readonly<RankRecord>>;
+  readonly stopping: Readonly<{ state: JobState; reason: string }> | null;
 }
 
 /** True once no rank of the job is pending. */
@@ -42,6 +51,11 @@ export function allEnded(live: LiveJob): boolean {
   return i === ranks.length;
 }
 
+/** The nodes of a job's ranks, in rank order of first appearance. */
+export function nodesOf(live: LiveJobView): string[] {
+  return [...new Set(live.ranks.map((r) => r.node))];
+}
+
 export interface PendingExit {
   code: number | null;
   signal: string | null;
@@ -51,5 +65,14 @@ export interface PendingExit {
 }
 
 export function newLiveJob(job: JobRecord, ranks: RankRecord[]): LiveJob {
-  return { job, ranks, stopping: null, timeout: null, pendingExits: new Map(), firstFailure: null, firstPending: 0, firstLive: 0 };
+  return {
+    job,
+    ranks,
+    stopping: null,
+    cancelTimeout: null,
+    pendingExits: new Map(),
+    firstFailure: null,
+    firstPending: 0,
+    firstLive: 0,
+  };
 }

@@ -1,7 +1,7 @@
 // The queue's REST view: what each job asked for and what it holds, without its
 // command line or environment, so that every user may see the whole queue (as squeue).
 import type { QueueEntry, QueueList } from '@rankd/protocol';
-import type { JobRecord } from '../store/jobs-repo.js';
+import type { JobRecord } from './job-records.js';
 import type { JobManager } from './job-manager.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

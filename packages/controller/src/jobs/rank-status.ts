@@ -1,7 +1,7 @@
 // A rank's end as the job sees it: terminal or not, its status as a shell reports it,
 // and the sentence that says how it ended.
 import { constants } from 'node:os';
-import type { RankRecord } from '../store/jobs-repo.js';
+import type { RankRecord } from './job-records.js';
 
 export function isTerminal(r: RankRecord): boolean {
   return r.state === 'exited' || r.state === 'failed-to-start' || r.state === 'unknown';

@@ -1,46 +1,35 @@
-// The controller's side of `--mpi openmpi` jobs (docs/mpi-openmpi.md): sends each node its
-// ranks to prepare (ompi.start) and rank 0's node the launcher (mpirun); has the nodes of
-// the job, and only those, start the daemons mpirun asks for (from rank 0's node only, each
-// once, with arguments built here from the launch's checked values and the job's own
-// settings: orted-launch.ts; docs/security.md "Agent messages"); fails the job, with
-// the daemon's or mpirun's own last output as the reason, when either fails; and keeps
-// the job live until mpirun and its daemons have ended, so that nothing of a job runs
-// after it ended. What mpirun and each daemon did is in the job's history (events
+// The controller's side of `--mpi openmpi` jobs (docs/mpi-openmpi.md) once they run: the
+// starts and stops are the strategy's (openmpi-mode.ts); this answers what the nodes say
+// of mpirun and its daemons. It has the nodes of the job, and only those, start the
+// daemons mpirun asks for (from rank 0's node only, each once, with arguments built here
+// from the launch's checked values and the job's own settings: orted-launch.ts;
+// docs/security.md "Agent messages"); fails the job, with the daemon's or mpirun's own
+// last output as the reason, when either fails; and has the lifecycle judge the job again
+// once they have ended. What mpirun and each daemon did is in the job's history (events
 // ompi.launcher and ompi.daemon, with the last bytes of their output).
-import { ErrorCode, checkOrtedLaunch, hnpAddresses, ortedArgs, type OmpiDaemonRequest, type OmpiDaemonState, type OmpiLauncherState, type OrtedLaunch, type RankLaunch } from '@rankd/protocol';
+import { ErrorCode, checkOrtedLaunch, hnpAddresses, ortedArgs, type OmpiDaemonRequest, type OmpiDaemonState, type OmpiLauncherState, type OrtedLaunch } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../fleet/node-registry.js';
 import type { AgentConnection, AgentHandler } from '../gateway/agent-connection.js';
 import type { AgentRefusals } from '../gateway/agent-refusal.js';
-import type { AgentSender, JobManager, LiveJob } from '../jobs/job-manager.js';
+import type { AgentSender } from '../jobs/agent-sender.js';
+import type { JobLifecycle } from '../jobs/job-lifecycle.js';
 import { graceSeconds } from '../jobs/job-view.js';
+import { nodesOf, type LiveJobView } from '../jobs/live-job.js';
+import type { EventsRepo } from '../store/events-repo.js';
 import { plural } from '@rankd/protocol/plural';
-
-type ProcState = 'pending' | 'started' | 'ended';
-
-interface JobState {
-  launcherNode: string;
-  launcher: ProcState;
-  daemons: Map<number, { host: string; vpid: number; state: ProcState }>;
-  /** The first daemon's launch: every daemon of one mpirun shares its job family, count, node regex and HNP. */
-  launch: OrtedLaunch | null;
-}
+import type { OmpiAttempt, OpenMpiMode } from './openmpi-mode.js';
 
 export class OpenMpiLaunch {
-  private readonly jobs = new Map<string, JobState>();
-
   constructor(
-    private readonly manager: JobManager,
+    private readonly lifecycle: JobLifecycle,
+    private readonly mode: OpenMpiMode,
     private readonly agents: AgentSender,
     private readonly registry: NodeRegistry,
+    private readonly events: Pick<EventsRepo, 'append'>,
     private readonly refusals: AgentRefusals,
     private readonly log: Logger,
-  ) {
-    manager.startRanks = (live, byNode, leaseMs) => this.dispatch(live, byNode, leaseMs);
-    manager.onStopping = (live, reason, graceMs) => this.abortNodes(live, reason, graceMs);
-    manager.holdEnd = (live) => this.holds(live);
-    manager.on('ended', (id) => this.jobs.delete(id));
-  }
+  ) {}
 
   handlers(): Array<[string, AgentHandler]> {
     return [
@@ -48,25 +37,6 @@ export class OpenMpiLaunch {
       ['ompi.daemon.state', (conn, m) => this.daemonState(conn, m as unknown as OmpiDaemonState)],
       ['ompi.launcher.state', (conn, m) => this.launcherState(conn, m as unknown as OmpiLauncherState)],
     ];
-  }
-
-  private dispatch(live: LiveJob, byNode: Map<string, RankLaunch[]>, leaseMs: number): string | null | undefined {
-    const { job } = live;
-    if (job.submit.mpi !== 'openmpi') return undefined;
-    const launcherNode = job.rankMap!.ranks[0]!.node;
-    let state = this.jobs.get(job.id);
-    const first = !state;
-    if (!state) this.jobs.set(job.id, (state = { launcherNode, launcher: 'pending', daemons: new Map(), launch: null }));
-    for (const [node, ranks] of byNode) {
-      const launcher = first && node === launcherNode ? { hosts: job.rankMap!.ranks.map((r) => r.node), env: job.submit.env ?? {} } : undefined;
-      const exportEnv = job.submit.exportEnv;
-      if (!this.agents.send(node, { type: 'ompi.start', jobId: job.id, leaseMs, ranks, ...(exportEnv ? { exportEnv } : {}), ...(launcher ? { launcher } : {}) })) {
-        if (launcher) state.launcher = 'ended';
-        return `node ${node} is not connected`;
-      }
-    }
-    this.manager.events.append('ompi.launcher', job.id, { state: 'requested', node: launcherNode });
-    return null;
   }
 
   /**
@@ -90,7 +60,7 @@ export class OpenMpiLaunch {
     const { live, state } = job;
     if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
     if (state.daemons.has(m.daemon)) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was already asked for`);
-    const nodes = this.manager.nodesOf(live);
+    const nodes = nodesOf(live);
     if (m.daemon >= nodes.length) return fail(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} is out of range: job ${m.jobId} has ${plural(nodes.length, 'node')}`);
     if (!nodes.includes(m.host)) return fail(ErrorCode.OmpiDaemonRefused, `${m.host} is not a node of job ${m.jobId}`);
     if ([...state.daemons.values()].some((d) => d.host === m.host)) return fail(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its daemon on ${m.host}`);
@@ -102,7 +72,7 @@ export class OpenMpiLaunch {
     }
     state.launch ??= m.orted;
     state.daemons.set(m.daemon, { host: m.host, vpid: m.orted.vpid, state: 'pending' });
-    this.manager.events.append('ompi.daemon', m.jobId, { daemon: m.daemon, host: m.host, state: 'requested' });
+    this.events.append('ompi.daemon', m.jobId, { daemon: m.daemon, host: m.host, state: 'requested' });
     const args = ortedArgs(m.orted, launchEnv(live));
     if (!this.agents.send(m.host, { type: 'ompi.daemon.run', jobId: m.jobId, daemon: m.daemon, args })) {
       state.daemons.get(m.daemon)!.state = 'ended';
@@ -112,7 +82,7 @@ export class OpenMpiLaunch {
   }
 
   /** Why this launch is not one of this job's mpirun, or null. */
-  private badLaunch(state: JobState, nodeCount: number, launch: OrtedLaunch): string | null {
+  private badLaunch(state: OmpiAttempt, nodeCount: number, launch: OrtedLaunch): string | null {
     try {
       checkOrtedLaunch(launch);
     } catch (err) {
@@ -161,12 +131,12 @@ export class OpenMpiLaunch {
     if (!daemon || daemon.host !== node) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was not asked of ${node}`);
     if (daemon.state === 'ended') return;
     daemon.state = m.state === 'started' ? 'started' : 'ended';
-    this.manager.events.append('ompi.daemon', m.jobId, describe(m));
+    this.events.append('ompi.daemon', m.jobId, describe(m));
     // mpirun's rsh helper waits for this
     this.agents.send(state.launcherNode, { ...m });
     if (m.state === 'failed') this.fail(live, `Open MPI daemon on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
     else if (m.state === 'exited' && (m.code !== 0 || m.signal)) this.fail(live, `Open MPI daemon on ${node} ${ended(m)}${lastLines(m.output)}`);
-    if (daemon.state === 'ended') this.manager.recheck(m.jobId);
+    if (daemon.state === 'ended') this.lifecycle.recheck(m.jobId);
   }
 
   /** What became of mpirun: only from the node that runs it. */
@@ -181,14 +151,14 @@ export class OpenMpiLaunch {
     if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
     if (state.launcher === 'ended') return;
     state.launcher = m.state === 'started' ? 'started' : 'ended';
-    this.manager.events.append('ompi.launcher', m.jobId, { node, ...describe(m) });
+    this.events.append('ompi.launcher', m.jobId, { node, ...describe(m) });
     if (m.state === 'started') return;
     if (m.state === 'failed') this.fail(live, `mpirun on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
     else if (m.code !== 0 || m.signal) this.fail(live, `mpirun on ${node} ${ended(m)}${lastLines(m.output)}`);
     // mpirun is gone: no rank can start any more; the nodes report those that never did,
     // and end any daemon still there
-    if (this.manager.live.has(m.jobId)) this.abortNodes(live, 'mpirun ended', Math.round(graceSeconds(live.job) * 1000));
-    this.manager.recheck(m.jobId);
+    if (this.lifecycle.has(m.jobId)) this.mode.stopping(live, 'mpirun ended', Math.round(graceSeconds(live.job) * 1000));
+    this.lifecycle.recheck(m.jobId);
   }
 
   /**
@@ -203,15 +173,15 @@ export class OpenMpiLaunch {
     refuse: (code: string, message: string) => void,
     stale: () => void = () => {},
     restarted?: R,
-  ): { live: LiveJob; state: R extends true ? JobState | undefined : JobState } | null {
-    const live = this.manager.live.get(m.jobId);
-    const state = this.jobs.get(m.jobId);
+  ): { live: LiveJobView; state: R extends true ? OmpiAttempt | undefined : OmpiAttempt } | null {
+    const live = this.lifecycle.get(m.jobId);
+    const state = this.mode.attempt(m.jobId);
     if (!live) {
       this.refusals.stale(node, { type: m.type, code: ErrorCode.ForeignJob, message: `job ${m.jobId} is not live` });
       stale();
       return null;
     }
-    if (!this.manager.nodesOf(live).includes(node)) {
+    if (!nodesOf(live).includes(node)) {
       refuse(ErrorCode.ForeignJob, `${node} has no part in job ${m.jobId}`);
       return null;
     }
@@ -223,31 +193,16 @@ export class OpenMpiLaunch {
       refuse(ErrorCode.OmpiDaemonRefused, `this controller has no record of job ${m.jobId}'s launch (it restarted since the job started)`);
       return null;
     }
-    return { live, state: state as JobState };
+    return { live, state: state as OmpiAttempt };
   }
 
-  private fail(live: LiveJob, reason: string): void {
-    if (!live.stopping) this.manager.stop(live, 'failed', reason);
-  }
-
-  private abortNodes(live: LiveJob, reason: string, graceMs: number): void {
-    if (!this.jobs.has(live.job.id)) return;
-    for (const node of this.manager.nodesOf(live)) this.agents.send(node, { type: 'ompi.abort', jobId: live.job.id, graceMs, reason });
-  }
-
-  /** A job whose ranks have all ended stays live while mpirun or a daemon of it still runs on a connected node. */
-  private holds(live: LiveJob): boolean {
-    const state = this.jobs.get(live.job.id);
-    if (!state) return false;
-    const connected = (node: string) => this.registry.link(node) !== undefined && this.registry.link(node) !== null;
-    if (state.launcher !== 'ended' && connected(state.launcherNode)) return true;
-    for (const d of state.daemons.values()) if (d.state !== 'ended' && connected(d.host)) return true;
-    return false;
+  private fail(live: LiveJobView, reason: string): void {
+    this.lifecycle.fail(live.job.id, reason);
   }
 }
 
 /** The environment rank 0 is launched with (the planner's, the placement's and the submit's variables, as rank-launches.ts merges them): its OMPI_MCA_* settings are the orteds'. */
-function launchEnv(live: LiveJob): Record<string, string> {
+function launchEnv(live: LiveJobView): Record<string, string> {
   return { ...live.job.rankMap!.ranks[0]!.env, ...live.job.submit.env };
 }
 

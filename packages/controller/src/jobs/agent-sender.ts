@@ -1,0 +1,6 @@
+// How the jobs reach agents: the gateway's live links (controller.ts), or a test's fake.
+
+export interface AgentSender {
+  /** Sends to the node's agent; false when it has no live link. */
+  send(node: string, message: { type: string } & Record<string, unknown>): boolean;
+}

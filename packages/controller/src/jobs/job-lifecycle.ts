@@ -1,0 +1,397 @@
+// The one owner of a job's life from the moment it is planned until its last rank's exit.
+//
+// Live jobs are held here and nowhere else: agents' reports (rank-events.ts), the MPI modes
+// (mpi-strategy.ts), the PMI exchange and the routes change a job only through the
+// transitions below, and everyone else reads a LiveJobView. Each transition is written once
+// and writes through to the store, so a controller killed at any moment restarts knowing
+// what ran where. A job ends only when every one of its ranks has a terminal state, so
+// "no rank runs after its job ended" holds by construction. Fail-fast, cancel, timeout and
+// node loss all take the same path: `stop()` records why, asks every agent of the job to
+// end its ranks (SIGTERM, grace, SIGKILL), and the job closes when the last exit arrives.
+import type { Binding, JobState, PmiFailed, RankMap, StreamName } from '@rankd/protocol';
+import type { Logger } from 'pino';
+import type { Allocation } from '../schedule/allocation.js';
+import type { EventsRepo } from '../store/events-repo.js';
+import type { AgentSender } from './agent-sender.js';
+import type { Clock } from './clock.js';
+import { pendingRanks, type JobRecord, type RankRecord } from './job-records.js';
+import { graceSeconds, plannedCpus } from './job-view.js';
+import type { JobsRepo } from './jobs-repo.js';
+import { allEnded, allStarted, newLiveJob, nodesOf } from './live-job.js';
+import type { LiveJob, LiveJobView, PendingExit } from './live-job.js';
+import type { LogStore } from './log-store.js';
+import type { MasterPorts } from './master-ports.js';
+import { mpiModeOf, type MpiStrategies, type MpiStrategy } from './mpi-strategy.js';
+import { rankLaunches } from './rank-launches.js';
+import { describeEnd, exitStatus, isTerminal } from './rank-status.js';
+
+/** What the lifecycle tells the job manager. */
+export interface LifecycleHooks {
+  /** A job's record or one of its ranks changed. */
+  changed(id: string): void;
+  /** A job ended in `state`. */
+  ended(id: string, state: JobState): void;
+  /** What a job held is free: queued jobs may start. */
+  released(id: string): void;
+}
+
+export interface LifecycleDeps {
+  repo: Pick<JobsRepo, 'start' | 'updateJob' | 'updateRank' | 'updateBytes'>;
+  /** The history: every transition is appended here too, so that one log tells the whole story. */
+  events: Pick<EventsRepo, 'append'>;
+  logs: Pick<LogStore, 'begin' | 'close'>;
+  agents: AgentSender;
+  /** Whether the node's agent is connected now. */
+  connected(node: string): boolean;
+  /** The lease every start carries: how long an agent keeps ranks without hearing from here. */
+  leaseMs(): number;
+  /** The MASTER_PORT each live job holds on its rank 0's node. */
+  ports: MasterPorts;
+  modes: MpiStrategies;
+  clock: Clock;
+  log: Logger;
+  hooks: LifecycleHooks;
+}
+
+type JobPatch = Partial<Pick<JobRecord, 'state' | 'reason' | 'startedAt' | 'endedAt' | 'exitCode'>>;
+
+/** What an agent says of a rank it started. */
+export interface RankStart {
+  pid: number;
+  /** Null when the agent's time did not parse: the controller's now stands in. */
+  startedAt: number | null;
+  binding: Binding;
+  warnings: string[];
+}
+
+export class JobLifecycle {
+  private readonly live = new Map<string, LiveJob>();
+
+  constructor(private readonly deps: LifecycleDeps) {}
+
+  /** Every live job, read-only. */
+  get view(): ReadonlyMap<string, LiveJobView> {
+    return this.live;
+  }
+
+  get(id: string): LiveJobView | undefined {
+    return this.live.get(id);
+  }
+
+  has(id: string): boolean {
+    return this.live.has(id);
+  }
+
+  /** The nodes of a live PMI job in node order (the fence waits for each), or null. */
+  pmiNodes(jobId: string): string[] | null {
+    const live = this.live.get(jobId);
+    return live && mpiModeOf(live.job) === 'pmi1' ? live.job.rankMap!.nodes.map((n) => n.name) : null;
+  }
+
+  /**
+   * The scheduler found room for a queued job: it is planned on `rankMap`, holding `alloc`,
+   * its ranks are created pending, and their starts are sent.
+   */
+  begin(job: JobRecord, rankMap: RankMap, alloc: Allocation): void {
+    Object.assign(job, { state: 'pending', reason: 'planned', rankMap, allocation: alloc });
+    this.deps.repo.start(job);
+    const ranks = pendingRanks(job.id, rankMap);
+    // the history holds every allocation, so that "no two jobs held one core" can be checked from it alone
+    this.deps.events.append('job.allocated', job.id, { mode: alloc.mode, nodes: alloc.nodes });
+    this.deps.events.append('job.state', job.id, { from: 'queued', to: 'pending', reason: job.reason });
+    this.deps.logs.begin(job.id);
+    this.deps.ports.hold(rankMap.ranks[0]!.node, rankMap.masterPort);
+    const live = this.track(job, ranks);
+    this.dispatch(live);
+  }
+
+  /** A job that was live when the controller stopped, with its stored ranks: its agents report and resume it. */
+  adopt(job: JobRecord, ranks: RankRecord[]): void {
+    const live = this.track(job, ranks);
+    this.deps.ports.hold(job.rankMap!.ranks[0]!.node, job.rankMap!.masterPort);
+    this.armTimeout(live);
+  }
+
+  /** An agent started a rank; a binding other than the plan's fails the job. */
+  rankStarted(jobId: string, rank: number, node: string, start: RankStart): void {
+    const live = this.live.get(jobId);
+    const r = live?.ranks[rank];
+    // not pending: a repeated report after a reconnect
+    if (!live || !r || r.state !== 'pending') return;
+    r.state = 'running';
+    r.pid = start.pid;
+    r.startedAt = start.startedAt ?? this.deps.clock.now();
+    r.binding = start.binding;
+    r.warnings = start.warnings;
+    this.deps.repo.updateRank(r);
+    this.deps.events.append('rank.started', `${jobId}/${rank}`, { node, pid: start.pid });
+    const mismatch = bindingMismatch(() => plannedCpus(live.job.rankMap!.ranks[rank]), start.binding);
+    if (mismatch) this.stopLive(live, 'failed', `rank ${rank} on ${node}: binding mismatch: ${mismatch}`);
+    this.promoteWhenStarted(live);
+    this.deps.hooks.changed(jobId);
+  }
+
+  /**
+   * A rank's stream now holds `size` bytes. True when that completes an exit that was waiting
+   * for the output (the rank has ended).
+   */
+  outputStored(jobId: string, rank: number, stream: StreamName, size: number): boolean {
+    const live = this.live.get(jobId);
+    const r = live?.ranks[rank];
+    if (!live || !r) return false;
+    if (stream === 'stdout') r.stdoutBytes = size;
+    else r.stderrBytes = size;
+    const pending = live.pendingExits.get(rank);
+    if (!pending || !hasAll(r, pending)) return false;
+    this.applyExit(live, r, pending);
+    return true;
+  }
+
+  /**
+   * An agent reports a rank's exit. True when the rank has ended (now, or before); false
+   * when its exit waits for output that has not arrived yet (the caller asks the agent to
+   * resume it).
+   */
+  exitReported(jobId: string, rank: number, exit: PendingExit): boolean {
+    const live = this.live.get(jobId);
+    const r = live?.ranks[rank];
+    if (!live || !r) return false;
+    if (isTerminal(r)) return true;
+    if (hasAll(r, exit)) {
+      this.applyExit(live, r, exit);
+      return true;
+    }
+    live.pendingExits.set(rank, exit);
+    return false;
+  }
+
+  /**
+   * After an agent (re)connected and reported the ranks it holds (`reported`, as
+   * "job/rank"): a started rank it no longer knows has an unknown end, and ranks of the
+   * node that never started are started now.
+   */
+  nodeReported(node: string, reported: ReadonlySet<string>): void {
+    for (const live of this.live.values()) {
+      for (const r of live.ranks) {
+        if (r.node !== node || reported.has(`${r.jobId}/${r.rank}`) || isTerminal(r)) continue;
+        if (r.state === 'pending') continue; // dispatched below
+        this.endRank(live, r, 'unknown', `agent on ${node} no longer knows rank ${r.rank}`);
+      }
+      const unstarted = (r: RankRecord) =>
+        r.node === node && r.state === 'pending' && !reported.has(`${r.jobId}/${r.rank}`);
+      if (this.live.has(live.job.id) && !live.stopping && live.ranks.some(unstarted)) this.dispatch(live, node);
+    }
+  }
+
+  /** A node was lost: every job with a rank there stops, and those ranks' ends are unknown. */
+  nodeLost(name: string): void {
+    for (const live of [...this.live.values()]) {
+      const onNode = live.ranks.filter((r) => r.node === name && !isTerminal(r));
+      if (onNode.length === 0) continue;
+      if (!live.stopping) this.stopLive(live, 'lost', `node ${name} lost`);
+      for (const r of onNode) if (this.live.has(live.job.id)) this.endRank(live, r, 'unknown', `node ${name} lost`);
+    }
+  }
+
+  /** Ends the job: records why, asks every agent to stop its ranks, closes when they are gone. */
+  stop(id: string, state: JobState, reason: string): void {
+    const live = this.live.get(id);
+    if (live) this.stopLive(live, state, reason);
+  }
+
+  /** Fails a live job (the PMI exchange or its MPI mode found it broken); a job already stopping keeps its reason. */
+  fail(id: string, reason: string): void {
+    this.stop(id, 'failed', reason);
+  }
+
+  /**
+   * A rank ended the job through PMI: MPI_Abort (its exit code becomes the job's), or a
+   * PMI connection closed before finalize. Fail-fast whatever the job's fail policy: the
+   * other ranks would wait in the next fence forever.
+   */
+  pmiFailed(node: string, m: PmiFailed): void {
+    const live = this.live.get(m.jobId);
+    const r = live?.ranks[m.rank];
+    if (!live || !r || r.node !== node) {
+      this.deps.log.warn({ node, jobId: m.jobId, rank: m.rank }, 'PMI failure of a rank that is not live on that node');
+      return;
+    }
+    const failed = { node, exitCode: m.exitCode, reason: m.reason };
+    this.deps.events.append('rank.pmi-failed', `${m.jobId}/${m.rank}`, failed);
+    if (live.stopping) return;
+    live.firstFailure ??= m.exitCode ?? 1;
+    this.stopLive(live, 'failed', m.reason);
+  }
+
+  /** Judges again whether a live job has ended: after its MPI mode stopped holding it (holdsEnd). */
+  recheck(id: string): void {
+    const live = this.live.get(id);
+    if (live) this.maybeFinish(live);
+  }
+
+  private track(job: JobRecord, ranks: RankRecord[]): LiveJob {
+    const live = newLiveJob(job, ranks);
+    this.live.set(job.id, live);
+    return live;
+  }
+
+  private modeOf(live: LiveJob): MpiStrategy {
+    return this.deps.modes[mpiModeOf(live.job)];
+  }
+
+  /**
+   * Sends the starts of the job's pending ranks (on `onlyNode` alone, when given); a node
+   * that cannot be reached fails the job.
+   */
+  private dispatch(live: LiveJob, onlyNode?: string): void {
+    const why = this.modeOf(live).startRanks(live, rankLaunches(live, onlyNode), this.deps.leaseMs());
+    if (why !== null) return this.stopLive(live, 'failed', why);
+    if (live.job.state === 'pending') {
+      this.setJob(live, { state: 'starting', reason: 'starting ranks', startedAt: this.deps.clock.now() });
+      this.armTimeout(live);
+    }
+  }
+
+  private stopLive(live: LiveJob, state: JobState, reason: string): void {
+    if (live.stopping) return;
+    live.stopping = { state, reason };
+    this.setJob(live, { reason: `stopping: ${reason}` });
+    this.deps.events.append('job.stopping', live.job.id, { state, reason });
+    const graceMs = Math.round(graceSeconds(live.job) * 1000);
+    this.modeOf(live).stopping(live, reason, graceMs);
+    for (const node of nodesOf(live)) {
+      if (live.ranks.some((r) => r.node === node && !isTerminal(r))) {
+        this.deps.agents.send(node, { type: 'job.abort', jobId: live.job.id, graceMs, reason });
+      }
+    }
+    // ranks never started anywhere cannot be stopped; they simply never ran
+    for (const r of live.ranks) {
+      if (r.state !== 'pending' || this.deps.connected(r.node)) continue;
+      this.endRank(live, r, 'unknown', `not started: ${reason}`);
+    }
+    this.maybeFinish(live);
+  }
+
+  private applyExit(live: LiveJob, r: RankRecord, exit: PendingExit): void {
+    live.pendingExits.delete(r.rank);
+    if (exit.error) {
+      const state = r.state === 'pending' ? 'failed-to-start' : 'unknown';
+      this.endRank(live, r, state, `${exit.error.message} (${exit.error.code})`, exit);
+    } else if (exit.code === null && exit.signal === null) {
+      this.endRank(live, r, 'unknown', 'no exit status recorded', exit);
+    } else {
+      this.endRank(live, r, 'exited', null, exit);
+    }
+  }
+
+  /** Records a rank's end; fail-fast stops the rest of the job on a failure. */
+  private endRank(
+    live: LiveJob,
+    r: RankRecord,
+    state: RankRecord['state'],
+    error: string | null,
+    exit?: PendingExit,
+  ): void {
+    if (isTerminal(r)) return;
+    r.state = state;
+    r.endedAt = exit?.endedAt ?? this.deps.clock.now();
+    r.exitCode = exit?.code ?? null;
+    r.signal = exit?.signal ?? null;
+    r.error = error;
+    this.deps.repo.updateRank(r);
+    const { node, exitCode: code, signal, stdoutBytes: stdout, stderrBytes: stderr } = r;
+    const exited = { node, state, code, signal, error, stdout, stderr };
+    this.deps.events.append('rank.exited', `${live.job.id}/${r.rank}`, exited);
+    const status = exitStatus(r);
+    if (status !== 0 && live.firstFailure === null) live.firstFailure = status;
+    if (status !== 0 && !live.stopping && (live.job.submit.failPolicy ?? 'fail-fast') === 'fail-fast') {
+      this.stopLive(live, state === 'unknown' ? 'lost' : 'failed', describeEnd(r));
+    }
+    this.maybeFinish(live);
+    this.deps.hooks.changed(live.job.id);
+  }
+
+  private setJob(live: LiveJob, patch: JobPatch): void {
+    const before = live.job.state;
+    Object.assign(live.job, patch);
+    this.deps.repo.updateJob(live.job);
+    if (patch.state && patch.state !== before) {
+      this.deps.events.append('job.state', live.job.id, { from: before, to: patch.state, reason: live.job.reason });
+    }
+  }
+
+  /** starting → running, once no rank is pending. */
+  private promoteWhenStarted(live: LiveJob): void {
+    if (live.job.state !== 'starting' || !allStarted(live)) return;
+    this.setJob(live, { state: 'running', reason: 'all ranks started' });
+  }
+
+  private maybeFinish(live: LiveJob): void {
+    // already finished: a rank's end can stop the job (which finishes it) and then ask again
+    if (this.live.get(live.job.id) !== live) return;
+    if (!allEnded(live)) return this.promoteWhenStarted(live);
+    if (this.modeOf(live).holdsEnd(live)) return;
+    const { state, reason } = endOf(live);
+    this.finish(live, state, reason);
+  }
+
+  /** The job's last rank has ended: it is recorded, what it held is freed, and its agents drop their spools. */
+  private finish(live: LiveJob, state: JobState, reason: string): void {
+    const { job } = live;
+    const now = this.deps.clock.now();
+    const exitCode = state === 'succeeded' ? 0 : (live.firstFailure ?? 1);
+    live.cancelTimeout?.();
+    this.setJob(live, { state, reason, exitCode, endedAt: now, startedAt: job.startedAt ?? now });
+    for (const r of live.ranks) this.deps.repo.updateBytes(r);
+    this.live.delete(job.id);
+    this.deps.ports.release(job.rankMap!.ranks[0]!.node, job.rankMap!.masterPort);
+    // its last rank's exit is recorded: what it held is free, and queued jobs may start
+    this.deps.events.append('job.released', job.id, {});
+    this.deps.hooks.released(job.id);
+    this.modeOf(live).released(job.id);
+    this.deps.log.info({ job: job.id, state, reason, exitCode }, 'job ended');
+    this.deps.hooks.ended(job.id, state);
+    this.deps.hooks.changed(job.id);
+    // Release an agent's spool once every byte of its ranks is stored; a node with a rank in
+    // an unknown state keeps its spool for a resume (its next ranks.report releases it). Judged
+    // per node: a lost node must not leave the job's spool behind on all the others.
+    const keepSpool = new Set(live.ranks.filter((r) => r.state === 'unknown').map((r) => r.node));
+    for (const node of nodesOf(live)) {
+      if (!keepSpool.has(node)) this.deps.agents.send(node, { type: 'job.release', jobId: job.id });
+    }
+    this.deps.logs.close(job.id);
+  }
+
+  private armTimeout(live: LiveJob): void {
+    const seconds = live.job.submit.timeout;
+    if (!seconds || live.cancelTimeout || live.job.startedAt === null) return;
+    const remaining = live.job.startedAt + seconds * 1000 - this.deps.clock.now();
+    const fire = () => this.stopLive(live, 'timed-out', `timed out after ${seconds} s`);
+    live.cancelTimeout = this.deps.clock.after(Math.max(0, remaining), fire);
+  }
+}
+
+/** The state a job whose ranks have all ended ends in, and why. */
+function endOf(live: LiveJob): { state: JobState; reason: string } {
+  if (live.stopping) return live.stopping;
+  const unknown = live.ranks.find((r) => r.state === 'unknown');
+  if (unknown) return { state: 'lost', reason: describeEnd(unknown) };
+  const failed = live.ranks.find((r) => exitStatus(r) !== 0);
+  if (failed) return { state: 'failed', reason: describeEnd(failed) };
+  const n = live.ranks.length;
+  return { state: 'succeeded', reason: n === 1 ? 'rank 0 exited 0' : `all ${n} ranks exited 0` };
+}
+
+function hasAll(r: RankRecord, exit: PendingExit): boolean {
+  return r.stdoutBytes >= exit.outputBytes.stdout && r.stderrBytes >= exit.outputBytes.stderr;
+}
+
+/**
+ * Why the binding differs from the plan, or null. The agent compares what it applied
+ * with /proc/<pid>/status; a rank that exited before it could be read has no CPUs
+ * to show and is not a mismatch.
+ */
+function bindingMismatch(plannedCpus: () => number[], binding: Binding): string | null {
+  if (binding.verified || binding.cpus.length === 0) return null;
+  return binding.detail ?? `CPUs ${binding.cpus.join(',')}, planned ${plannedCpus().join(',')}`;
+}
