@@ -104,7 +104,10 @@ const rows: Row[] = [
       { id: 'endless', placement: { ntasks: 1, cpusPerRank: 1 }, at: 1 },
     ],
     starts: {},
-    waits: { head: 'needs 2 nodes with 4 free cores; 1 has room now', endless: 'waits behind job head, which is first in the queue: starting now would delay it' },
+    waits: {
+      head: 'needs 2 nodes with 4 free cores; 1 has room now',
+      endless: 'waits behind job head, which is first in the queue: starting now would delay it',
+    },
   },
   {
     name: 'backfill: a job that outlives the reservation but takes nothing the head needs starts',
@@ -177,9 +180,8 @@ const machines = new Map<string, PlannerNode>();
 function nodesNamed(dir: string, names: readonly string[]): PlannerNode[] {
   const missing = names.filter((n) => !machines.has(n));
   const machine = { packages: 1, coresPerPackage: 4, threadsPerCore: 1, cpu: { modelName: 'table 4-core' } };
-  for (const node of cluster(dir, missing.map((name) => ({ name, address: null, machine: { ...machine, host: { hostname: name } } })))) {
-    machines.set(node.name, node);
-  }
+  const specs = missing.map((name) => ({ name, address: null, machine: { ...machine, host: { hostname: name } } }));
+  for (const node of cluster(dir, specs)) machines.set(node.name, node);
   return names.map((n) => machines.get(n)!);
 }
 
@@ -187,20 +189,29 @@ for (const row of rows) {
   t.test(row.name, (t) => {
     const dir = t.testdir();
     const nodes = nodesNamed(dir, row.nodes);
-    const drained: DrainedNode[] = Object.entries(row.drained ?? {}).map(([name, drain]) => ({ ...nodesNamed(dir, [name])[0]!, drain }));
+    const drains = Object.entries(row.drained ?? {});
+    const drained: DrainedNode[] = drains.map(([name, drain]) => ({ ...nodesNamed(dir, [name])[0]!, drain }));
     const limits = row.limits ?? {};
     const ledger = new AllocationLedger();
     const owners = new Map<string, { owner: string | null; cores: number }>();
     for (const h of row.holds ?? []) {
       const nodesHeld = Object.fromEntries(Object.entries(h.on).map(([n, cpus]) => [n, { cpus, gpus: [] }]));
-      ledger.hold({ id: h.id, alloc: { mode: 'normal', nodes: nodesHeld }, endsAt: h.endsInMs === null ? Infinity : NOW + h.endsInMs });
+      const endsAt = h.endsInMs === null ? Infinity : NOW + h.endsInMs;
+      ledger.hold({ id: h.id, alloc: { mode: 'normal', nodes: nodesHeld }, endsAt });
       owners.set(h.id, { owner: h.owner ?? null, cores: Object.values(h.on).reduce((n, cpus) => n + cpus.length, 0) });
     }
     const queue: QueuedJob[] = row.queue.map((q) => {
-      const submit: JobSubmit = { command: ['true'], placement: q.placement, ...(q.priority === undefined ? {} : { priority: q.priority }), ...(q.timeout === undefined ? {} : { timeout: q.timeout }) };
+      const submit: JobSubmit = {
+        command: ['true'],
+        placement: q.placement,
+        ...(q.priority === undefined ? {} : { priority: q.priority }),
+        ...(q.timeout === undefined ? {} : { timeout: q.timeout }),
+      };
       return admit(q.id, submit, q.owner ?? null, NOW - MINUTE + (q.at ?? 0), nodes, options, limits, drained).job;
     });
-    const result = schedulingPass({ queue: [...queue].sort(queueOrder), ledger, nodes, drained, options, limits, usageOf: (id) => owners.get(id), now: NOW });
+    const usageOf = (id: string) => owners.get(id);
+    const ordered = [...queue].sort(queueOrder);
+    const result = schedulingPass({ queue: ordered, ledger, nodes, drained, options, limits, usageOf, now: NOW });
 
     const starts = Object.fromEntries(result.starts.map((s) => [s.job.id, s.rankMap.nodes.map((n) => n.name)]));
     t.same(starts, row.starts, 'starts');
@@ -211,7 +222,8 @@ for (const row of rows) {
       const held = cpusOf(s.alloc);
       t.same(held.filter((c) => taken.has(c)), [], `${s.job.id} holds no core a running job or an earlier start holds`);
       for (const c of held) taken.add(c);
-      t.equal(s.endsAt, s.job.timeLimitMs === null ? Infinity : NOW + s.job.timeLimitMs, `${s.job.id} ends at its time limit from now`);
+      const endsAt = s.job.timeLimitMs === null ? Infinity : NOW + s.job.timeLimitMs;
+      t.equal(s.endsAt, endsAt, `${s.job.id} ends at its time limit from now`);
     }
     t.equal(ledger.jobs.size, (row.holds ?? []).length, 'the pass decided on a copy: the ledger holds what it held');
     t.end();
