@@ -31,7 +31,6 @@ import type { MpiStrategy } from './mpi-strategy.js';
 
 export { exitStatus, isTerminal } from './rank-status.js';
 export type { AgentSender } from './agent-sender.js';
-export type { LiveJobView } from './live-job.js';
 
 export class JobManager extends EventEmitter<{ ended: [id: string, state: JobState]; changed: [string] }> {
   /** Planned jobs until their last rank's exit: the only place they change. */
