@@ -1,5 +1,6 @@
-// The records of a job's life: a queued job's, its ranks' when it starts, and the view
-// the scheduler takes of a stored job.
+// The records of a job's life (JobRecord, RankRecord: what jobs-repo.ts stores and the
+// lifecycle changes): a queued job's, its ranks' when it starts, and the view the
+// scheduler takes of a stored job.
 import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
 import type { Allocation } from '../schedule/allocation.js';
 import type { Demand } from '../schedule/demand.js';
