@@ -43,7 +43,7 @@ export const factsFigure: FigureDescriptor = {
 async function run(ctx: BenchContext): Promise<FigureReport> {
   const rows: Row[] = [];
   const notes: string[] = [];
-  const loaded = await importOptional<{ readFacts: ReadFacts }>('@rankd/agent/facts/index', 'readFacts');
+  const loaded = await importOptional<{ readFacts: ReadFacts }>('@rankd/topology', 'readFacts');
 
   // In-process, warm: the first call pays for module loading and cold dentries; the agent
   // pays that once per life, and every refresh after it pays what is measured here.
@@ -96,7 +96,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const median = (arm: string) => whole.result.arms.find((a) => a.name === arm)?.stat?.median ?? null;
   const split: Split = { node: median(ARM.node), load: median(ARM.load), cli: median(ARM.rankd), read: warmMedian };
   if (split.node !== null) notes.push(`\`node -e 0\` alone took ${split.node.toFixed(1)} ms (median): the start-up floor of any Node command, rankd's included.`);
-  if (split.load !== null) notes.push(`A \`node\` that only imports the file of the CLI's bundle holding @rankd/agent/facts/index (and the files it imports) took ${split.load.toFixed(1)} ms (median): start-up plus the reader's code as \`rankd facts\` loads it.`);
+  if (split.load !== null) notes.push(`A \`node\` that only imports the file of the CLI's bundle holding @rankd/topology (and the files it imports) took ${split.load.toFixed(1)} ms (median): start-up plus the reader's code as \`rankd facts\` loads it.`);
   notes.push('ansible runs with `-c local` and an inventory naming the Python interpreter, so no interpreter discovery is counted; systeminformation runs in a fresh `node` process that imports it and calls getStaticData().');
 
   // The big dumps, in-process against this machine.
@@ -109,7 +109,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 
 /** A node that imports the reader as the CLI loads it: its bundle file, or the compiled module without a bundle. */
 function importOnlyArgv(repoRoot: string): string[] {
-  const file = bundleFileOf(repoRoot, 'packages/agent/dist/facts/index.js') ?? path.join(repoRoot, 'packages/agent/dist/facts/index.js');
+  const file = bundleFileOf(repoRoot, 'packages/topology/dist/index.js') ?? path.join(repoRoot, 'packages/topology/dist/index.js');
   const reader = pathToFileURL(file).href;
   return [process.execPath, '--input-type=module', '-e', `await import(${JSON.stringify(reader)});`];
 }

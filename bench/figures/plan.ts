@@ -45,9 +45,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     limits: limits(null),
     peersUsed: [],
   });
-  const planner = await importOptional<{ planRankMap: PlanRankMap }>('@rankd/controller/planner/index', 'planRankMap');
+  const planner = await importOptional<{ planRankMap: PlanRankMap }>('@rankd/planner', 'planRankMap');
   if (!planner.ok) return skip(planner.why);
-  const reader = await importOptional<{ readFacts: ReadFacts }>('@rankd/agent/facts/index', 'readFacts');
+  const reader = await importOptional<{ readFacts: ReadFacts }>('@rankd/topology', 'readFacts');
   if (!reader.ok) return skip(reader.why);
   const dump = listDumps(ctx.repoRoot)?.find((d) => d.tarball === SOURCE_DUMP);
   if (!dump) return skip(`${SOURCE_DUMP} is not in the hwloc corpus (${conformanceDir(ctx.repoRoot)})`);

@@ -15,12 +15,11 @@
 import path from 'node:path';
 import type { Facts, JobSubmit } from '@rankd/protocol';
 import { admit } from '@rankd/controller/jobs/job-admission';
-import { allocationOf } from '@rankd/controller/schedule/allocation';
 import { AllocationLedger } from '@rankd/controller/schedule/ledger';
 import type { QueuedJob } from '@rankd/controller/schedule/placement';
 import { queueOrder, schedulingPass, type PassResult } from '@rankd/controller/schedule/scheduling-pass';
-import { planRankMap, type PlannerNode } from '@rankd/controller/planner/index';
-import { readFacts } from '@rankd/agent/facts/index';
+import { allocationOf, planRankMap, type PlannerNode } from '@rankd/planner';
+import { readFacts } from '@rankd/topology';
 import { timeCall } from '../lib/clock.js';
 import { conformanceDir, dumpName, extractDump, listDumps } from '../lib/conformance.js';
 import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';

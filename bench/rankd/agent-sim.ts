@@ -32,7 +32,7 @@ import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 import { fetchPinnedCa, keyAndCsr } from '@rankd/agent';
 import { Backoff } from '@rankd/agent/link/backoff';
-import { readFacts } from '@rankd/agent/facts/index';
+import { readFacts } from '@rankd/topology';
 import { MAX_FRAME_BYTES, SUBPROTOCOL } from '@rankd/protocol/wire';
 import { httpsRequest } from './https.js';
 import { SimJobs, now, type Command, type SimNode } from './sim-jobs.js';

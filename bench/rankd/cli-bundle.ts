@@ -14,7 +14,7 @@ export function ensureCliBundle(repoRoot: string): string {
   return 'rankd ran from its bundle (packages/cli/dist/bundle/, made by `npm run build`), as an installed rankd does.';
 }
 
-/** The bundle's file holding a compiled module (e.g. packages/agent/dist/facts/index.js), or null. */
+/** The bundle's file holding a compiled module (e.g. packages/topology/dist/index.js), or null. */
 export function bundleFileOf(repoRoot: string, module: string): string | null {
   const manifest = path.join(bundleDir(repoRoot), 'manifest.json');
   if (!existsSync(manifest)) return null;

@@ -39,13 +39,13 @@ async function cliLoading(args: string[], env: NodeJS.ProcessEnv = {}) {
 
 /** What a client command must not load: the schema library, the planner, the daemons. */
 function heavy(files: readonly string[]): string[] {
-  return files.filter((u) => /\/node_modules\/typebox\/|\/packages\/(controller|agent)\//.test(u));
+  return files.filter((u) => /\/node_modules\/typebox\/|\/packages\/(controller|agent|planner|topology)\//.test(u));
 }
 
 /** Commands that use heavy modules, and why. */
 const NEEDS_HEAVY: Record<string, string> = {
-  plan: "the planner's views (in the controller package), but not TypeBox: they import the protocol's cpuset module, not its index",
-  facts: "the agent's facts readers",
+  plan: "the planner's views (@rankd/planner/views), but not TypeBox: they import the protocol's cpuset module, not its index",
+  facts: 'the facts readers (@rankd/topology)',
 };
 
 t.test('the CLI runs its bundle, or with RANKD_DEV=1 its compiled modules, never a mix of both', async (t) => {
@@ -72,9 +72,9 @@ t.test('every command loads only its own module: nothing heavy for --help', asyn
   }
 });
 
-t.test("the hook sees what it should: rankd facts --help loads the agent's readers; rankd plan --help the planner views, without TypeBox", async (t) => {
+t.test("the hook sees what it should: rankd facts --help loads the facts readers; rankd plan --help the planner views, without TypeBox", async (t) => {
   const facts = await cliLoading(['facts', '--help']);
-  t.ok(heavy(facts.files).filter((u) => u.includes('/packages/agent/')).length > 10, `${heavy(facts.files).length} heavy files`);
+  t.ok(heavy(facts.files).filter((u) => u.includes('/packages/topology/')).length > 10, `${heavy(facts.files).length} heavy files`);
   const plan = await cliLoading(['plan', '--help']);
   t.ok(heavy(plan.files).length > 0, 'the planner views are seen');
   t.same(plan.files.filter((u) => u.includes('/node_modules/typebox/')), [], 'and no TypeBox');

@@ -3,8 +3,8 @@
 import t from 'tap';
 import type { RankMap } from '@rankd/protocol';
 import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
-import { planRankMap } from '@rankd/controller/planner/index';
-import { renderRankMap } from '@rankd/controller/planner/views/index';
+import { planRankMap } from '@rankd/planner';
+import { renderRankMap } from '@rankd/planner/views';
 import { cgroupRestricted, epycNps4Gpu8, seed000Spr, seed001CloudVm, seed002NoHt, seed004RocePod } from '../helpers/machines.js';
 import { uniform } from '../planner/cluster.js';
 

@@ -2,7 +2,7 @@
 // as the controller holds them (a real controller and agent on loopback).
 import t from 'tap';
 import type { Facts } from '@rankd/protocol';
-import { factsHash, readFacts, renderFacts } from '@rankd/agent/facts/index';
+import { factsHash, readFacts, renderFacts } from '@rankd/topology';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 import { runCli, startAgent, startController, waitForNode } from '../helpers/daemons.js';
 

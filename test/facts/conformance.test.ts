@@ -5,7 +5,7 @@
 import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { readFacts } from '@rankd/agent/facts/index';
+import { readFacts } from '@rankd/topology';
 import type { Facts } from '@rankd/protocol';
 import { CORPUS, corpusPresent, extractDump, loadExpectations, type ExpectedCounts } from './corpus.js';
 

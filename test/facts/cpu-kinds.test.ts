@@ -1,7 +1,7 @@
 // CPU kinds: the runs of /proc/cpuinfo that lscpu calls CPU types, in each layout the
 // kernel writes.
 import t from 'tap';
-import { parseCpuKinds } from '@rankd/agent/facts/cpu-kinds';
+import { parseCpuKinds } from '#topology/cpu-kinds';
 
 const runs = (text: string) => parseCpuKinds(text).map((k) => [k.model ?? k.modelName, k.cpus]);
 

@@ -1,6 +1,6 @@
 // CPU topology, NUMA and cgroup restrictions read from generated sysfs trees.
 import t from 'tap';
-import { readFacts } from '@rankd/agent/facts/index';
+import { readFacts } from '@rankd/topology';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 import { schemaErrors } from './schema.js';
 

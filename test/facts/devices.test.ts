@@ -1,6 +1,6 @@
 // NICs, GPUs, fabric libraries and host identity from generated trees.
 import t from 'tap';
-import { readFacts } from '@rankd/agent/facts/index';
+import { readFacts } from '@rankd/topology';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 import { schemaErrors } from './schema.js';
 

@@ -5,8 +5,8 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readFacts, renderFacts } from '@rankd/agent/facts/index';
-import { inetNtop6 } from '@rankd/agent/facts/format/ibv-devinfo';
+import { readFacts, renderFacts } from '@rankd/topology';
+import { inetNtop6 } from '#topology/format/ibv-devinfo';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 import { cpuMask } from '../helpers/sysfs-fixture/tree.js';
 

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { appendFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readFacts } from '@rankd/agent/facts/index';
+import { readFacts } from '@rankd/topology';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 import { schemaErrors } from './schema.js';
 

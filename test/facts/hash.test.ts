@@ -2,7 +2,7 @@
 import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { factsHash, readFacts } from '@rankd/agent/facts/index';
+import { factsHash, readFacts } from '@rankd/topology';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 
 const machine: MachineSpec = {

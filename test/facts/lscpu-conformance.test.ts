@@ -14,7 +14,7 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readFacts, renderFacts } from '@rankd/agent/facts/index';
+import { readFacts, renderFacts } from '@rankd/topology';
 import { CORPUS, corpusPresent, extractDump, loadExpectations } from './corpus.js';
 import { cpuList } from '../helpers/sysfs-fixture/tree.js';
 

@@ -1,7 +1,7 @@
 // RDMA devices as ibv_devices/ibv_devinfo know them, from generated sysfs trees in the
 // kernel's layout: InfiniBand, RoCE v1/v2 with IPv4 and IPv6 GIDs, iWARP (irdma) and eRDMA.
 import t from 'tap';
-import { readFacts } from '@rankd/agent/facts/index';
+import { readFacts } from '@rankd/topology';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 import { schemaErrors } from './schema.js';
 

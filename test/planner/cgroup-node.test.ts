@@ -2,7 +2,7 @@
 // 8 whole cores on socket 1 (20-27 + 52-59) and one lone thread of core 16; its only
 // RDMA port is on socket 1. Only allowed cores are split, by sibling sets.
 import t from 'tap';
-import { PlanError, planRankMap } from '@rankd/controller/planner/index';
+import { PlanError, planRankMap } from '@rankd/planner';
 import { PlanErrorCode, formatCpuList } from '@rankd/protocol';
 import { cgroupRestricted } from '../helpers/machines.js';
 import { uniform } from './cluster.js';

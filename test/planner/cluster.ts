@@ -1,8 +1,8 @@
 // Clusters of generated machines for the planner tests: each node's sysfs tree is
 // written by the fixture builder and read back by the agent's real facts reader.
 import { join } from 'node:path';
-import { readFacts } from '@rankd/agent/facts/index';
-import type { PlannerNode } from '@rankd/controller/planner/index';
+import { readFacts } from '@rankd/topology';
+import type { PlannerNode } from '@rankd/planner';
 import { buildSysfs, type MachineSpec } from '../helpers/sysfs-fixture.js';
 
 export interface NodeSpec {

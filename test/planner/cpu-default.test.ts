@@ -3,9 +3,7 @@
 // --exclusive divides its nodes whatever the default, and the map says which rule applied.
 // Also the line `rankd run` and `rankd plan` print from it, plurals included.
 import t from 'tap';
-import { PlanError, planRankMap } from '@rankd/controller/planner/index';
-import { allocationOf } from '@rankd/controller/schedule/allocation';
-import { withHolds } from '@rankd/controller/schedule/holds';
+import { allocationOf, PlanError, planRankMap, withHolds } from '@rankd/planner';
 import { PlanErrorCode, formatCpuList, type PlacementSpec, type RankMap } from '@rankd/protocol';
 import { cpuHoldLine } from '@rankd/protocol/cpu-hold';
 import { seed002NoHt } from '../helpers/machines.js';

@@ -2,7 +2,7 @@
 // 3, 1, 7 and 5; each rank takes half of its GPU's NUMA node and the HCA paired with
 // its GPU.
 import t from 'tap';
-import { PlanError, planRankMap } from '@rankd/controller/planner/index';
+import { PlanError, planRankMap } from '@rankd/planner';
 import { PlanErrorCode, formatCpuList } from '@rankd/protocol';
 import { epycNps4Gpu8, seed002NoHt } from '../helpers/machines.js';
 import { cluster, uniform } from './cluster.js';

@@ -1,7 +1,7 @@
 // Every impossible spec fails with its stable code and one clear message naming the
 // node and the reason, plus the nearest feasible spec when one is obvious.
 import t, { type Test } from 'tap';
-import { PlanError, formatSpecFlags, planRankMap, type PlannerNode } from '@rankd/controller/planner/index';
+import { PlanError, formatSpecFlags, planRankMap, type PlannerNode } from '@rankd/planner';
 import { PlanErrorCode, type PlacementSpec } from '@rankd/protocol';
 import { cgroupRestricted, epycNps4Gpu8, seed000Spr, seed002NoHt, seed004RocePod } from '../helpers/machines.js';
 import { cluster, uniform } from './cluster.js';

@@ -1,7 +1,7 @@
 // The RoCE GID choice follows NCCL's walk over the GID table.
 import t from 'tap';
 import type { Gid } from '@rankd/protocol';
-import { chooseGid, gidPreferenceFromEnv } from '@rankd/controller/planner/gid';
+import { chooseGid, gidPreferenceFromEnv } from '#planner/gid';
 import { ipv4Gid } from '../helpers/machines.js';
 
 const LL = 'fe80:0000:0000:0000:0200:00ff:fe01:0100';

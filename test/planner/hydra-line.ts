@@ -3,7 +3,7 @@
 // decoded with BigInt, independently of the view's own formatting.
 import { execFileSync } from 'node:child_process';
 import type { RankEntry, RankMap } from '@rankd/protocol';
-import { IMPI_COMMAND_PLACEHOLDER } from '@rankd/controller/planner/views/impi';
+import { IMPI_COMMAND_PLACEHOLDER } from '#planner/views/impi';
 
 /** One argument set: its -n and -env. */
 export interface ArgSet {

@@ -1,11 +1,11 @@
 // Rank counts per node, global rank order, node order and patterns: the pure pieces.
 import t from 'tap';
-import { assignRanks, rankCounts } from '@rankd/controller/planner/layout';
-import { exclusiveSizes } from '@rankd/controller/planner/cpu-shares';
+import { assignRanks, rankCounts } from '#planner/layout';
+import { exclusiveSizes } from '#planner/cpu-shares';
 import { naturalCompare } from '@rankd/protocol/natural-order';
-import { globToRegExp } from '@rankd/controller/planner/glob';
-import { globGroupResolver } from '@rankd/controller/planner/select-nodes';
-import { formatSpecFlags } from '@rankd/controller/planner/errors';
+import { globToRegExp } from '#planner/glob';
+import { globGroupResolver } from '#planner/select-nodes';
+import { formatSpecFlags } from '#planner/errors';
 
 const names = ['a', 'b', 'c'];
 

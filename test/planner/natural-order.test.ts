@@ -5,7 +5,7 @@
 // as ICU's numeric collation (test/facts/natural-order.test.ts); here the real planner
 // picks nodes with exactly such names, in that order.
 import t from 'tap';
-import { planRankMap } from '@rankd/controller/planner/index';
+import { planRankMap } from '@rankd/planner';
 import { naturalCompare } from '@rankd/protocol/natural-order';
 import { seed001CloudVm } from '../helpers/machines.js';
 import { cluster } from './cluster.js';

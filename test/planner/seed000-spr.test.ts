@@ -2,7 +2,7 @@
 // ports, two per socket. The runbook types --bind_core_list 0-47,56-103 and
 // CCL_WORKER_AFFINITY=164,…,167,220,…,223 by hand; the planner must give exactly that.
 import t from 'tap';
-import { planRankMap } from '@rankd/controller/planner/index';
+import { planRankMap } from '@rankd/planner';
 import { formatCpuList } from '@rankd/protocol';
 import { ipv4Gid, seed000Spr } from '../helpers/machines.js';
 import { cpus, uniform } from './cluster.js';

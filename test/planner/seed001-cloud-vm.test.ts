@@ -2,8 +2,8 @@
 // (iWARP) on eth0. The runbook computes `numactl -C 0,2,4,…,94` with a shell function
 // and pins its one oneCCL worker to CPU 95.
 import t from 'tap';
-import { planRankMap } from '@rankd/controller/planner/index';
-import { renderRankMap } from '@rankd/controller/planner/views/index';
+import { planRankMap } from '@rankd/planner';
+import { renderRankMap } from '@rankd/planner/views';
 import { seed001CloudVm } from '../helpers/machines.js';
 import { evens, uniform } from './cluster.js';
 

@@ -1,7 +1,7 @@
 // Seed 002: 2 × 28 cores without hyperthreads, 2 ranks per node, each with 24 compute
 // cores and 4 worker cores of its own socket.
 import t from 'tap';
-import { PlanError, planRankMap } from '@rankd/controller/planner/index';
+import { PlanError, planRankMap } from '@rankd/planner';
 import { PlanErrorCode, formatCpuList, parseCpuList } from '@rankd/protocol';
 import { seed002NoHt } from '../helpers/machines.js';
 import { uniform } from './cluster.js';
@@ -46,7 +46,7 @@ t.test('no room for the workers beside 28 compute cores', async (t) => {
 });
 
 t.test('the matrix is TCP between nodes without RDMA', async (t) => {
-  const { renderRankMap } = await import('@rankd/controller/planner/views/index');
+  const { renderRankMap } = await import('@rankd/planner/views');
   const map = planRankMap(nodes, {});
   t.match(renderRankMap(map, 'matrix'), /^ {5}0 \| {9}shm {10}TCP $/m);
 });
@@ -58,7 +58,7 @@ const seedSpec = { ranksPerNode: 2, cpusPerRank: 24, commWorkers: 4 } as const;
 const SEED_PIN_DOMAIN = '[0x0000000FFFFFF0,0xFFFFFF00000000]';
 
 t.test('--format impi: the runbook\'s hydra line for 2 nodes, from the plan', async (t) => {
-  const { renderRankMap } = await import('@rankd/controller/planner/views/index');
+  const { renderRankMap } = await import('@rankd/planner/views');
   const map = planRankMap(nodes, seedSpec);
   t.equal(
     renderRankMap(map, 'impi'),
@@ -95,7 +95,7 @@ t.test('--format impi: the runbook\'s hydra line for 2 nodes, from the plan', as
 
 t.test("the seed's masks are not the plan's: its domains leave out its workers, which sit at the other end of each socket", async (t) => {
   const { readHydraLine, pinDomainCpus, domainOf } = await import('./hydra-line.js');
-  const { renderRankMap } = await import('@rankd/controller/planner/views/index');
+  const { renderRankMap } = await import('@rankd/planner/views');
   const map = planRankMap(nodes, seedSpec);
   const planned = pinDomainCpus(readHydraLine(renderRankMap(map, 'impi')).genv['I_MPI_PIN_DOMAIN']!);
   // the plan's masks are each rank's compute and worker CPUs: its whole socket

@@ -2,8 +2,8 @@
 // IPv4 ones, so the IPv4 RoCE v2 GID sits at index 9. The runbook greps sysfs for it;
 // the planner walks the table as NCCL does.
 import t from 'tap';
-import { planRankMap } from '@rankd/controller/planner/index';
-import { renderRankMap } from '@rankd/controller/planner/views/index';
+import { planRankMap } from '@rankd/planner';
+import { renderRankMap } from '@rankd/planner/views';
 import { ipv4Gid, seed004RocePod } from '../helpers/machines.js';
 import { uniform } from './cluster.js';
 

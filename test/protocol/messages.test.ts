@@ -171,7 +171,7 @@ t.test('binary frames that are not well formed are refused with a reason, never 
 });
 
 t.test('the facts message accepts a real snapshot of this machine', async (t) => {
-  const { readFacts } = await import('@rankd/agent/facts/index');
+  const { readFacts } = await import('@rankd/topology');
   const facts = readFacts({ root: '/' });
   const decoded = decodeFrame(JSON.stringify({ type: 'facts', hash: 'h', facts }), AgentMessages);
   t.ok(decoded.ok, decoded.ok ? 'valid' : decoded.error);

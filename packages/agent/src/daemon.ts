@@ -4,7 +4,7 @@
 // this module. The command takes everything from here, so that the process never holds
 // two copies of a module (a bundled one and a compiled one).
 import type { FactsSource } from './link/facts-publisher.js';
-import { factsHash, readFacts } from './facts/index.js';
+import { factsHash, readFacts } from '@rankd/topology';
 
 export { startAgent, type RunningAgent } from './agent.js';
 export { resolveAgentConfig, readConfigFile, configFromEnv, parseLabels, DEFAULT_CONFIG_FILE, type AgentConfig, type AgentConfigFile } from './config.js';

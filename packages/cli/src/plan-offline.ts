@@ -6,9 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Compile } from 'typebox/compile';
 import { Facts, type PlacementSpec, type PlanAnswer, type RankMap } from '@rankd/protocol';
-import { PlanError, planRankMap, type PlannerNode } from '@rankd/controller/planner/index';
-import { allocationOf } from '@rankd/controller/schedule/allocation';
-import { withHolds } from '@rankd/controller/schedule/holds';
+import { allocationOf, PlanError, planRankMap, withHolds, type PlannerNode } from '@rankd/planner';
 import { CliError, ExitCode } from './exit-codes.js';
 
 /**

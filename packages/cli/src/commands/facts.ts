@@ -3,7 +3,7 @@
 // summary, or as the output of ibv_devices, ibv_devinfo, numactl -H or lscpu -p.
 import type { Command } from 'commander';
 import type { Facts } from '@rankd/protocol';
-import { FACTS_FORMATS, readFacts, renderFacts, toolFailure, type FactsFormat } from '@rankd/agent/facts/index';
+import { FACTS_FORMATS, readFacts, renderFacts, toolFailure, type FactsFormat } from '@rankd/topology';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { oneOf } from '../options.js';
 

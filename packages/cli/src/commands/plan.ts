@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import type { PlanAnswer, PlanRequest } from '@rankd/protocol';
 import { PRIORITY } from '@rankd/protocol/limits';
-import { RANK_MAP_FORMATS, RANK_MAP_FORMAT_GLOSS, renderRankMap, type RankMapFormat } from '@rankd/controller/planner/views/index';
+import { RANK_MAP_FORMATS, RANK_MAP_FORMAT_GLOSS, renderRankMap, type RankMapFormat } from '@rankd/planner/views';
 import { cpuHoldLine } from '@rankd/protocol/cpu-hold';
 import { loadClientConfig } from '../client/config.js';
 import { request } from '../client/http.js';

@@ -8,11 +8,17 @@
 // demand planned on the ready and drained nodes together) and waits with the drain's
 // reason (schedule/drained.ts); one that cannot run even then is refused.
 import { DEFAULT_PRIORITY, ErrorCode, RankdError, type Facts, type JobSubmit, type PlacementSpec, type RankMap } from '@rankd/protocol';
-import { PlanError, planRankMap, type PlannerNode, type PlanOptions } from '../planner/index.js';
+import {
+  PlanError,
+  planRankMap,
+  allocationOf,
+  coresUsed,
+  withHolds,
+  type PlannerNode,
+  type PlanOptions,
+} from '@rankd/planner';
 import type { DrainedNode } from '../schedule/drained.js';
-import { allocationOf, coresUsed } from '../schedule/allocation.js';
 import { demandOf } from '../schedule/demand.js';
-import { withHolds } from '../schedule/holds.js';
 import { neverWithin, type UserLimits } from '../schedule/limits.js';
 import type { QueuedJob } from '../schedule/placement.js';
 

@@ -1,7 +1,7 @@
 // Persistence of jobs and their ranks. Every state change is written through, so a
 // controller killed at any moment restarts knowing what ran where.
 import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
-import type { Allocation } from '../schedule/allocation.js';
+import type { Allocation } from '@rankd/planner';
 import type { Demand } from '../schedule/demand.js';
 import type { Db } from '../store/database.js';
 import { pendingRanks, type JobRecord, type RankRecord } from './job-records.js';

@@ -1,6 +1,6 @@
 // MASTER_PORT for jobs that name none: the planner is pure, so the controller picks.
 // Two live jobs whose rank 0 shares a node must not both listen on 29500.
-import { DEFAULT_MASTER_PORT } from '../planner/index.js';
+import { DEFAULT_MASTER_PORT } from '@rankd/planner';
 
 export class MasterPorts {
   private readonly inUse = new Map<string, Set<number>>();

@@ -4,8 +4,7 @@
 // same shape: a job is never started smaller than it was planned, and never changes its
 // world size because some GPUs were busy.
 import type { CpuDefault, Facts, RankMap } from '@rankd/protocol';
-import { topologyOf } from '../planner/topology.js';
-import type { Allocation } from './allocation.js';
+import { coresIn, type Allocation } from '@rankd/planner';
 
 export interface Demand {
   ranks: number;
@@ -72,15 +71,6 @@ export function shapeOf(map: RankMap): string {
 export function describePerNode(d: Demand): string {
   const cores = `${d.coresPerNode} free core${d.coresPerNode === 1 ? '' : 's'}`;
   return d.gpusPerNode > 0 ? `${cores} and ${d.gpusPerNode} free GPU${d.gpusPerNode === 1 ? '' : 's'}` : cores;
-}
-
-/** Cores whose threads are all in `cpus` (an allocation holds whole cores). */
-export function coresIn(cpus: readonly number[], facts: Facts): number {
-  if (cpus.length === 0) return 0;
-  const set = new Set(cpus);
-  let n = 0;
-  for (const core of topologyOf(facts).cores) if (set.has(core.pus[0]!)) n++;
-  return n;
 }
 
 /** The plan options for a job's later plans: its own CPUs-per-rank default (see Demand). */

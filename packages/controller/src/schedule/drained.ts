@@ -4,7 +4,7 @@
 // such a job pending (ReqNodeNotAvail) rather than rejecting it; resuming the node starts
 // it. With --immediate the same reason refuses it.
 import type { PlacementSpec } from '@rankd/protocol';
-import { PlanError, planRankMap, type PlannerNode } from '../planner/index.js';
+import { PlanError, planRankMap, type PlannerNode } from '@rankd/planner';
 import { naturalCompare } from '@rankd/protocol/natural-order';
 import { jobPlanOptions, shapeOf } from './demand.js';
 import type { PlacementContext, QueuedJob } from './placement.js';

@@ -6,7 +6,7 @@
 // A scheduling pass works on a copy (`clone()`): it can try placements, and release
 // running jobs to see when the head of the queue would fit, without touching the truth.
 import type { Facts } from '@rankd/protocol';
-import type { Allocation } from './allocation.js';
+import type { Allocation } from '@rankd/planner';
 
 export interface HeldJob {
   id: string;

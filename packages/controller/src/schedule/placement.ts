@@ -1,12 +1,20 @@
 // Placing one job on what is free now: pick the nodes that have room for its demand,
 // plan on their free facts, and accept the plan only if it has the job's shape.
 import type { PlacementSpec, RankMap } from '@rankd/protocol';
-import { PlanError, planRankMap, type PlannerNode, type PlanOptions } from '../planner/index.js';
-import { globGroupResolver, type GroupResolver } from '../planner/select-nodes.js';
-import { topologyOf } from '../planner/topology.js';
-import { allocationMode, allocationOf, type Allocation } from './allocation.js';
+import {
+  PlanError,
+  planRankMap,
+  globGroupResolver,
+  topologyOf,
+  allocationMode,
+  allocationOf,
+  withHolds,
+  type PlannerNode,
+  type PlanOptions,
+  type GroupResolver,
+  type Allocation,
+} from '@rankd/planner';
 import { describePerNode, jobPlanOptions, shapeOf, type Demand } from './demand.js';
-import { withHolds } from './holds.js';
 import type { AllocationLedger } from './ledger.js';
 import { agree, plural } from '@rankd/protocol/plural';
 

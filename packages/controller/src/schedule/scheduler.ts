@@ -2,9 +2,8 @@
 // jobs hold, and the passes that start what fits. Passes run on submit (at once, so
 // that a job that fits starts in the same request), and, coalesced into one per tick,
 // whenever resources may have freed: a job ended, a node became ready or was resumed.
-import type { PlannerNode, PlanOptions } from '../planner/index.js';
+import type { PlannerNode, PlanOptions, Allocation } from '@rankd/planner';
 import { naturalCompare } from '@rankd/protocol/natural-order';
-import type { Allocation } from './allocation.js';
 import type { DrainedNode } from './drained.js';
 import { AllocationLedger } from './ledger.js';
 import type { UserLimits } from './limits.js';

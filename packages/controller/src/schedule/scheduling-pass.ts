@@ -10,8 +10,7 @@
 //
 // The pass works on a copy of the ledger and returns decisions; the caller applies them.
 import type { RankMap } from '@rankd/protocol';
-import type { PlannerNode, PlanOptions } from '../planner/index.js';
-import { disjoint, type Allocation } from './allocation.js';
+import { disjoint, type PlannerNode, type PlanOptions, type Allocation } from '@rankd/planner';
 import type { AllocationLedger, HeldJob } from './ledger.js';
 import { overLimit, ownerKey, type Usage, type UserLimits } from './limits.js';
 import { drainWait, type DrainedNode } from './drained.js';

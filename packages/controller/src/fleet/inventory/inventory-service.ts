@@ -7,7 +7,7 @@
 import { FleetErrorCode, PlanErrorCode, RankdError, type InventoryImport, type InventoryView, type MatchedHost } from '@rankd/protocol';
 import type { EventsRepo } from '../../store/events-repo.js';
 import type { NodeRegistry } from '../node-registry.js';
-import { PlanError, type GroupResolver } from '../../planner/index.js';
+import { PlanError, type GroupResolver } from '@rankd/planner';
 import { naturalCompare } from '@rankd/protocol/natural-order';
 import type { InventoryRepo, StoredInventory } from './inventory-repo.js';
 import { ALL, UNGROUPED, emptyInventory, groupMembers, hostMemberships, mergeInventory, type InventoryDoc, type Vars } from './model.js';

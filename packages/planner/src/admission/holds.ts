@@ -2,9 +2,8 @@
 // the node's allowed cores ("holds 1 of 64 cores on gpu01"). Counted on the node's full
 // facts, not the free facts the job was planned on, so that "of" is the node's size.
 import type { Facts, RankMap } from '@rankd/protocol';
-import { topologyOf } from '../planner/topology.js';
-import type { Allocation } from './allocation.js';
-import { coresIn } from './demand.js';
+import { topologyOf } from '../topology.js';
+import { coresIn, type Allocation } from './allocation.js';
 
 export function withHolds(map: RankMap, alloc: Allocation, factsOf: (node: string) => Facts): RankMap {
   return {

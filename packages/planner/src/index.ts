@@ -21,6 +21,18 @@ export { PlanError, formatSpecFlags } from './errors.js';
 export { chooseGid, type GidChoice, type GidPreference } from './gid.js';
 export { globGroupResolver, type GroupResolver } from './select-nodes.js';
 export { DEFAULT_MASTER_PORT, type PortPicker } from './rendezvous.js';
+export { topologyOf, type NodeTopology } from './topology.js';
+export {
+  allocationMode,
+  allocationOf,
+  coresIn,
+  coresUsed,
+  disjoint,
+  type Allocation,
+  type AllocationMode,
+  type NodeAllocation,
+} from './admission/allocation.js';
+export { withHolds } from './admission/holds.js';
 
 export interface PlannerNode {
   name: string;

@@ -6,7 +6,7 @@
 // holds every CPU and GPU of its nodes; a --share job holds nothing (it overlaps by
 // request), but is still recorded on its nodes so that --exclusive jobs wait for it.
 import type { Facts, PlacementSpec, RankMap } from '@rankd/protocol';
-import { topologyOf } from '../planner/topology.js';
+import { topologyOf } from '../topology.js';
 
 export type AllocationMode = 'normal' | 'exclusive' | 'share';
 
@@ -72,6 +72,15 @@ export function coresUsed(rankMap: RankMap, factsOf: (node: string) => Facts | u
   }
   let n = 0;
   for (const set of byNode.values()) n += set.size;
+  return n;
+}
+
+/** Cores whose threads are all in `cpus` (an allocation holds whole cores). */
+export function coresIn(cpus: readonly number[], facts: Facts): number {
+  if (cpus.length === 0) return 0;
+  const set = new Set(cpus);
+  let n = 0;
+  for (const core of topologyOf(facts).cores) if (set.has(core.pus[0]!)) n++;
   return n;
 }
 
