@@ -8,7 +8,7 @@
 // The daemons stay out: `@rankd/controller` and `@rankd/agent` (fastify, SQLite's native
 // addon, the dashboard's files, the rank supervisor found next to their own modules) are
 // imported from their packages' dist at run time, as before; `rankd agent`
-// through `@rankd/agent/load-daemon`, which loads the agent's own bundle
+// through `@rankd/agent`, whose loadDaemon() loads the agent's own bundle
 // (scripts/bundle-agent.mjs) relative to itself.
 //
 // manifest.json maps each output file to the source modules in it: what
@@ -21,12 +21,12 @@ const cli = path.join(root, 'packages/cli');
 const outdir = path.join(cli, 'dist/bundle');
 
 /** Imported from their packages at run time, never bundled (see above). */
-const DAEMONS = new Set(['@rankd/controller', '@rankd/agent', '@rankd/agent/load-daemon']);
+const DAEMONS = new Set(['@rankd/controller', '@rankd/agent']);
 
 const daemonsExternal = {
   name: 'daemons-external',
   setup(b) {
-    b.onResolve({ filter: /^@rankd\/(controller|agent)(\/load-daemon)?$/ }, (args) => (DAEMONS.has(args.path) ? { path: args.path, external: true } : undefined));
+    b.onResolve({ filter: /^@rankd\/(controller|agent)$/ }, (args) => (DAEMONS.has(args.path) ? { path: args.path, external: true } : undefined));
   },
 };
 

@@ -16,7 +16,7 @@ import { openFileLimit, readRss } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
 import { startFenceJob, type FenceRound, type PullRound } from '../rankd/fence-job.js';
 import { lastControllerError, startFleet, whyNoFleet, type Fleet } from '../rankd/fleet.js';
-import { MAX_OPEN_LOG_FILES } from '@rankd/controller/jobs/log-store';
+import { MAX_OPEN_LOG_FILES } from '#controller/jobs/log-store';
 import { card, CARD_BYTES } from '../rankd/sim-jobs.js';
 import { enrollmentNote, startSims, type SimFleet } from '../rankd/sim-fleet.js';
 

@@ -14,10 +14,10 @@
 // timed; the timed call is schedulingPass, the function the controller's Scheduler runs.
 import path from 'node:path';
 import type { Facts, JobSubmit } from '@rankd/protocol';
-import { admit } from '@rankd/controller/jobs/job-admission';
-import { AllocationLedger } from '@rankd/controller/schedule/ledger';
-import type { QueuedJob } from '@rankd/controller/schedule/placement';
-import { queueOrder, schedulingPass, type PassResult } from '@rankd/controller/schedule/scheduling-pass';
+import { admit } from '#controller/jobs/job-admission';
+import { AllocationLedger } from '#controller/schedule/ledger';
+import type { QueuedJob } from '#controller/schedule/placement';
+import { queueOrder, schedulingPass, type PassResult } from '#controller/schedule/scheduling-pass';
 import { allocationOf, planRankMap, type PlannerNode } from '@rankd/planner';
 import { readFacts } from '@rankd/topology';
 import { timeCall } from '../lib/clock.js';

@@ -8,7 +8,7 @@
 //   SIM_JOIN_TOKEN=T node bench/dist/rankd/agent-sim.js URL CA_HASH COUNT PREFIX
 // First every node name PREFIX-i is enrolled as `rankd agent` does it: the controller's CA
 // fetched once and checked against CA_HASH (the pin), then per name a new ECDSA P-256 key
-// and CSR (keyAndCsr from @rankd/agent) and POST /v1/enroll {token, csr} over a connection
+// and CSR (keyAndCsr, the agent's link/csr.ts) and POST /v1/enroll {token, csr} over a connection
 // verified against that CA; the token is one multi-use join token shared by the fleet (off
 // the command line). Then it reports {"event":"enrolled",…} and waits for {"cmd":"connect"}
 // on stdin, so that no process connects while another still enrolls.
@@ -30,8 +30,9 @@
 import https from 'node:https';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
-import { fetchPinnedCa, keyAndCsr } from '@rankd/agent';
-import { Backoff } from '@rankd/agent/link/backoff';
+import { keyAndCsr } from '#agent/link/csr';
+import { fetchPinnedCa } from '#agent/link/enroll';
+import { Backoff } from '#agent/link/backoff';
 import { readFacts } from '@rankd/topology';
 import { MAX_FRAME_BYTES, SUBPROTOCOL } from '@rankd/protocol/wire';
 import { httpsRequest } from './https.js';

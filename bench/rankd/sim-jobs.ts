@@ -18,7 +18,7 @@
 // Timestamps are performance.timeOrigin + performance.now(): milliseconds on a clock the
 // simulator processes on one machine share (hrtime is per process).
 import type WebSocket from 'ws';
-import { encodeBinaryFrame } from '@rankd/protocol/binary-frame';
+import { encodeBinaryFrame } from '@rankd/protocol';
 
 export const now = (): number => performance.timeOrigin + performance.now();
 

@@ -18,7 +18,7 @@ const skip = !existsSync(BUNDLE)
     ? 'the rank supervisor is not built (npm run build)'
     : false;
 
-type Daemon = typeof import('@rankd/agent/daemon');
+type Daemon = typeof import('#agent/daemon');
 
 /** The supervisor the bundle at this path finds. */
 async function found(bundle: string) {

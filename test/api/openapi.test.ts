@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { ROUTE_POLICY } from '@rankd/controller/api/policy';
+import { ROUTE_POLICY } from '#controller/api/policy';
 import { startController } from '../helpers/daemons.js';
 
 interface Operation {

@@ -1,7 +1,7 @@
 // --audit-file-size takes a size: a number of bytes, or k/M/G (powers of 1024), with or
 // without "iB"; anything else is refused with a message naming the value.
 import t from 'tap';
-import { byteSize } from '@rankd/cli/options';
+import { byteSize } from '#cli/options';
 
 t.test('sizes', async (t) => {
   t.equal(byteSize('4096'), 4096);

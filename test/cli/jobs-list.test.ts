@@ -6,8 +6,8 @@
 import t from 'tap';
 import { runCli, waitUntil } from '../helpers/daemons.js';
 import { localCluster } from '../helpers/cluster.js';
-import { formatElapsed } from '@rankd/cli/elapsed';
-import { since as sinceTime } from '@rankd/cli/options';
+import { formatElapsed } from '#cli/elapsed';
+import { since as sinceTime } from '#cli/options';
 
 interface Summary {
   id: string;

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
-import { commandModules } from '@rankd/cli/commands/index';
+import { commandModules } from '#cli/commands/index';
 import { localCluster } from '../helpers/cluster.js';
 import { runCli } from '../helpers/daemons.js';
 

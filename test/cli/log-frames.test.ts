@@ -1,9 +1,9 @@
 // The CLI's reader of the frames log stream, fed the bytes in every possible split:
 // a socket may cut a record anywhere, in its header or its payload.
 import t from 'tap';
-import { readLogFrames, type LogFrame } from '@rankd/cli/client/log-frames';
-import { LineLabeler } from '@rankd/cli/client/line-labeler';
-import { CliError, ExitCode } from '@rankd/cli/exit-codes';
+import { readLogFrames, type LogFrame } from '#cli/client/log-frames';
+import { LineLabeler } from '#cli/client/line-labeler';
+import { CliError, ExitCode } from '#cli/exit-codes';
 
 function record(rank: number, stream: string, offset: number, data: Buffer): Buffer {
   return Buffer.concat([Buffer.from(`{"rank":${rank},"stream":"${stream}","offset":${offset},"bytes":${data.length}}\n`), data]);

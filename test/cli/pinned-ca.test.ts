@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import 'reflect-metadata'; // @peculiar/x509 needs it loaded first, as the controller's pki does
 import * as x509 from '@peculiar/x509';
 import t, { type Test } from 'tap';
-import { request } from '@rankd/cli/client/http';
-import { pinnedCertificates, verifyPeer } from '@rankd/cli/client/pinned-ca';
+import { request } from '#cli/client/http';
+import { pinnedCertificates, verifyPeer } from '#cli/client/pinned-ca';
 import { issueServer as issue, makeCa, makeIntermediate, type Issued } from '../helpers/test-pki.js';
 
 const DAY = 86_400_000;

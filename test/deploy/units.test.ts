@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readConfigFile, resolveAgentConfig } from '@rankd/agent';
-import { expectedSupervisorVersion } from '@rankd/agent/ranks/supervisor-binary';
+import { expectedSupervisorVersion } from '#agent/ranks/supervisor-binary';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const deploy = path.join(repo, 'deploy');

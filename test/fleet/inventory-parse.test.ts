@@ -1,11 +1,11 @@
 // Inventory files as Ansible, Open MPI, MPICH and DeepSpeed write them, and the errors
 // a malformed one gets: each names the file and the line.
 import t from 'tap';
-import { parseIni } from '@rankd/controller/fleet/inventory/ini';
-import { parseHostfile } from '@rankd/controller/fleet/inventory/hostfile';
-import { detectFormat, parseInventory } from '@rankd/controller/fleet/inventory/parse';
-import { expandHostRange } from '@rankd/controller/fleet/inventory/host-range';
-import { groupMembers, hostMemberships, mergeInventory } from '@rankd/controller/fleet/inventory/model';
+import { parseIni } from '#controller/fleet/inventory/ini';
+import { parseHostfile } from '#controller/fleet/inventory/hostfile';
+import { detectFormat, parseInventory } from '#controller/fleet/inventory/parse';
+import { expandHostRange } from '#controller/fleet/inventory/host-range';
+import { groupMembers, hostMemberships, mergeInventory } from '#controller/fleet/inventory/model';
 
 // Seed 001's inventory, grown into what a real cluster file holds.
 const SEED_INI = `# rankd inventory for the xFT cluster

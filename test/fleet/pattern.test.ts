@@ -1,9 +1,9 @@
 // Host patterns as Ansible reads them, over an inventory parsed from a real INI file,
 // plus the rankd rule that a term matching nothing is an error naming it.
 import t from 'tap';
-import { parseIni } from '@rankd/controller/fleet/inventory/ini';
-import { groupMembers, hostMemberships } from '@rankd/controller/fleet/inventory/model';
-import { matchPattern, type PatternUniverse } from '@rankd/controller/fleet/inventory/pattern';
+import { parseIni } from '#controller/fleet/inventory/ini';
+import { groupMembers, hostMemberships } from '#controller/fleet/inventory/model';
+import { matchPattern, type PatternUniverse } from '#controller/fleet/inventory/pattern';
 
 const doc = parseIni(
   `[gpu]

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import WebSocket from 'ws';
 import { pino } from 'pino';
-import { enroll, type NodeIdentity } from '@rankd/agent';
+import { enroll, type NodeIdentity } from '#agent/link/enroll';
 
 export interface TlsResponse {
   status: number;

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
-import { openDatabase } from '@rankd/controller/store/database';
-import { JobsRepo } from '@rankd/controller/jobs/jobs-repo';
-import { migrations } from '@rankd/controller/store/migrations';
+import { openDatabase } from '#controller/store/database';
+import { JobsRepo } from '#controller/jobs/jobs-repo';
+import { migrations } from '#controller/store/migrations';
 
 t.test('a started and a queued job written before job_plans read back the same after it', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'rankd-migrate-'));

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { RankMap } from '@rankd/protocol';
-import { openDatabase } from '@rankd/controller/store/database';
-import type { JobRecord } from '@rankd/controller/jobs/job-records';
-import { JobsRepo } from '@rankd/controller/jobs/jobs-repo';
+import { openDatabase } from '#controller/store/database';
+import type { JobRecord } from '#controller/jobs/job-records';
+import { JobsRepo } from '#controller/jobs/jobs-repo';
 
 t.test('ranks that never changed read back pending on the plan; changed ones from their rows', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'rankd-jobs-repo-'));

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { LogStore } from '@rankd/controller/jobs/log-store';
+import { LogStore } from '#controller/jobs/log-store';
 
 /** Descriptors of this process that point into dir. */
 function openInto(dir: string): number {

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { openDatabase } from '@rankd/controller/store/database';
-import { EventsRepo } from '@rankd/controller/store/events-repo';
-import { LogTimeline } from '@rankd/controller/jobs/log-timeline';
+import { openDatabase } from '#controller/store/database';
+import { EventsRepo } from '#controller/store/events-repo';
+import { LogTimeline } from '#controller/jobs/log-timeline';
 
 function store(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'rankd-timeline-'));

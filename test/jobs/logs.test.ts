@@ -2,7 +2,7 @@
 // from an offset or a Last-Event-ID — and a controller killed mid-job loses nothing.
 import t from 'tap';
 import { runCli, runCliRaw, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
-import { readLogFrames } from '@rankd/cli/client/log-frames';
+import { readLogFrames } from '#cli/client/log-frames';
 import { localCluster } from '../helpers/cluster.js';
 import { httpsFetch } from '../helpers/tls.js';
 

@@ -1,7 +1,7 @@
 // job.start carries the environment a node's ranks share once; each rank's env keeps what is its own.
 import t from 'tap';
 import type { RankLaunch } from '@rankd/protocol';
-import { hoistSharedEnv } from '@rankd/controller/jobs/shared-env';
+import { hoistSharedEnv } from '#controller/jobs/shared-env';
 
 const launch = (rank: number, env: Record<string, string>): RankLaunch => ({ rank, argv: ['true'], env, cpus: [rank], memNodes: [0] });
 

@@ -8,9 +8,9 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
-import { openDatabase } from '@rankd/controller/store/database';
-import { EventsRepo } from '@rankd/controller/store/events-repo';
-import { WriteBatch } from '@rankd/controller/store/write-batch';
+import { openDatabase } from '#controller/store/database';
+import { EventsRepo } from '#controller/store/events-repo';
+import { WriteBatch } from '#controller/store/write-batch';
 
 function store(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'rankd-batch-'));

@@ -1,8 +1,8 @@
 // rankd_log_lines_total counts newlines four bytes at a time: the same count as a plain
 // byte loop at every alignment and length, with the bytes that differ from '\n' by one bit.
 import t from 'tap';
-import { countNewlines } from '@rankd/controller/jobs/count-newlines';
-import { LogStore } from '@rankd/controller/jobs/log-store';
+import { countNewlines } from '#controller/jobs/count-newlines';
+import { LogStore } from '#controller/jobs/log-store';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -3,7 +3,7 @@
 import t from 'tap';
 import type { Logger } from 'pino';
 import type { PmiPairs } from '@rankd/protocol';
-import { FenceExchange, INLINE_BYTES, pairBytes } from '@rankd/controller/pmi/fence-exchange';
+import { FenceExchange, INLINE_BYTES, pairBytes } from '#controller/pmi/fence-exchange';
 
 const silent = { warn: () => {}, info: () => {}, error: () => {} } as unknown as Logger;
 

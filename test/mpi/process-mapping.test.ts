@@ -2,7 +2,7 @@
 // so each form below must expand back to exactly the planned node of every rank.
 import t from 'tap';
 import type { RankMap } from '@rankd/protocol';
-import { PROCESS_MAPPING_MAX, processMapping } from '@rankd/controller/pmi/process-mapping';
+import { PROCESS_MAPPING_MAX, processMapping } from '#controller/pmi/process-mapping';
 
 /** A rank map with only what the mapping reads: node order and each rank's node. */
 function mapOf(nodeOfRank: number[]): RankMap {

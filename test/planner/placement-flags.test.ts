@@ -4,8 +4,8 @@ import t from 'tap';
 import { Command } from 'commander';
 import { Compile } from 'typebox/compile';
 import { PlacementSpec } from '@rankd/protocol';
-import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '@rankd/cli/placement-flags';
-import { CliError, ExitCode } from '@rankd/cli/exit-codes';
+import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '#cli/placement-flags';
+import { CliError, ExitCode } from '#cli/exit-codes';
 
 function parse(args: string[]): PlacementSpec {
   let opts: PlacementOptions = {};

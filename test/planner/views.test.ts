@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { Compile } from 'typebox/compile';
 import { RankMap, formatCpuList } from '@rankd/protocol';
-import { parseHostfile } from '@rankd/controller/fleet/inventory/hostfile';
+import { parseHostfile } from '#controller/fleet/inventory/hostfile';
 import { planRankMap } from '@rankd/planner';
 import { renderRankMap } from '@rankd/planner/views';
 import { cgroupRestricted, epycNps4Gpu8, seed000Spr, seed002NoHt } from '../helpers/machines.js';

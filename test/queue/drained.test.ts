@@ -4,7 +4,7 @@
 // still refused at once. Real controller, real agents, the built CLI.
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { summarizeDrains } from '@rankd/controller/schedule/drained';
+import { summarizeDrains } from '#controller/schedule/drained';
 import { CLI, runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 
 interface JobLike {

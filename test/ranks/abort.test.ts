@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { detectCgroupBase } from '@rankd/agent/ranks/index';
+import { detectCgroupBase } from '#agent/ranks/index';
 import { alive, groupExists, launch, readSpoolFile, runner, until } from './helpers.js';
 
 const cgroupAvailable = detectCgroupBase('auto') !== null;

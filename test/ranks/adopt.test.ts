@@ -5,14 +5,14 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { RankOutput, RankRunner, type RankExit, type StartedRank } from '@rankd/agent/ranks/index';
+import { RankOutput, RankRunner, type RankExit, type StartedRank } from '#agent/ranks/index';
 import { alive, groupExists, launch, runner, tmpSpool, until } from './helpers.js';
 
 // An agent in a process of its own, which starts ranks, reports them, and waits for the
 // test's SIGKILL: the real crash, not a simulated one. Inline, because tap would run a
 // fixture file in this folder as a test.
 const AGENT = `
-import { RankRunner } from '@rankd/agent/ranks/index';
+import { RankRunner } from '#agent/ranks/index';
 const [spoolDir, launches] = process.argv.slice(1);
 const runner = new RankRunner({ spoolDir, allowRoot: true });
 for (const launch of JSON.parse(launches)) process.stdout.write(JSON.stringify(await runner.start(launch)) + '\\n');

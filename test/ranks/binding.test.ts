@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import t from 'tap';
-import { judgeBinding, verifyBinding, pinning } from '@rankd/agent/ranks/index';
+import { judgeBinding, verifyBinding, pinning } from '#agent/ranks/index';
 import { allowedCpus, hasTool, launch, readSpoolFile, runner, until } from './helpers.js';
 
 const cpus = allowedCpus();

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { RankRunner, type RankLaunch } from '@rankd/agent/ranks/index';
+import { RankRunner, type RankLaunch } from '#agent/ranks/index';
 import { launch, readSpoolFile, runner, tmpSpool } from './helpers.js';
 
 const isRoot = process.getuid?.() === 0;

@@ -2,7 +2,7 @@
 // environment, session, process group, cgroup, stdin, memlock.
 import fs from 'node:fs';
 import t from 'tap';
-import type { RankExit } from '@rankd/agent/ranks/index';
+import type { RankExit } from '#agent/ranks/index';
 import { launch, readSpoolFile, runner, until } from './helpers.js';
 
 t.test('exit codes and signals are recorded exactly', async (t) => {

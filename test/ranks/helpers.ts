@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
-import { RankRunner, type RankLaunch, type RankRunnerOptions } from '@rankd/agent/ranks/index';
+import { RankRunner, type RankLaunch, type RankRunnerOptions } from '#agent/ranks/index';
 
 export const PATH_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 

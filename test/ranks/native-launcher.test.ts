@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { HELPER_ENV } from '@rankd/agent/ranks/caller-env';
-import { defaultSupervisorPath, expectedSupervisorVersion } from '@rankd/agent/ranks/supervisor-binary';
+import { HELPER_ENV } from '#agent/ranks/caller-env';
+import { defaultSupervisorPath, expectedSupervisorVersion } from '#agent/ranks/supervisor-binary';
 import { alive, allowedCpus, tmpSpool, until } from './helpers.js';
 
 const BIN = defaultSupervisorPath();

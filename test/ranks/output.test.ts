@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { RankOutput, type OutputChunk } from '@rankd/agent/ranks/index';
+import { RankOutput, type OutputChunk } from '#agent/ranks/index';
 import { launch, runner, until } from './helpers.js';
 
 const LINES = 200_000;

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { RankRunner, type RankExit } from '@rankd/agent/ranks/index';
+import { RankRunner, type RankExit } from '#agent/ranks/index';
 import { alive, launch, runner, tmpSpool, until } from './helpers.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -44,7 +44,7 @@ t.test("the supervisor keeps no copy of the rank's stdin", async (t) => {
 // An agent in a process of its own that starts one rank reading its stdin, writes three
 // bytes into it and waits for the test's SIGKILL. Inline, as adopt.test.ts's.
 const AGENT = `
-import { RankRunner } from '@rankd/agent/ranks/index';
+import { RankRunner } from '#agent/ranks/index';
 const [spoolDir, launch] = process.argv.slice(1);
 const runner = new RankRunner({ spoolDir, allowRoot: true });
 const started = await runner.start(JSON.parse(launch));

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { pino } from 'pino';
-import { openDatabase } from '@rankd/controller/store/database';
-import { AuditLog, type AuditStart } from '@rankd/controller/store/audit-log';
+import { openDatabase } from '#controller/store/database';
+import { AuditLog, type AuditStart } from '#controller/store/audit-log';
 import { startController } from '../helpers/daemons.js';
 
 interface Line {

@@ -9,7 +9,7 @@ import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { fetchPinnedCa } from '@rankd/agent';
+import { fetchPinnedCa } from '#agent/link/enroll';
 import { spawnDaemon, startController, type ControllerHandle } from '../helpers/daemons.js';
 import { enrollIdentity } from '../helpers/tls.js';
 import { issueServer, makeCa, makeIntermediate, type Issued } from '../helpers/test-pki.js';

@@ -3,7 +3,7 @@
 // not names; expired certificates; plain HTTP on the TLS port.
 import { connect } from 'node:net';
 import t from 'tap';
-import { keyAndCsr } from '@rankd/agent';
+import { keyAndCsr } from '#agent/link/csr';
 import { runCli, startController, type ControllerHandle } from '../helpers/daemons.js';
 import { enrollIdentity, httpsFetch, upgradeWith } from '../helpers/tls.js';
 

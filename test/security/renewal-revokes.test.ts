@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { keyAndCsr } from '@rankd/agent';
+import { keyAndCsr } from '#agent/link/csr';
 import { agentStateDir, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { enrollIdentity, httpsFetch, upgradeWith } from '../helpers/tls.js';
 

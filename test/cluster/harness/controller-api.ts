@@ -11,7 +11,7 @@
 import type http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
-import { keyAndCsr } from '@rankd/agent';
+import { keyAndCsr } from '#agent/link/csr';
 import { existsSync } from 'node:fs';
 import WebSocket from 'ws';
 import { spawnInNetns, type NsProcess } from './ns-process.js';

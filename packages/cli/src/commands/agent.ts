@@ -41,7 +41,7 @@ export function register(program: Command): void {
     .action(async (flags: AgentFlags) => {
       // loaded here, not at the top: other commands must not pay for the agent. The agent
       // comes from its bundle when current (load-daemon.ts): one module graph, a smaller daemon
-      const { loadDaemon } = await import('@rankd/agent/load-daemon');
+      const { loadDaemon } = await import('@rankd/agent');
       const { DEFAULT_CONFIG_FILE, configFromEnv, factsSource, parseLabels, readConfigFile, resolveAgentConfig, startAgent } = await loadDaemon();
       if (flags.joinToken) process.stderr.write('rankd: warning: --join-token puts the join token in this process\'s command line, which every user of this machine can read (ps); use --join-token-file FILE (mode 0600) or RANKD_JOIN_TOKEN instead\n');
       const tokenFile = flags.joinTokenFile ?? flags.tokenFile;

@@ -65,7 +65,7 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   const controllerDir = join(home, 'controller');
   const agentDir = join(home, 'agent');
   // before anything is written: a running cluster's controller.json, config and logs stay as they are
-  const { lockState } = await import('@rankd/controller/store/data-dir-lock');
+  const { lockState } = await import('@rankd/controller/data-dir-lock');
   const lock = lockState(controllerDir);
   if (lock.holder && lock.stale === null) throw alreadyRunning(lock.holder.pid, lock.url, controllerDir);
   if (lock.holder) process.stderr.write(`rankd: the last controller of ${controllerDir} did not stop cleanly (${lock.stale}); its lock is taken over\n`);
