@@ -79,7 +79,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       : { name: ARM.ansible, unavailable: 'ansible is not installed (Debian package ansible-core)' },
     siEntry
       ? { name: ARM.si, sample: timed(getStaticDataArgv(siEntry), TIMEOUT.si) }
-      : { name: ARM.si, unavailable: 'systeminformation is not installed (dependency of @rankd/agent)' },
+      : { name: ARM.si, unavailable: 'systeminformation is not installed (a devDependency of the repository root: npm install)' },
     // Not a peer: the floor under any Node command line, to separate start-up from work.
     { name: ARM.node, sample: async () => (await timeProcess([process.execPath, '-e', '0'], { timeoutMs: TIMEOUT.quick })).ms },
     // Nor this: start-up plus loading the reader's modules, without the CLI and without reading.

@@ -1,12 +1,13 @@
 // systeminformation's getStaticData() in a fresh Node process: what a Node agent built on
-// that library pays to describe its host. Resolved from @rankd/agent, which depends on it.
+// that library pays to describe its host. A devDependency of the repository root, for this
+// figure alone: rankd itself does not use it.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 export function systeminformationEntry(repoRoot: string): string | null {
   try {
-    const require = createRequire(path.join(repoRoot, 'packages/agent/package.json'));
+    const require = createRequire(path.join(repoRoot, 'package.json'));
     return require.resolve('systeminformation');
   } catch {
     return null;
@@ -15,7 +16,7 @@ export function systeminformationEntry(repoRoot: string): string | null {
 
 export function systeminformationVersion(repoRoot: string): string | null {
   try {
-    const require = createRequire(path.join(repoRoot, 'packages/agent/package.json'));
+    const require = createRequire(path.join(repoRoot, 'package.json'));
     return (require('systeminformation/package.json') as { version: string }).version;
   } catch {
     return null;
