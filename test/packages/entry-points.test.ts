@@ -14,7 +14,8 @@ import { PlanError } from '#planner/errors';
 
 const ROOT = join(import.meta.dirname, '../..');
 const REGISTER = pathToFileURL(join(import.meta.dirname, '../helpers/module-log/register.mjs')).href;
-const PACKAGES = readdirSync(join(ROOT, 'packages')).filter((name) => existsSync(join(ROOT, 'packages', name, 'package.json')));
+const isPackage = (dir: string) => existsSync(join(ROOT, 'packages', dir, 'package.json'));
+const PACKAGES = readdirSync(join(ROOT, 'packages')).filter(isPackage);
 
 interface Manifest {
   name: string;
@@ -28,7 +29,8 @@ function manifest(pkg: string): Manifest {
 /** The file: URLs a fresh node loads when it imports `specifier` from the repository root. */
 function loadedBy(specifier: string): string[] {
   const log = join(t.testdir(), `${specifier.replace(/\W+/g, '-')}.log`);
-  execFileSync(process.execPath, ['--import', REGISTER, '--input-type=module', '-e', `await import(${JSON.stringify(specifier)});`], {
+  const code = `await import(${JSON.stringify(specifier)});`;
+  execFileSync(process.execPath, ['--import', REGISTER, '--input-type=module', '-e', code], {
     cwd: ROOT,
     env: { ...process.env, RANKD_MODULE_LOG: log },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -40,13 +42,15 @@ function loadedBy(specifier: string): string[] {
 const typebox = (files: string[]) => files.filter((u) => u.includes('/node_modules/typebox/'));
 
 t.test('every package lists its entry points by name, and each one is built', async (t) => {
-  t.same(PACKAGES.sort(), ['agent', 'cli', 'controller', 'dashboard', 'planner', 'protocol', 'topology'], 'the workspace packages');
+  const all = ['agent', 'cli', 'controller', 'dashboard', 'planner', 'protocol', 'topology'];
+  t.same(PACKAGES.sort(), all, 'the workspace packages');
   for (const pkg of PACKAGES) {
     const { name, exports } = manifest(pkg);
     t.ok(exports, `${name} has an exports field: without one every file is importable`);
     for (const [subpath, target] of Object.entries(exports ?? {})) {
       t.notMatch(subpath + target, /\*/, `${name} ${subpath}: no pattern`);
-      t.ok(existsSync(join(ROOT, 'packages', pkg, target)), `${name} ${subpath} -> ${target} exists (after npm run build)`);
+      const built = existsSync(join(ROOT, 'packages', pkg, target));
+      t.ok(built, `${name} ${subpath} -> ${target} exists (after npm run build)`);
     }
   }
   t.same(manifest('cli').exports, {}, '@rankd/cli is a program: it exports nothing');
@@ -56,7 +60,10 @@ t.test('every package lists its entry points by name, and each one is built', as
 t.test('the named subpaths of @rankd/protocol, @rankd/planner/views and @rankd/topology load no TypeBox', async (t) => {
   const protocol = Object.keys(manifest('protocol').exports ?? {}).filter((s) => s !== '.');
   t.ok(protocol.length > 0, `${protocol.length} named protocol entries`);
-  for (const subpath of protocol) t.same(typebox(loadedBy(`@rankd/protocol/${subpath.slice(2)}`)), [], `@rankd/protocol/${subpath.slice(2)}`);
+  for (const subpath of protocol) {
+    const specifier = `@rankd/protocol/${subpath.slice(2)}`;
+    t.same(typebox(loadedBy(specifier)), [], specifier);
+  }
   t.same(typebox(loadedBy('@rankd/planner/views')), [], '@rankd/planner/views (rankd plan shows a map with it)');
   t.same(typebox(loadedBy('@rankd/topology')), [], '@rankd/topology (rankd facts reads with it)');
   t.not(typebox(loadedBy('@rankd/protocol')).length, 0, 'the hook sees TypeBox where it is loaded: the protocol index');
@@ -65,19 +72,24 @@ t.test('the named subpaths of @rankd/protocol, @rankd/planner/views and @rankd/t
 t.test("the daemons' entries load no daemon: rankd agent and rankd up pay only for what they run", async (t) => {
   const agent = loadedBy('@rankd/agent').filter((u) => u.includes('/packages/'));
   const dist = (file: string) => pathToFileURL(join(ROOT, 'packages', file)).href;
-  t.same(agent, [dist('agent/dist/index.js'), dist('agent/dist/load-daemon.js')], '@rankd/agent is loadDaemon() and types: the daemon comes from its bundle');
+  const entry = [dist('agent/dist/index.js'), dist('agent/dist/load-daemon.js')];
+  t.same(agent, entry, '@rankd/agent is loadDaemon() and types: the daemon comes from its bundle');
   const lock = loadedBy('@rankd/controller/data-dir-lock').filter((u) => /\/packages\/|\/node_modules\//.test(u));
-  t.same(lock.map((u) => relative(ROOT, new URL(u).pathname)), ['packages/controller/dist/store/data-dir-lock.js', 'packages/protocol/dist/errors.js'], 'the lock reader alone: no fastify, no SQLite');
+  const lockFiles = ['packages/controller/dist/store/data-dir-lock.js', 'packages/protocol/dist/errors.js'];
+  const lockLoaded = lock.map((u) => relative(ROOT, new URL(u).pathname));
+  t.same(lockLoaded, lockFiles, 'the lock reader alone: no fastify, no SQLite');
 });
 
 t.test('the CLI imports the daemons only where it runs them: rankd agent, rankd controller, rankd up', async (t) => {
   const src = join(ROOT, 'packages/cli/src');
   const files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
-  const daemonImports = files.filter((f) => /['"]@rankd\/(agent|controller)(\/[^'"]*)?['"]/.test(readFileSync(join(src, f), 'utf8')));
+  const daemonSpecifier = /['"]@rankd\/(agent|controller)(\/[^'"]*)?['"]/;
+  const namesDaemon = (file: string) => daemonSpecifier.test(readFileSync(join(src, file), 'utf8'));
+  const daemonImports = files.filter(namesDaemon);
   t.same(daemonImports.sort(), ['commands/agent.ts', 'commands/controller.ts', 'commands/up.ts']);
 });
 
 t.test("a test's #package/* import and the package's entry are one module instance", async (t) => {
   t.equal(plannerIndex, plannerEntry, '#planner/index is @rankd/planner itself');
-  t.equal(PlanError, plannerEntry.PlanError, 'a class from an internal path is the one the entry exports: instanceof holds');
+  t.equal(PlanError, plannerEntry.PlanError, 'a class from an internal path is the one the entry exports');
 });
