@@ -7,7 +7,7 @@ import { cpSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
-import { expectedSupervisorVersion } from '@rankd/agent/ranks/supervisor-binary';
+import { expectedSupervisorVersion } from '#agent/ranks/supervisor-binary';
 
 const AGENT = join(import.meta.dirname, '../../packages/agent');
 const BUNDLE = join(AGENT, 'dist/bundle/daemon.js');

@@ -7,7 +7,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readConfigFile, resolveAgentConfig } from '@rankd/agent';
+import { readConfigFile, resolveAgentConfig } from '#agent/config';
 import { expectedSupervisorVersion } from '#agent/ranks/supervisor-binary';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -4,14 +4,14 @@
 // where and why each other one waits. Time is a fixed "now": holds end at offsets from it.
 import t from 'tap';
 import type { JobSubmit, PlacementSpec } from '@rankd/protocol';
-import { admit } from '@rankd/controller/jobs/job-admission';
-import type { PlannerNode, PlanOptions } from '@rankd/controller/planner/index';
-import type { Allocation } from '@rankd/controller/schedule/allocation';
-import type { DrainedNode } from '@rankd/controller/schedule/drained';
-import { AllocationLedger } from '@rankd/controller/schedule/ledger';
-import type { UserLimits } from '@rankd/controller/schedule/limits';
-import type { QueuedJob } from '@rankd/controller/schedule/placement';
-import { queueOrder, schedulingPass } from '@rankd/controller/schedule/scheduling-pass';
+import { admit } from '#controller/jobs/job-admission';
+import type { PlannerNode, PlanOptions } from '@rankd/planner';
+import type { Allocation } from '@rankd/planner';
+import type { DrainedNode } from '#controller/schedule/drained';
+import { AllocationLedger } from '#controller/schedule/ledger';
+import type { UserLimits } from '#controller/schedule/limits';
+import type { QueuedJob } from '#controller/schedule/placement';
+import { queueOrder, schedulingPass } from '#controller/schedule/scheduling-pass';
 import { cluster } from '../planner/cluster.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');

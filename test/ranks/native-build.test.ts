@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { expectedSupervisorVersion, findSupervisor } from '@rankd/agent/ranks/supervisor-binary';
+import { expectedSupervisorVersion, findSupervisor } from '#agent/ranks/supervisor-binary';
 import { hasTool, tmpSpool } from './helpers.js';
 
 const buildScript = fileURLToPath(new URL('../../packages/agent/scripts/build-native.mjs', import.meta.url));

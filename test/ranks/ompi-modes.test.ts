@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import t from 'tap';
-import { HELPER_ENV } from '@rankd/agent/ranks/caller-env';
-import { defaultSupervisorPath } from '@rankd/agent/ranks/supervisor-binary';
+import { HELPER_ENV } from '#agent/ranks/caller-env';
+import { defaultSupervisorPath } from '#agent/ranks/supervisor-binary';
 import { tmpSpool } from './helpers.js';
 
 const BIN = defaultSupervisorPath();

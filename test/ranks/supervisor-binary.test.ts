@@ -5,10 +5,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { defaultSupervisorPath, describeSupervisor, findSupervisor } from '@rankd/agent/ranks/index';
-import { expectedSupervisorVersion } from '@rankd/agent/ranks/supervisor-binary';
-import { launcherReport } from '@rankd/agent/fleet/doctor-inspect';
-import { launcherCheck, numactlCheck } from '@rankd/controller/fleet/doctor/node-checks';
+import { defaultSupervisorPath, describeSupervisor, findSupervisor } from '#agent/ranks/index';
+import { expectedSupervisorVersion } from '#agent/ranks/supervisor-binary';
+import { launcherReport } from '#agent/fleet/doctor-inspect';
+import { launcherCheck, numactlCheck } from '#controller/fleet/doctor/node-checks';
 import { allowedCpus, launch, readSpoolFile, runner, tmpSpool } from './helpers.js';
 
 // in CI a supervisor that was not built is a failure of the build, never a skip

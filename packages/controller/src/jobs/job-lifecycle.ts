@@ -10,7 +10,7 @@
 // end its ranks (SIGTERM, grace, SIGKILL), and the job closes when the last exit arrives.
 import type { Binding, JobState, PmiFailed, RankMap, StreamName } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { Allocation } from '../schedule/allocation.js';
+import type { Allocation } from '@rankd/planner';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { AgentSender } from './agent-sender.js';
 import type { Clock } from './clock.js';

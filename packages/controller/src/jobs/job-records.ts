@@ -2,7 +2,7 @@
 // lifecycle changes): a queued job's, its ranks' when it starts, and the view the
 // scheduler takes of a stored job.
 import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/protocol';
-import type { Allocation } from '../schedule/allocation.js';
+import type { Allocation } from '@rankd/planner';
 import type { Demand } from '../schedule/demand.js';
 import type { QueuedJob } from '../schedule/placement.js';
 
