@@ -2,7 +2,7 @@
 // its principal, once, and a dashboard session's streams end at its expiry.
 import { pino } from 'pino';
 import t from 'tap';
-import { OpenStreams, type StreamEnd, type StreamOwner } from '#controller/api/open-streams';
+import { OpenStreams, type StreamEnd, type StreamOwner } from '#controller/streams/open-streams';
 
 const logged: string[] = [];
 const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(line) });

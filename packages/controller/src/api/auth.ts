@@ -7,13 +7,14 @@
 // own Unix user only. The shell WebSocket goes through the same checks (ShellRelay calls
 // `authorizeUpgrade`). The only open route is /healthz, which says "ok" and nothing else.
 import type { IncomingMessage } from 'node:http';
-import { DEFAULT_PRIORITY, ErrorCode, RankdError, type JobSubmit } from '@rankd/protocol';
+import { DEFAULT_PRIORITY, ErrorCode, RankdError, type JobSubmit, type Permission, type Scope } from '@rankd/protocol';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal, UsersRepo } from '../store/users-repo.js';
 import type { AuditLog } from '../store/audit-log.js';
-import type { OpenStreams, StreamOwner } from './open-streams.js';
+import type { OpenStreams } from '../streams/open-streams.js';
+import type { Refusal, UpgradeAccess, UpgradeVerdict } from '../streams/upgrade-access.js';
 import { errorBody } from './errors.js';
-import { rolesWith, ruleFor, scopeOf, type Permission, type RouteRule } from './policy.js';
+import { rolesWith, ruleFor, scopeOf, type RouteRule } from './policy.js';
 import { ENROLL_OPEN_ROUTES } from './routes/enroll.js';
 import { SESSION_OPEN_ROUTES } from './dashboard/session-routes.js';
 import { CSRF_HEADER, SESSION_COOKIE, csrfMatches, type DashboardSessions } from './dashboard/sessions.js';
@@ -26,7 +27,7 @@ declare module 'fastify' {
     rule: RouteRule | null;
     /** What a handler acted on (a created job, a user, a token accessor), for the audit log. */
     auditResource: Record<string, string> | null;
-    /** Set when the request came with a dashboard session cookie instead of a bearer token; `key` names it in api/open-streams.ts. */
+    /** Set when the request came with a dashboard session cookie instead of a bearer token; `key` names it in streams/open-streams.ts. */
     dashboardSession: { key: string; csrf: string; expiresAt: number } | null;
   }
 }
@@ -44,12 +45,6 @@ const UNAUTHORIZED = 'missing, wrong or revoked API token (Authorization: Bearer
 /** Counts a failed authentication from the request's source; says whether that source is over its limit. */
 export type FailureLimiter = (req: { ip: string; routeOptions: object }) => Promise<{ isExceeded: boolean; ttlInSeconds: number }>;
 
-export interface Refusal {
-  status: number;
-  code: string;
-  message: string;
-}
-
 export interface AccessDeps {
   users: UsersRepo;
   /** Where shell sessions and refused upgrades are recorded. */
@@ -64,13 +59,8 @@ export function forbidden(message: string): RankdError {
   return new RankdError(ErrorCode.Forbidden, message);
 }
 
-/** Who a request's stream belongs to: its token, its user, and its dashboard session if it came with one. */
-export function streamOwner(principal: Principal, session: { key: string; expiresAt: number } | null = null): StreamOwner {
-  return { accessor: principal.accessor, user: principal.user, session: session?.key ?? null, expiresAt: session?.expiresAt ?? null };
-}
-
 /** The checks, shared by the REST hooks and the WebSocket upgrades. */
-export class AccessControl {
+export class AccessControl implements UpgradeAccess {
   /** Set once the REST API is built (its rate-limit plugin holds the counters). */
   limiter: FailureLimiter | null = null;
   /** Dashboard sessions; without them only bearer tokens authenticate. */
@@ -137,6 +127,10 @@ export class AccessControl {
     }
   }
 
+  scopeOf(principal: Principal, permission: Permission): Scope | undefined {
+    return scopeOf(principal.role, permission);
+  }
+
   /** The owner a listing is limited to, when the caller's grant is `own`. */
   ownerFilter(principal: Principal | null, permission: Permission): string | undefined {
     if (!principal) return undefined;
@@ -144,7 +138,7 @@ export class AccessControl {
   }
 
   /** Authentication and role check of a WebSocket upgrade on `route`. */
-  async authorizeUpgrade(req: IncomingMessage, route: string): Promise<{ principal: Principal } | { refusal: Refusal & { retryAfter?: number }; principal: Principal | null }> {
+  async authorizeUpgrade(req: IncomingMessage, route: string): Promise<UpgradeVerdict> {
     const principal = this.authenticate(req.headers.authorization);
     if (!principal) return { principal, refusal: await this.failed(req.socket.remoteAddress ?? 'unknown') };
     const { refusal } = this.checkRoute(principal, req.method ?? 'GET', route);

@@ -4,33 +4,9 @@
 // the auth hook refuses a route without one (deny by default), so a new route is closed
 // until someone decides who may call it. A grant is `all`, or `own` for the role `user`:
 // its own jobs only, run as its own Unix user only (checked per job in auth.ts).
-import type { Role } from '@rankd/protocol';
+import type { Permission, Role, Scope } from '@rankd/protocol';
 
-export type Permission =
-  | 'api.read' // the OpenAPI document, whoami
-  | 'nodes.read'
-  | 'plan'
-  | 'jobs.read'
-  | 'jobs.submit'
-  | 'jobs.control' // cancel, signal
-  | 'jobs.stdin' // write to a job's stdin: its owner's, or an admin's
-  | 'jobs.priority' // submit above the default priority
-  | 'queue.read' // the whole queue, without command lines
-  | 'logs.read'
-  | 'inventory.read'
-  | 'inventory.write'
-  | 'exec'
-  | 'ping'
-  | 'doctor'
-  | 'shell'
-  | 'tokens.self' // one's own tokens (admin: anyone's)
-  | 'users.manage'
-  | 'nodes.manage' // join tokens, node removal (revokes its certificates)
-  | 'nodes.drain' // drain and resume
-  | 'audit.read'
-  | 'metrics.read'; // GET /metrics: the fleet and the controller in numbers
-
-export type Scope = 'all' | 'own';
+export type { Permission, Scope };
 
 export interface RouteRule {
   permission: Permission;

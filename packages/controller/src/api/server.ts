@@ -7,7 +7,7 @@ import cookie from '@fastify/cookie';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import { MAX_FRAME_BYTES } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { JobManager } from '../jobs/job-manager.js';
 import type { FleetServices } from '../fleet/exec/fleet-services.js';
 import { installAuth, type AccessControl } from './auth.js';

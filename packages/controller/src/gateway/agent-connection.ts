@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { AgentBinaryMessages, AgentMessages, CloseCode, ErrorCode, RANKD_VERSION, decodeBinaryFrame, decodeFrame, type Decoded, type Hello } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { AgentLink, NodeRegistry } from '../fleet/node-registry.js';
+import type { AgentLink, NodeRegistry } from '../nodes/node-registry.js';
 
 export type AgentMessage = { type: string; id?: string } & Record<string, unknown>;
 /** `payload` holds the raw bytes of a binary frame (rank output); null for text frames. */

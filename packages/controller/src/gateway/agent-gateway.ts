@@ -14,7 +14,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { CloseCode, MAX_FRAME_BYTES, SUBPROTOCOL, ErrorCode } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { RefusalEvent } from '../store/audit-refusals.js';
 import type { Enrollment } from '../tls/enrollment.js';
 import { peerNode } from '../tls/tls-setup.js';

@@ -8,7 +8,7 @@
 // and minute whose `count` grows; the message types it stands for are its route(s).
 import { ErrorCode } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { AgentSender } from '../jobs/job-manager.js';
 import type { AuditLog } from '../store/audit-log.js';
 

@@ -1,7 +1,7 @@
 // Handlers of the session messages that follow the hello.
 import type { ErrorMessage, FactsUpdate } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { AgentHandler } from './agent-connection.js';
 
 export function sessionHandlers(registry: NodeRegistry, log: Logger): Array<[string, AgentHandler]> {

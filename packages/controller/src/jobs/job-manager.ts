@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, RankdError, type CpuDefault, type JobState, type JobList, type JobSubmit, type JobView, type PlacementSpec, type PlanAnswer } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { NodeRegistry, NodeStateChange } from '../fleet/node-registry.js';
+import type { NodeRegistry, NodeStateChange } from '../nodes/node-registry.js';
 import { allocationOf, type GroupResolver, type PlanOptions } from '@rankd/planner';
 import type { UserLimits } from '../schedule/limits.js';
 import { Scheduler } from '../schedule/scheduler.js';

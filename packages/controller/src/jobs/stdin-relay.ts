@@ -23,14 +23,13 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { CloseCode, ErrorCode, STDIN_MAX_FRAME_BYTES, STDIN_SUBPROTOCOL, STDIN_WINDOW_BYTES, type RankStdinAck, type RankStdinClosed, type StdinEvent } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentHandler } from '../gateway/agent-connection.js';
-import { streamOwner, type AccessControl } from '../api/auth.js';
-import { ClientKeepalive } from '../api/client-keepalive.js';
-import { scopeOf } from '../api/policy.js';
-import { refuse } from '../api/upgrade-refusal.js';
-import type { StreamEnd } from '../api/open-streams.js';
+import { ClientKeepalive } from '../streams/client-keepalive.js';
+import { refuse } from '../streams/upgrade-refusal.js';
+import { streamOwner, type StreamEnd } from '../streams/open-streams.js';
+import type { UpgradeAccess } from '../streams/upgrade-access.js';
 import type { AuditStart } from '../store/audit-log.js';
 import type { Principal } from '../store/users-repo.js';
-import type { AgentLink, NodeRegistry } from '../fleet/node-registry.js';
+import type { AgentLink, NodeRegistry } from '../nodes/node-registry.js';
 import { ByteQueue } from './byte-queue.js';
 import type { JobManager } from './job-manager.js';
 import { readsStdin } from './rank-launches.js';
@@ -90,7 +89,7 @@ export class StdinRelay {
   constructor(
     private readonly jobs: JobManager,
     private readonly registry: NodeRegistry,
-    private readonly access: AccessControl,
+    private readonly access: UpgradeAccess,
     private readonly log: Logger,
   ) {
     this.wss = new WebSocketServer({
@@ -178,7 +177,7 @@ export class StdinRelay {
     const owner = this.jobs.owner(jobId);
     if (owner === undefined) return { status: 404, code: ErrorCode.NotFound, message: `no job ${jobId}` };
     // the grant is `all` for admins only: anyone else writes to its own jobs' stdin alone
-    if (scopeOf(principal.role, 'jobs.stdin') !== 'all' && owner !== principal.user) {
+    if (this.access.scopeOf(principal, 'jobs.stdin') !== 'all' && owner !== principal.user) {
       return {
         status: 403,
         code: ErrorCode.Forbidden,

@@ -3,7 +3,7 @@
 // round trip of each connected node for finding the slow one; that gauge is rebuilt from
 // the registry at every scrape, so a node that disconnects or is removed drops out of it.
 import { Gauge, Histogram, type Registry } from 'prom-client';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 
 export class AgentLinkRtt {
   private readonly rtt: Histogram;

@@ -5,7 +5,7 @@
 // at GET /metrics to the roles that read the fleet (api/policy.ts); every metric, with its
 // unit, is listed in docs/metrics.md.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 import { isTerminal, type JobManager } from '../jobs/job-manager.js';
 import { STREAMS } from '../jobs/log-store.js';
 import { AgentLinkRtt } from './agent-link-rtt.js';

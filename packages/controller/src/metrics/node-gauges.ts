@@ -5,7 +5,7 @@
 // and the number of series stays the size of the fleet.
 import { Gauge, type Registry } from 'prom-client';
 import type { Facts } from '@rankd/protocol';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 import { isTerminal, type JobManager } from '../jobs/job-manager.js';
 
 interface FactGauge {

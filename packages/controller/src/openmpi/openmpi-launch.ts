@@ -9,7 +9,7 @@
 // ompi.launcher and ompi.daemon, with the last bytes of their output).
 import { ErrorCode, checkOrtedLaunch, hnpAddresses, ortedArgs, type OmpiDaemonRequest, type OmpiDaemonState, type OmpiLauncherState, type OrtedLaunch } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { NodeRegistry } from '../fleet/node-registry.js';
+import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { AgentConnection, AgentHandler } from '../gateway/agent-connection.js';
 import type { AgentRefusals } from '../gateway/agent-refusal.js';
 import type { AgentSender } from '../jobs/agent-sender.js';

@@ -6,7 +6,7 @@
 // token is hashed, looked up by its hash, and the stored hash is compared to the computed
 // one in constant time. Nothing is cached: a revoked token fails on the very next request,
 // and the events `tokenRevoked` and `userRemoved` let what a token holds open
-// (api/open-streams.ts) end with it.
+// (streams/open-streams.ts) end with it.
 import { EventEmitter } from 'node:events';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Role } from '@rankd/protocol';

@@ -7,3 +7,4 @@ export * from './queue.js';
 export * from './session.js';
 export * from './enroll.js';
 export * from './log-stream.js';
+export * from './permissions.js';

@@ -51,7 +51,7 @@ export class DashboardSessions {
   constructor(
     private readonly users: UsersRepo,
     private readonly sessions: SessionsRepo,
-    /** A session was evicted by its user's cap: whatever it holds open must end now (api/open-streams.ts). */
+    /** A session was evicted by its user's cap: whatever it holds open must end now (streams/open-streams.ts). */
     private readonly evicted: (key: string) => void = () => {},
     private readonly now: () => number = Date.now,
   ) {}

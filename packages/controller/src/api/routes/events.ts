@@ -7,11 +7,12 @@
 // names once it drains, so what a connection holds is bounded by the fleet, not by the
 // rate of change. Callers who may read only their own jobs hear only of those. When the
 // token, user or dashboard session behind the stream is revoked, a last `revoked` event
-// ({"code","message"}) is sent and the stream ends (api/open-streams.ts).
+// ({"code","message"}) is sent and the stream ends (streams/open-streams.ts).
 import type { FastifyInstance } from 'fastify';
-import type { NodeRegistry } from '../../fleet/node-registry.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
 import type { JobManager } from '../../jobs/job-manager.js';
-import { streamOwner, type AccessControl } from '../auth.js';
+import type { AccessControl } from '../auth.js';
+import { streamOwner } from '../../streams/open-streams.js';
 import { endResponse } from '../end-response.js';
 
 const FLUSH_MS = 100;

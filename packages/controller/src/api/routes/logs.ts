@@ -1,6 +1,6 @@
 // A job's output: stored, or followed live (SSE with Last-Event-ID, or NDJSON),
 // filtered by rank and stream, resumable from a byte offset. A stream whose token, user
-// or dashboard session is revoked ends at once (api/open-streams.ts): with a last
+// or dashboard session is revoked ends at once (streams/open-streams.ts): with a last
 // `revoked` line or event where the format has one, cut without its final chunk in text.
 import { ErrorBody, ErrorCode, JobParams, LOG_FRAMES_CONTENT_TYPE, LogLine, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -8,9 +8,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
 import { cursorKey, decodeCursors } from '@rankd/protocol/log-cursor';
 import { LogFollower, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
-import { streamOwner, type AccessControl } from '../auth.js';
+import type { AccessControl } from '../auth.js';
 import { endResponse } from '../end-response.js';
-import type { StreamEnd } from '../open-streams.js';
+import { streamOwner, type StreamEnd } from '../../streams/open-streams.js';
 import { warningsByNode, type NodeWarning } from '@rankd/protocol/rank-warnings';
 
 const KEEPALIVE_MS = 15_000;

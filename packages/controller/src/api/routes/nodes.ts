@@ -2,7 +2,7 @@
 import { ErrorBody, ErrorCode, Facts, NodeDrainBody, NodeList, NodeParams, NodeView, RankdError } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { NodeRegistry } from '../../fleet/node-registry.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
 import { hardwareSummary } from '../../fleet/hardware-summary.js';
 import { isTerminal, type JobManager } from '../../jobs/job-manager.js';
 

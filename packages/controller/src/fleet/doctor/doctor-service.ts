@@ -9,7 +9,7 @@ import type { EventsRepo } from '../../store/events-repo.js';
 import type { AgentRequests } from '../exec/agent-requests.js';
 import { failureOf, partitionTargets } from '../exec/targets.js';
 import type { FleetInventory } from '../inventory/inventory-service.js';
-import type { NodeRegistry } from '../node-registry.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
 import { fail, warn } from './check.js';
 import { clockChecks, consistencyChecks, type ClockSample } from './fleet-checks.js';
 import { launcherCheck, memlockCheck, numaMemoryCheck, numactlCheck, pathChecks } from './node-checks.js';

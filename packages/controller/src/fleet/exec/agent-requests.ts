@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { FleetErrorCode, RankdError } from '@rankd/protocol';
 import type { AgentHandler } from '../../gateway/agent-connection.js';
-import type { AgentLink, NodeRegistry } from '../node-registry.js';
+import type { AgentLink, NodeRegistry } from '../../nodes/node-registry.js';
 
 export type Reply = { type: string; id?: string } & Record<string, unknown>;
 

@@ -4,14 +4,14 @@
 // argv by default. A shell string is an explicit opt-in (`shell`), run as /bin/sh -c,
 // and recorded as such in the event log next to every other exec.
 //
-// An exec is held open like a stream (api/open-streams.ts): revoking the token or user that
+// An exec is held open like a stream (streams/open-streams.ts): revoking the token or user that
 // started it ends its commands on every node within the second, as it ends a shell.
 import { ErrorCode, FleetErrorCode, RankdError, type ExecHostResult, type ExecReport, type ExecRequest, type ExecResult } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { EventsRepo } from '../../store/events-repo.js';
 import type { FleetInventory } from '../inventory/inventory-service.js';
-import type { NodeRegistry } from '../node-registry.js';
-import type { OpenStreams, StreamEnd, StreamOwner } from '../../api/open-streams.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
+import type { OpenStreams, StreamEnd, StreamOwner } from '../../streams/open-streams.js';
 import { AgentRequests } from './agent-requests.js';
 import { failureOf, partitionTargets } from './targets.js';
 

@@ -7,12 +7,12 @@ import type { EventsRepo } from '../../store/events-repo.js';
 import { DoctorService } from '../doctor/doctor-service.js';
 import { FleetInventory } from '../inventory/inventory-service.js';
 import { InventoryRepo } from '../inventory/inventory-repo.js';
-import type { NodeRegistry } from '../node-registry.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
 import { PingService } from '../ping/ping-service.js';
 import { AgentRequests } from './agent-requests.js';
 import { ExecService } from './exec-service.js';
 import { ShellRelay } from './shell-relay.js';
-import type { AccessControl } from '../../api/auth.js';
+import type { UpgradeAccess } from '../../streams/upgrade-access.js';
 import { SHELL_PATH } from '@rankd/protocol';
 
 /** Agent replies that AgentRequests routes to their waiters. */
@@ -29,7 +29,7 @@ export interface FleetServices {
   close(): void;
 }
 
-export function createFleetServices(deps: { db: Db; registry: NodeRegistry; events: EventsRepo; access: AccessControl; log: Logger }): FleetServices {
+export function createFleetServices(deps: { db: Db; registry: NodeRegistry; events: EventsRepo; access: UpgradeAccess; log: Logger }): FleetServices {
   const { db, registry, events, log } = deps;
   const inventory = new FleetInventory(new InventoryRepo(db), registry, events);
   inventory.load();

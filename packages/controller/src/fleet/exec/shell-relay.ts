@@ -9,7 +9,7 @@
 // program down instead of filling the controller's memory. When either side goes away,
 // the other is ended: a lost client hangs the terminal up, a lost agent closes the client.
 // Revoking the token or removing the user that opened a shell ends it at once
-// (api/open-streams.ts): a last error event RANKD_CREDENTIAL_REVOKED, close code 4401 with
+// (streams/open-streams.ts): a last error event RANKD_CREDENTIAL_REVOKED, close code 4401 with
 // that code as its reason, the program on the node hung up, and the audit entry says so.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -29,13 +29,13 @@ import {
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentHandler } from '../../gateway/agent-connection.js';
-import { streamOwner, type AccessControl } from '../../api/auth.js';
-import { ClientKeepalive } from '../../api/client-keepalive.js';
-import type { StreamEnd } from '../../api/open-streams.js';
-import { refuse } from '../../api/upgrade-refusal.js';
+import { ClientKeepalive } from '../../streams/client-keepalive.js';
+import { streamOwner, type StreamEnd } from '../../streams/open-streams.js';
+import type { UpgradeAccess, UpgradeVerdict } from '../../streams/upgrade-access.js';
+import { refuse } from '../../streams/upgrade-refusal.js';
 import type { AuditStart } from '../../store/audit-log.js';
 import type { Principal } from '../../store/users-repo.js';
-import type { AgentLink, NodeRegistry } from '../node-registry.js';
+import type { AgentLink, NodeRegistry } from '../../nodes/node-registry.js';
 import { AgentRequests } from './agent-requests.js';
 
 interface Session {
@@ -67,7 +67,7 @@ export class ShellRelay {
 
   constructor(
     private readonly registry: NodeRegistry,
-    private readonly access: AccessControl,
+    private readonly access: UpgradeAccess,
     private readonly log: Logger,
   ) {
     this.wss = new WebSocketServer({
@@ -122,7 +122,7 @@ export class ShellRelay {
     socket: Duplex,
     head: Buffer,
     q: URLSearchParams,
-    auth: Awaited<ReturnType<AccessControl['authorizeUpgrade']>>,
+    auth: UpgradeVerdict,
     entry: (p: Principal | null) => AuditStart,
     startedAt: number,
   ): void {

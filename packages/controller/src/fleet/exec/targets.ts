@@ -1,7 +1,7 @@
 // Splits the hosts a pattern selected into those an operation can reach and those it
 // reports without trying: no agent, agent not connected, agent too old.
 import { FleetErrorCode, type MatchedHost } from '@rankd/protocol';
-import type { NodeRegistry } from '../node-registry.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
 
 export interface ReadyTarget {
   host: string;

@@ -6,7 +6,7 @@
 // inventory). Hosts without an agent stay in every answer, marked "none".
 import { FleetErrorCode, PlanErrorCode, RankdError, type InventoryImport, type InventoryView, type MatchedHost } from '@rankd/protocol';
 import type { EventsRepo } from '../../store/events-repo.js';
-import type { NodeRegistry } from '../node-registry.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
 import { PlanError, type GroupResolver } from '@rankd/planner';
 import { naturalCompare } from '@rankd/protocol/natural-order';
 import type { InventoryRepo, StoredInventory } from './inventory-repo.js';

@@ -2,7 +2,7 @@
 // controller. Like `ansible -m ping`, but with the latency and without ssh.
 import type { FleetPong, PingHostResult, PingReport, PingRequest } from '@rankd/protocol';
 import type { FleetInventory } from '../inventory/inventory-service.js';
-import type { NodeRegistry } from '../node-registry.js';
+import type { NodeRegistry } from '../../nodes/node-registry.js';
 import type { AgentRequests } from '../exec/agent-requests.js';
 import { failureOf, partitionTargets } from '../exec/targets.js';
 

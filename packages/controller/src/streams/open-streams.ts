@@ -8,6 +8,7 @@
 // request is answered. A dashboard session's streams also end when the session expires.
 import { ErrorCode } from '@rankd/protocol';
 import type { Logger } from 'pino';
+import type { Principal } from '../store/users-repo.js';
 
 /** Who opened a stream. */
 export interface StreamOwner {
@@ -18,6 +19,11 @@ export interface StreamOwner {
   session: string | null;
   /** When the credential lapses by itself (a dashboard session's expiry); null for API tokens. */
   expiresAt: number | null;
+}
+
+/** Who a request's stream belongs to: its token, its user, and its dashboard session if it came with one. */
+export function streamOwner(principal: Principal, session: { key: string; expiresAt: number } | null = null): StreamOwner {
+  return { accessor: principal.accessor, user: principal.user, session: session?.key ?? null, expiresAt: session?.expiresAt ?? null };
 }
 
 /** Why a stream was ended: told to its reader where the stream's format has room for it. */
