@@ -7,10 +7,10 @@
 // minute rather than one entry each (store/audit-refusals.ts); a 403 is always its own entry.
 // Reads that succeed are not recorded (log streams would drown the log). Shell sessions are
 // recorded by ShellRelay.
-import { AuditList, AuditQuery, ErrorBody, ErrorCode, RankdError, SINCE_FORMS, parseSince } from '@rankd/protocol';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { ErrorCode, RankdError, SINCE_FORMS, parseSince } from '@rankd/protocol';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuditLog, AuditStart } from '../store/audit-log.js';
+import { serveRoutes } from './route-table.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -118,11 +118,8 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
 }
 
 export async function auditRoutes(app: FastifyInstance, opts: { audit: AuditLog }): Promise<void> {
-  const api = app.withTypeProvider<TypeBoxTypeProvider>();
-  api.get(
-    '/v1/audit',
-    { schema: { tags: ['audit'], summary: 'The audit log: entries since a time (oldest first), or the newest ones', querystring: AuditQuery, response: { 200: AuditList, 400: ErrorBody } } },
-    async (request) => {
+  serveRoutes(app, {
+    'GET /v1/audit': async (request) => {
       const { since, limit } = request.query;
       let at: number | null = null;
       if (since !== undefined) {
@@ -132,5 +129,5 @@ export async function auditRoutes(app: FastifyInstance, opts: { audit: AuditLog 
       }
       return { entries: opts.audit.list(at, limit ?? 1000) };
     },
-  );
+  });
 }

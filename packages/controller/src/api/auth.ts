@@ -1,11 +1,13 @@
 // Authentication and authorization of every request, in one place.
 //
 // Each request's bearer token is looked up among the users' tokens (auth: who). Its route
-// is looked up in the policy table, api/policy.ts (authz: may this role do that); a route
-// without an entry is refused, so nothing is open by omission. Job routes then check the
-// job's owner for roles whose grant is `own`, and a submission by such a role runs as its
-// own Unix user only. The shell WebSocket goes through the same checks (ShellRelay calls
-// `authorizeUpgrade`). The only open route is /healthz, which says "ok" and nothing else.
+// is looked up in the route table of @rankd/protocol, whose grants api/policy.ts reads
+// (authz: may this role do that); a route without an entry is refused, so nothing is open by
+// omission. Job routes then check the job's owner for roles whose grant is `own`, and a
+// submission by such a role runs as its own Unix user only. The shell and stdin WebSockets
+// go through the same checks (their relays call `authorizeUpgrade`). The open routes are
+// those the table says are open: /healthz, which says "ok" and nothing else, and enrollment
+// and the dashboard's sign-in, which authenticate by what they carry.
 import type { IncomingMessage } from 'node:http';
 import { DEFAULT_PRIORITY, ErrorCode, RankdError, type JobSubmit, type Permission, type Scope } from '@rankd/protocol';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -14,9 +16,7 @@ import type { AuditLog } from '../store/audit-log.js';
 import type { OpenStreams } from '../streams/open-streams.js';
 import type { Refusal, UpgradeAccess, UpgradeVerdict } from '../streams/upgrade-access.js';
 import { errorBody } from './errors.js';
-import { rolesWith, ruleFor, scopeOf, type RouteRule } from './policy.js';
-import { ENROLL_OPEN_ROUTES } from './routes/enroll.js';
-import { SESSION_OPEN_ROUTES } from './dashboard/session-routes.js';
+import { isOpen, rolesWith, ruleFor, scopeOf, type RouteRule } from './policy.js';
 import { CSRF_HEADER, SESSION_COOKIE, csrfMatches, type DashboardSessions } from './dashboard/sessions.js';
 
 declare module 'fastify' {
@@ -32,10 +32,6 @@ declare module 'fastify' {
   }
 }
 
-// enrollment authenticates with its own credentials: a join token, or the node's certificate
-const OPEN_ROUTES = new Set(['/healthz', ...ENROLL_OPEN_ROUTES]);
-// opening a dashboard session authenticates with the login code or token in its body
-const OPEN_METHOD_ROUTES = new Set(SESSION_OPEN_ROUTES);
 // the dashboard's files hold no data (every datum comes through the API); the browser must load
 // them before it can sign in
 const isDashboardFile = (route: string): boolean => route === '/' || route === '/ui' || route.startsWith('/ui/');
@@ -154,7 +150,8 @@ export function installAuth(app: FastifyInstance, access: AccessControl): void {
   app.decorateRequest('dashboardSession', null);
   app.addHook('onRequest', async (request, reply) => {
     const route = request.routeOptions.url;
-    if (route !== undefined && (OPEN_ROUTES.has(route) || OPEN_METHOD_ROUTES.has(`${request.method} ${route}`) || isDashboardFile(route))) return;
+    // the route table says which routes are open and why (enrollment, a dashboard sign-in, /healthz)
+    if (route !== undefined && (isOpen(request.method, route) || isDashboardFile(route))) return;
     let principal = access.authenticate(request.headers.authorization);
     // a session cookie counts only on a request without an Authorization header: a wrong
     // token is a 401, never silently replaced by whoever else is signed in in that browser

@@ -5,13 +5,14 @@
 // invalid. @fastify/swagger builds the paths from the routes' own schemas; what no route
 // schema can say is added here: the WebSocket endpoints, the shared refusals, and the
 // document's framing. test/api/openapi.test.ts validates the served document and checks
-// that every entry of the policy table is in it; the dashboard's client types are
+// that every route of the route table is in it; the dashboard's client types are
 // generated from it (packages/dashboard/scripts/openapi-types.mjs).
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { ErrorBody, RANKD_VERSION, ShellControl, ShellEvent } from '@rankd/protocol';
 import { AGENT_LINK_NOTE, webSocketPaths } from './openapi-websockets.js';
 import { CSRF_HEADER, SESSION_COOKIE } from './dashboard/sessions.js';
+import { serveRoutes } from './route-table.js';
 
 const DESCRIPTION = [
   'Nodes and their hardware facts, rank plans, jobs and their logs, the queue, fleet operations',
@@ -103,15 +104,5 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
 
 /** GET /v1/openapi.json. */
 export async function openapiRoutes(app: FastifyInstance): Promise<void> {
-  app.get(
-    '/v1/openapi.json',
-    {
-      schema: {
-        tags: ['api'],
-        summary: 'This document: the REST API in OpenAPI 3.1',
-        response: { 200: { description: 'The OpenAPI 3.1 document', type: 'object', additionalProperties: true } },
-      },
-    },
-    async () => app.swagger(),
-  );
+  serveRoutes(app, { 'GET /v1/openapi.json': async () => app.swagger() });
 }

@@ -6,51 +6,24 @@
 // (page scripts never see it), Secure (the controller speaks TLS only) and SameSite=Strict
 // (no other site's page can make the browser send it); state-changing requests made with
 // it must also carry the session's CSRF token in X-Rankd-CSRF (auth.ts checks that).
-import { ErrorBody, LoginCode, SessionLogin, SessionView } from '@rankd/protocol';
+import type { SessionView } from '@rankd/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AccessControl } from '../auth.js';
 import { errorBody } from '../errors.js';
 import { GRANTS } from '../policy.js';
+import { serveRoutes } from '../route-table.js';
 import { SESSION_COOKIE, sessionKey, type DashboardSessions, type OpenedSession } from './sessions.js';
-
-export const SESSION_OPEN_ROUTES = ['POST /v1/session'];
-/** A sign-in body holds one code or token: anything bigger is RANKD_TOO_LARGE before it is read. */
-export const SESSION_BODY_LIMIT = 4096;
 
 export async function sessionRoutes(app: FastifyInstance, opts: { sessions: DashboardSessions; access: AccessControl }): Promise<void> {
   const { sessions, access } = opts;
-  const api = app.withTypeProvider<TypeBoxTypeProvider>();
-
-  api.post(
-    '/v1/dashboard/login-codes',
-    {
-      schema: {
-        tags: ['dashboard'],
-        summary: 'A one-time dashboard login code for the calling token (what `rankd dashboard` prints as a URL): good for one use within 5 minutes',
-        response: { 201: LoginCode },
-      },
-    },
-    async (request, reply) => {
+  serveRoutes(app, {
+    'POST /v1/dashboard/login-codes': async (request, reply) => {
       const { code, expiresAt } = sessions.mintCode(request.principal!);
       // the code travels in the fragment: browsers never send it, so no access log records it
       return reply.code(201).send({ path: `/ui/#login=${code}`, expiresAt: new Date(expiresAt).toISOString() });
     },
-  );
 
-  api.post(
-    '/v1/session',
-    {
-      bodyLimit: SESSION_BODY_LIMIT,
-      schema: {
-        tags: ['dashboard'],
-        summary: 'Open a dashboard session with a login code or an API token; sets the HttpOnly session cookie and answers the CSRF token',
-        security: [],
-        body: SessionLogin,
-        response: { 201: SessionView, 400: ErrorBody, 401: ErrorBody, 413: ErrorBody, 429: ErrorBody },
-      },
-    },
-    async (request, reply) => {
+    'POST /v1/session': async (request, reply) => {
       const body = request.body;
       let opened: OpenedSession | null = null;
       if ('code' in body) opened = sessions.redeem(body.code);
@@ -69,21 +42,13 @@ export async function sessionRoutes(app: FastifyInstance, opts: { sessions: Dash
       setCookie(reply, opened.id, opened.expiresAt);
       return reply.code(201).send(view(opened.principal, opened.csrf, opened.expiresAt));
     },
-  );
 
-  api.get(
-    '/v1/session',
-    { schema: { tags: ['dashboard'], summary: 'Who the caller is, and for a dashboard session its CSRF token and expiry', response: { 200: SessionView } } },
-    async (request) => {
+    'GET /v1/session': async (request) => {
       const session = request.dashboardSession;
       return view(request.principal!, session?.csrf ?? null, session?.expiresAt ?? null);
     },
-  );
 
-  api.delete(
-    '/v1/session',
-    { schema: { tags: ['dashboard'], summary: 'Sign out: ends the dashboard session and clears its cookie', response: { 204: { type: 'null', description: 'signed out' } } } },
-    async (request, reply) => {
+    'DELETE /v1/session': async (request, reply) => {
       const id = request.cookies[SESSION_COOKIE];
       if (id) {
         sessions.close(id);
@@ -93,7 +58,7 @@ export async function sessionRoutes(app: FastifyInstance, opts: { sessions: Dash
       reply.clearCookie(SESSION_COOKIE, { path: '/', secure: true, httpOnly: true, sameSite: 'strict' });
       return reply.code(204).send(null);
     },
-  );
+  });
 }
 
 function setCookie(reply: FastifyReply, id: string, expiresAt: number): void {

@@ -14,6 +14,7 @@ import type { JobManager } from '../../jobs/job-manager.js';
 import type { AccessControl } from '../auth.js';
 import { streamOwner } from '../../streams/open-streams.js';
 import { endResponse } from '../end-response.js';
+import { serveRoutes } from '../route-table.js';
 
 const FLUSH_MS = 100;
 const KEEPALIVE_MS = 15_000;
@@ -22,18 +23,8 @@ export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeR
   const { registry, jobs, access } = opts;
   // one listener per open dashboard: not a leak, so no warning past ten
   registry.setMaxListeners(0);
-  app.get(
-    '/v1/events',
-    {
-      schema: {
-        tags: ['dashboard'],
-        summary:
-          'Server-Sent Events naming what changed: `node` events ({"name"}) and `job` events ({"id"}) for the jobs the caller may read; read the thing itself through the API. A last `revoked` event ({"code","message"}) ends it when its token, user or session is revoked',
-        produces: ['text/event-stream'],
-        response: { 200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
-      },
-    },
-    async (request, reply) => {
+  serveRoutes(app, {
+    'GET /v1/events': async (request, reply) => {
       const principal = request.principal!;
       const ownJobsOnly = access.ownerFilter(principal, 'jobs.read');
       const readsJobs = access.checkRoute(principal, 'GET', '/v1/jobs').refusal === null;
@@ -95,5 +86,5 @@ export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeR
       });
       raw.on('close', stop);
     },
-  );
+  });
 }

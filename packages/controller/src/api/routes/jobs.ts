@@ -1,12 +1,12 @@
 // Jobs over REST: submit, list, inspect, cancel, signal.
-import { checkExportedNames, checkJobEnvSize, ErrorBody, ErrorCode, JobList, JobListQuery, JobParams, JobSignalRequest, JobSubmit, JobView, RankdError } from '@rankd/protocol';
+import { checkExportedNames, checkJobEnvSize, ErrorCode, RankdError, type JobView } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
 import { jobViewJson } from '../../jobs/rank-map-json.js';
 import { forbidden, type AccessControl } from '../auth.js';
 import { jobFilterOf } from '../job-list-filter.js';
 import { refuseRootLoaderEnv } from '../root-target.js';
+import { serveRoutes } from '../route-table.js';
 
 /**
  * Job views are serialized with JSON.stringify, not the schema's compiled serializer. A view
@@ -26,67 +26,46 @@ function isJobView(data: unknown): data is JobView {
 
 export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager; access: AccessControl }): Promise<void> {
   const { jobs, access } = opts;
-  const api = app.withTypeProvider<TypeBoxTypeProvider>();
-
-  api.post(
-    '/v1/jobs',
+  serveRoutes(
+    app,
     {
-      ...jobViewSerializer,
-      schema: {
-        tags: ['jobs'],
-        summary: 'Plan and start a job (an existing idempotency key returns that job with 200)',
-        body: JobSubmit,
-        response: { 200: JobView, 201: JobView, 400: ErrorBody },
+      'POST /v1/jobs': async (request, reply) => {
+        // the user of the job is checked (and defaulted) by the auth hook
+        // both reach every rank: the placement's (rankd run --env) and the job's own
+        const explicitEnv = { ...request.body.placement?.env, ...request.body.env };
+        refuseRootLoaderEnv(request.body.user, explicitEnv, 'the job');
+        // the CLI checks both before it sends (export-env.ts); other clients meet them here
+        checkExportedNames(request.body.exportEnv);
+        checkJobEnvSize({ exported: request.body.exportEnv, explicit: explicitEnv });
+        const owner = request.principal?.user ?? null;
+        const { view, created } = jobs.submit(request.body, owner);
+        request.auditResource = { job: view.id };
+        if (!created && view.owner !== owner && access.ownerFilter(request.principal, 'jobs.read') !== undefined) {
+          throw forbidden(
+            `user "${owner}" may not reuse idempotency key "${request.body.idempotencyKey}": it names job ${view.id} of ` +
+              `${view.owner === null ? 'no user' : `"${view.owner}"`}`,
+          );
+        }
+        return reply.code(created ? 201 : 200).send(view);
       },
+      'GET /v1/jobs': async (request) => {
+        if (request.query.user !== undefined) request.auditResource = { user: request.query.user };
+        // a role that reads its own jobs only lists its own
+        return jobs.list(jobFilterOf(request.query, request.principal, access.ownerFilter(request.principal, 'jobs.read')));
+      },
+      'GET /v1/jobs/:id': async (request) => {
+        const view = jobs.view(request.params.id);
+        if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
+        return view;
+      },
+      'POST /v1/jobs/:id/cancel': async (request) => jobs.cancel(request.params.id),
+      'POST /v1/jobs/:id/signal': async (request) => jobs.signal(request.params.id, request.body.signal, request.body.rank),
     },
-    async (request, reply) => {
-      // the user of the job is checked (and defaulted) by the auth hook
-      // both reach every rank: the placement's (rankd run --env) and the job's own
-      const explicitEnv = { ...request.body.placement?.env, ...request.body.env };
-      refuseRootLoaderEnv(request.body.user, explicitEnv, 'the job');
-      // the CLI checks both before it sends (export-env.ts); other clients meet them here
-      checkExportedNames(request.body.exportEnv);
-      checkJobEnvSize({ exported: request.body.exportEnv, explicit: explicitEnv });
-      const owner = request.principal?.user ?? null;
-      const { view, created } = jobs.submit(request.body, owner);
-      request.auditResource = { job: view.id };
-      if (!created && view.owner !== owner && access.ownerFilter(request.principal, 'jobs.read') !== undefined) {
-        throw forbidden(`user "${owner}" may not reuse idempotency key "${request.body.idempotencyKey}": it names job ${view.id} of ${view.owner === null ? 'no user' : `"${view.owner}"`}`);
-      }
-      return reply.code(created ? 201 : 200).send(view);
-    },
-  );
-
-  api.get(
-    '/v1/jobs',
     {
-      schema: {
-        tags: ['jobs'],
-        summary: 'Recent jobs, newest first, filtered by state, owner, submission time or id prefix',
-        querystring: JobListQuery,
-        response: { 200: JobList, 400: ErrorBody, 403: ErrorBody },
-      },
+      'POST /v1/jobs': jobViewSerializer,
+      'GET /v1/jobs/:id': jobViewSerializer,
+      'POST /v1/jobs/:id/cancel': jobViewSerializer,
+      'POST /v1/jobs/:id/signal': jobViewSerializer,
     },
-    async (request) => {
-      if (request.query.user !== undefined) request.auditResource = { user: request.query.user };
-      // a role that reads its own jobs only lists its own
-      return jobs.list(jobFilterOf(request.query, request.principal, access.ownerFilter(request.principal, 'jobs.read')));
-    },
-  );
-
-  api.get('/v1/jobs/:id', { ...jobViewSerializer, schema: { tags: ['jobs'], summary: 'One job with its rank map and the actual binding of every rank', params: JobParams, response: { 200: JobView, 404: ErrorBody } } }, async (request) => {
-    const view = jobs.view(request.params.id);
-    if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
-    return view;
-  });
-
-  api.post('/v1/jobs/:id/cancel', { ...jobViewSerializer, schema: { tags: ['jobs'], summary: 'Cancel: SIGTERM every rank, the grace period, then SIGKILL', params: JobParams, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } }, async (request) =>
-    jobs.cancel(request.params.id),
-  );
-
-  api.post(
-    '/v1/jobs/:id/signal',
-    { ...jobViewSerializer, schema: { tags: ['jobs'], summary: "Send a signal to one rank's process group, or all", params: JobParams, body: JobSignalRequest, response: { 200: JobView, 404: ErrorBody, 409: ErrorBody } } },
-    async (request) => jobs.signal(request.params.id, request.body.signal, request.body.rank),
   );
 }

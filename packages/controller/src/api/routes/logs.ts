@@ -2,55 +2,23 @@
 // filtered by rank and stream, resumable from a byte offset. A stream whose token, user
 // or dashboard session is revoked ends at once (streams/open-streams.ts): with a last
 // `revoked` line or event where the format has one, cut without its final chunk in text.
-import { ErrorBody, ErrorCode, JobParams, LOG_FRAMES_CONTENT_TYPE, LogLine, LogQuery, RankdError, type StreamName } from '@rankd/protocol';
+import { ErrorCode, LOG_FRAMES_CONTENT_TYPE, RankdError, type StreamName } from '@rankd/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { JobManager } from '../../jobs/job-manager.js';
 import { cursorKey, decodeCursors } from '@rankd/protocol/log-cursor';
 import { LogFollower, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
 import type { AccessControl } from '../auth.js';
 import { endResponse } from '../end-response.js';
+import { serveRoutes } from '../route-table.js';
 import { streamOwner, type StreamEnd } from '../../streams/open-streams.js';
 import { warningsByNode, type NodeWarning } from '@rankd/protocol/rank-warnings';
 
 const KEEPALIVE_MS = 15_000;
 
-// The 200 in each format, for the document only: the route writes the stream itself
-// (reply.hijack), so fastify serializes none of it. NDJSON's schema is that of one line.
-const LOG_STREAM = {
-  description: 'The output from the offset or Last-Event-ID on, in the asked format; with follow=true it stays open until the job ends',
-  content: {
-    'text/plain': { schema: { type: 'string', description: 'The bytes alone, as the ranks wrote them' } },
-    'application/x-ndjson': {
-      schema: { ...LogLine, description: 'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the queue, {"warning": {"node","ranks","message"}} once per node and warning of a followed job, and last {"end"} (or {"revoked"} when the caller\'s token, user or session was revoked)' },
-    },
-    'text/event-stream': {
-      schema: {
-        type: 'string',
-        description: 'Events `output` (a LogRecord, its id the resume cursor for Last-Event-ID), `queued`, `started`, `warning` ({"node","ranks","message"}, once per node and warning) and last `end` (or `revoked`, {"code","message"}); comment lines keep the connection alive',
-      },
-    },
-    [LOG_FRAMES_CONTENT_TYPE]: {
-      schema: { type: 'string', description: 'Per record a JSON header line {"rank","stream","offset","bytes"} (and "time" with order=time) followed by exactly `bytes` raw bytes; status lines as in NDJSON, and last {"end"} (or {"revoked"})' },
-    },
-  },
-};
-
 export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager; access: AccessControl }): Promise<void> {
   const { jobs, access } = opts;
-  const api = app.withTypeProvider<TypeBoxTypeProvider>();
-  api.get(
-    '/v1/jobs/:id/logs',
-    {
-      schema: {
-        tags: ['jobs'],
-        summary: "A job's output: text, NDJSON records, an SSE stream (the default with follow=true), or binary frames; every format resumes from Last-Event-ID",
-        params: JobParams,
-        querystring: LogQuery,
-        response: { 200: LOG_STREAM, 404: ErrorBody, 400: ErrorBody },
-      },
-    },
-    async (request, reply) => {
+  serveRoutes(app, {
+    'GET /v1/jobs/:id/logs': async (request, reply) => {
       let view = jobs.view(request.params.id);
       if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
       const q = request.query;
@@ -101,7 +69,7 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
       });
       reader.start();
     },
-  );
+  });
 }
 
 const CONTENT_TYPES = {

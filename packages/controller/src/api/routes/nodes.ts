@@ -1,15 +1,13 @@
 // The node registry over REST.
-import { ErrorBody, ErrorCode, Facts, NodeDrainBody, NodeList, NodeParams, NodeView, RankdError } from '@rankd/protocol';
+import { ErrorCode, RankdError, type NodeView } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { NodeRegistry } from '../../nodes/node-registry.js';
 import { hardwareSummary } from '../../fleet/hardware-summary.js';
 import { isTerminal, type JobManager } from '../../jobs/job-manager.js';
+import { serveRoutes } from '../route-table.js';
 
 export async function nodesRoutes(app: FastifyInstance, opts: { registry: NodeRegistry; jobs: JobManager }): Promise<void> {
   const { registry, jobs } = opts;
-  const api = app.withTypeProvider<TypeBoxTypeProvider>();
-
   /** Running ranks per node, counted once per listing. */
   const ranksByNode = (): Map<string, number> => {
     const count = new Map<string, number>();
@@ -21,54 +19,38 @@ export async function nodesRoutes(app: FastifyInstance, opts: { registry: NodeRe
     return { ...view, hardware: facts ? hardwareSummary(facts) : null, ranksRunning: ranks.get(view.name) ?? 0 };
   };
 
-  api.get('/v1/nodes', { schema: { tags: ['nodes'], summary: 'List the nodes, each with its hardware summary and running ranks', response: { 200: NodeList } } }, async () => {
-    const ranks = ranksByNode();
-    return { nodes: registry.list().map((v) => withUse(v, ranks)) };
-  });
-
-  api.get(
-    '/v1/nodes/:name',
-    { schema: { tags: ['nodes'], summary: 'One node, with its hardware summary and running ranks', params: NodeParams, response: { 200: NodeView, 404: ErrorBody } } },
-    async (request) => {
-      const view = registry.list().find((n) => n.name === request.params.name);
-      if (!view) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${request.params.name}"`);
-      return withUse(view, ranksByNode());
-    },
-  );
-
-  api.get(
-    '/v1/nodes/:name/facts',
-    { schema: { tags: ['nodes'], summary: "A node's hardware facts", params: NodeParams, response: { 200: Facts, 404: ErrorBody } } },
-    async (request) => {
-      const node = registry.get(request.params.name);
-      if (!node) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${request.params.name}"`);
-      if (!node.facts) throw new RankdError(ErrorCode.NotFound, `node "${request.params.name}" has not reported facts yet`);
-      return node.facts;
-    },
-  );
-
   // Draining is Slurm's `scontrol update nodename=N state=drain reason=R`: no new rank goes
   // to the node, running ranks finish. Resume undoes it. Both name their caller in the event.
   const found = (view: NodeView | null, name: string): NodeView => {
     if (!view) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${name}"`);
     return view;
   };
-  api.post(
-    '/v1/nodes/:name/drain',
-    { schema: { tags: ['nodes'], summary: 'Drain a node: no new ranks, running ones finish', params: NodeParams, body: NodeDrainBody, response: { 200: NodeView, 404: ErrorBody } } },
-    async (request) => {
+
+  serveRoutes(app, {
+    'GET /v1/nodes': async () => {
+      const ranks = ranksByNode();
+      return { nodes: registry.list().map((v) => withUse(v, ranks)) };
+    },
+    'GET /v1/nodes/:name': async (request) => {
+      const view = registry.list().find((n) => n.name === request.params.name);
+      if (!view) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${request.params.name}"`);
+      return withUse(view, ranksByNode());
+    },
+    'GET /v1/nodes/:name/facts': async (request) => {
+      const node = registry.get(request.params.name);
+      if (!node) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${request.params.name}"`);
+      if (!node.facts) throw new RankdError(ErrorCode.NotFound, `node "${request.params.name}" has not reported facts yet`);
+      return node.facts;
+    },
+    'POST /v1/nodes/:name/drain': async (request) => {
       const { name } = request.params;
       request.auditResource = { node: name };
       return found(registry.drain(name, request.body?.reason ?? 'drained', request.principal?.user ?? null), name);
     },
-  );
-  api.post(
-    '/v1/nodes/:name/resume',
-    { schema: { tags: ['nodes'], summary: 'End a drain: the node takes new ranks again', params: NodeParams, response: { 200: NodeView, 404: ErrorBody } } },
-    async (request) => {
+    'POST /v1/nodes/:name/resume': async (request) => {
       const { name } = request.params;
       request.auditResource = { node: name };
       return found(registry.resume(name, request.principal?.user ?? null), name);
     },
-  );
+  });
 }

@@ -1,59 +1,42 @@
-// Users and API tokens over REST, and whoami. Who may call each route is in api/policy.ts;
+// Users and API tokens over REST, and whoami. Who may call each route is in the route table;
 // the one rule here is per token: a non-admin sees, creates and revokes its own only.
-import {
-  ErrorBody,
-  ErrorCode,
-  RankdError,
-  TokenCreate,
-  TokenCreated,
-  TokenList,
-  TokenParams,
-  TokenQuery,
-  UserCreate,
-  UserList,
-  UserParams,
-  WhoAmI,
-} from '@rankd/protocol';
+import { ErrorCode, RankdError } from '@rankd/protocol';
 import type { FastifyInstance } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Type from 'typebox';
 import type { Principal, TokenRecord, UsersRepo } from '../../store/users-repo.js';
 import { forbidden } from '../auth.js';
+import { serveRoutes } from '../route-table.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const tokenView = (t: TokenRecord) => ({ accessor: t.accessor, user: t.user, description: t.description, createdAt: iso(t.createdAt)!, lastUsedAt: iso(t.lastUsedAt) });
 
 export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo }): Promise<void> {
   const { users } = opts;
-  const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const me = (p: Principal | null): Principal => {
     if (!p) throw new RankdError(ErrorCode.Unauthorized, 'no principal');
     return p;
   };
 
-  api.get('/v1/whoami', { schema: { tags: ['users'], summary: 'The caller: user, role, Unix user, and the token or session it authenticated with', response: { 200: WhoAmI } } }, async (request) => {
-    const p = me(request.principal);
-    // the token authenticated this very request: gone now only if revoked in between
-    const token = users.token(p.accessor);
-    if (!token) throw new RankdError(ErrorCode.Unauthorized, `token ${p.accessor} was revoked`);
-    const session = request.dashboardSession;
-    const credential = {
-      kind: session ? ('dashboard-session' as const) : ('api-token' as const),
-      createdAt: iso(token.createdAt)!,
-      expiresAt: session ? iso(session.expiresAt) : null,
-      description: token.description,
-    };
-    return { name: p.user, role: p.role, unixUser: p.unixUser, accessor: p.accessor, credential };
-  });
+  serveRoutes(app, {
+    'GET /v1/whoami': async (request) => {
+      const p = me(request.principal);
+      // the token authenticated this very request: gone now only if revoked in between
+      const token = users.token(p.accessor);
+      if (!token) throw new RankdError(ErrorCode.Unauthorized, `token ${p.accessor} was revoked`);
+      const session = request.dashboardSession;
+      const credential = {
+        kind: session ? ('dashboard-session' as const) : ('api-token' as const),
+        createdAt: iso(token.createdAt)!,
+        expiresAt: session ? iso(session.expiresAt) : null,
+        description: token.description,
+      };
+      return { name: p.user, role: p.role, unixUser: p.unixUser, accessor: p.accessor, credential };
+    },
 
-  api.get('/v1/users', { schema: { tags: ['users'], summary: 'The users with their roles and Unix users', response: { 200: UserList } } }, async () => ({
-    users: users.list().map((u) => ({ name: u.name, role: u.role, unixUser: u.unixUser, createdAt: iso(u.createdAt)!, tokens: u.tokens })),
-  }));
+    'GET /v1/users': async () => ({
+      users: users.list().map((u) => ({ name: u.name, role: u.role, unixUser: u.unixUser, createdAt: iso(u.createdAt)!, tokens: u.tokens })),
+    }),
 
-  api.post(
-    '/v1/users',
-    { schema: { tags: ['users'], summary: 'Add a user; the answer holds its first API token, shown this once', body: UserCreate, response: { 201: TokenCreated, 400: ErrorBody, 409: ErrorBody } } },
-    async (request, reply) => {
+    'POST /v1/users': async (request, reply) => {
       const { name, role } = request.body;
       if (users.get(name)) throw new RankdError(ErrorCode.Conflict, `user "${name}" exists`);
       // a user runs jobs as its own Unix user: by default the one of its name
@@ -63,32 +46,24 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
       request.auditResource = { user: name, accessor };
       return reply.code(201).send({ name, role, unixUser, accessor, token });
     },
-  );
 
-  api.delete('/v1/users/:name', { schema: { tags: ['users'], summary: 'Remove a user and revoke its tokens', params: UserParams, response: { 204: Type.Null(), 404: ErrorBody, 409: ErrorBody } } }, async (request, reply) => {
-    const { name } = request.params;
-    const user = users.get(name);
-    if (!user) throw new RankdError(ErrorCode.NotFound, `unknown user "${name}"`);
-    if (user.role === 'admin' && users.admins() === 1) throw new RankdError(ErrorCode.Conflict, `user "${name}" is the last admin; add another admin first`);
-    users.remove(name);
-    return reply.code(204).send(null);
-  });
+    'DELETE /v1/users/:name': async (request, reply) => {
+      const { name } = request.params;
+      const user = users.get(name);
+      if (!user) throw new RankdError(ErrorCode.NotFound, `unknown user "${name}"`);
+      if (user.role === 'admin' && users.admins() === 1) throw new RankdError(ErrorCode.Conflict, `user "${name}" is the last admin; add another admin first`);
+      users.remove(name);
+      return reply.code(204).send(null);
+    },
 
-  api.get(
-    '/v1/tokens',
-    { schema: { tags: ['users'], summary: "Token accessors (never secrets): the caller's, or everyone's for an admin", querystring: TokenQuery, response: { 200: TokenList } } },
-    async (request) => {
+    'GET /v1/tokens': async (request) => {
       const p = me(request.principal);
       const user = request.query.user ?? (p.role === 'admin' ? undefined : p.user);
       if (user !== undefined && user !== p.user && p.role !== 'admin') throw forbidden(`user "${p.user}" (role ${p.role}) may not list the tokens of "${user}": that needs the role admin`);
       return { tokens: users.tokens(user).map(tokenView) };
     },
-  );
 
-  api.post(
-    '/v1/tokens',
-    { schema: { tags: ['users'], summary: 'Create an API token (shown this once) for the caller, or for another user (admin)', body: TokenCreate, response: { 201: TokenCreated, 403: ErrorBody, 404: ErrorBody } } },
-    async (request, reply) => {
+    'POST /v1/tokens': async (request, reply) => {
       const p = me(request.principal);
       const name = request.body.user ?? p.user;
       if (name !== p.user && p.role !== 'admin') throw forbidden(`user "${p.user}" (role ${p.role}) may not create a token for "${name}": that needs the role admin`);
@@ -98,17 +73,17 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
       request.auditResource = { user: name, accessor };
       return reply.code(201).send({ name, role: user.role, unixUser: user.unixUser, accessor, token });
     },
-  );
 
-  api.delete('/v1/tokens/:accessor', { schema: { tags: ['users'], summary: 'Revoke a token: it fails from the next request on', params: TokenParams, response: { 204: Type.Null(), 403: ErrorBody, 404: ErrorBody } } }, async (request, reply) => {
-    const p = me(request.principal);
-    const token = users.token(request.params.accessor);
-    if (!token || (token.user !== p.user && p.role !== 'admin')) {
-      // another user's token is not even confirmed to exist
-      throw new RankdError(ErrorCode.NotFound, `no token ${request.params.accessor}${p.role === 'admin' ? '' : ` among the tokens of "${p.user}"`}`);
-    }
-    users.revoke(token.accessor);
-    request.auditResource = { user: token.user, accessor: token.accessor };
-    return reply.code(204).send(null);
+    'DELETE /v1/tokens/:accessor': async (request, reply) => {
+      const p = me(request.principal);
+      const token = users.token(request.params.accessor);
+      if (!token || (token.user !== p.user && p.role !== 'admin')) {
+        // another user's token is not even confirmed to exist
+        throw new RankdError(ErrorCode.NotFound, `no token ${request.params.accessor}${p.role === 'admin' ? '' : ` among the tokens of "${p.user}"`}`);
+      }
+      users.revoke(token.accessor);
+      request.auditResource = { user: token.user, accessor: token.accessor };
+      return reply.code(204).send(null);
+    },
   });
 }
