@@ -30,6 +30,9 @@ const daemonsExternal = {
   },
 };
 
+// the CLI's response checks, one module per route, which the bundle takes in as chunks
+await import('./cli-response-checks.mjs');
+
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   ...nodeEsm,

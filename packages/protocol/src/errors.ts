@@ -135,6 +135,11 @@ const requests = section('Requests and connections', {
     null,
     "A controller already holds this data directory's lock (controller.pid): one controller per data directory.",
   ),
+  ResponseInvalid: defineError(
+    'RANKD_RESPONSE_INVALID',
+    null,
+    "An answer the route's response schema refuses (CLI side): not JSON, an undeclared status, or another shape.",
+  ),
 });
 
 // docs/security.md

@@ -6,7 +6,7 @@ import type { NodeWarning } from '@rankd/protocol/rank-warnings';
 import { cursorKey, encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { ClientConfig } from './config.js';
-import { send } from './http.js';
+import { openStream } from './rest.js';
 import { LineLabeler, renderLabel } from './line-labeler.js';
 import { readLogFrames } from './log-frames.js';
 
@@ -65,11 +65,14 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
     }
     return l;
   };
-  const query = new URLSearchParams({ follow: String(options.follow ?? true), format: 'frames' });
-  if (options.ranks) query.set('rank', options.ranks.join(','));
-  if (options.stream) query.set('stream', options.stream);
-  if (options.offset !== undefined) query.set('offset', String(options.offset));
-  if (options.order) query.set('order', options.order);
+  const query = {
+    follow: options.follow ?? true,
+    format: 'frames' as const,
+    rank: options.ranks?.join(','),
+    stream: options.stream,
+    offset: options.offset,
+    order: options.order,
+  };
 
   // where each stream is, so that a reconnect resumes there (the same token as SSE's Last-Event-ID)
   const positions = new Map<string, LogCursor>();
@@ -77,7 +80,9 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
   for (;;) {
     try {
       const token = encodeCursors(positions.values());
-      const res = await send(config, `/v1/jobs/${job.id}/logs?${query}`, {
+      const res = await openStream(config, 'GET /v1/jobs/:id/logs', {
+        params: { id: job.id },
+        query,
         signal: options.signal ?? new AbortController().signal,
         ...(token ? { headers: { 'last-event-id': token } } : {}),
       });

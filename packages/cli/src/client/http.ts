@@ -50,7 +50,17 @@ export function reachError(config: ClientConfig, err: NodeJS.ErrnoException): Cl
   return new CliError(`cannot reach the controller at ${config.url}: ${code}`, ExitCode.Unreachable);
 }
 
+/**
+ * The JSON answer of `path`, unchecked: what the typed client (rest.ts) is built on. Its
+ * remaining callers (rankd plan, rankd facts) move to the typed client's `call`.
+ */
 export async function request<T>(config: ClientConfig, path: string, options: RequestOptions = {}): Promise<T> {
+  const { text } = await exchange(config, path, options);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** One request and its whole answer, read as text; non-2xx throws with the controller's reason. */
+export async function exchange(config: ClientConfig, path: string, options: RequestOptions = {}): Promise<{ status: number; text: string }> {
   const { timeoutMs = 30_000 } = options;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
@@ -66,7 +76,7 @@ export async function request<T>(config: ClientConfig, path: string, options: Re
     throw err;
   }
   if (!ok(res)) throw httpError(res.statusCode ?? 0, text);
-  return (text ? JSON.parse(text) : undefined) as T;
+  return { status: res.statusCode ?? 0, text };
 }
 
 /** Opens a response stream (logs); non-2xx throws with the controller's reason. */

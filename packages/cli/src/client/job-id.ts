@@ -4,12 +4,12 @@
 // rules for listings decide what a prefix can match: a role that reads its own jobs only
 // never matches, and so never learns of, another user's job. A word that matches no job is
 // sent as it is: the controller then answers for that exact id (unknown: 404).
-import type { JobList, JobSummary } from '@rankd/protocol';
+import type { JobSummary } from '@rankd/protocol';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { tableTime } from '../elapsed.js';
 import { renderTable } from '../table.js';
 import type { ClientConfig } from './config.js';
-import { request } from './http.js';
+import { call } from './rest.js';
 
 /**
  * Shorter prefixes are refused even when unique: every id starts with `j` and its creation
@@ -23,7 +23,7 @@ const CANDIDATES = 10;
 
 export async function resolveJobId(config: ClientConfig, word: string): Promise<string> {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(word)) throw new CliError(`"${word.slice(0, 80)}" is not a job id: ids are letters, digits, "_" and "-"`, ExitCode.Usage);
-  const { jobs, more } = await request<JobList>(config, `/v1/jobs?${new URLSearchParams({ idPrefix: word, limit: String(CANDIDATES) })}`);
+  const { jobs, more } = await call(config, 'GET /v1/jobs', { query: { idPrefix: word, limit: CANDIDATES } });
   if (jobs.some((j) => j.id === word) || jobs.length === 0) return word;
   if (word.length < MIN_JOB_ID_PREFIX) {
     throw new CliError(`job id "${word}" is too short to be a prefix: type at least ${MIN_JOB_ID_PREFIX} characters of the id ("rankd jobs" lists them)`, ExitCode.Usage);

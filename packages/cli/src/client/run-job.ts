@@ -3,7 +3,7 @@
 import type { JobSubmit, JobView } from '@rankd/protocol';
 import type { ClientConfig } from './config.js';
 import { followLogs } from './follow-logs.js';
-import { request } from './http.js';
+import { call } from './rest.js';
 import { forwardStdin } from './stdin-forward.js';
 import { renderRankMapTable } from '@rankd/protocol/rank-map-table';
 import { cpuHoldLine } from '@rankd/protocol/cpu-hold';
@@ -21,7 +21,7 @@ export interface RunJobOptions {
 }
 
 export async function runJob(config: ClientConfig, submit: JobSubmit, options: RunJobOptions): Promise<number> {
-  const job = await request<JobView>(config, '/v1/jobs', { method: 'POST', body: submit });
+  const job = await call(config, 'POST /v1/jobs', { body: submit });
   // the rank map is printed once: now if the job was planned at once, else when it starts
   const showHeader = (view: JobView) => {
     if (options.quiet || !view.rankMap) return;
@@ -43,7 +43,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
 
   let interrupts = 0;
   const detach = new AbortController();
-  const cancel = () => request(config, `/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
+  const cancel = () => call(config, 'POST /v1/jobs/:id/cancel', { params: { id: job.id } }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
   const onInterrupt = () => {
     interrupts++;
     if (interrupts === 1) {
@@ -71,7 +71,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
         if (reason !== lastReason) onQueued((lastReason = reason));
       },
       onStarted: async () => {
-        const view = await request<JobView>(config, `/v1/jobs/${job.id}`);
+        const view = await call(config, 'GET /v1/jobs/:id', { params: { id: job.id } });
         process.stderr.write(`rankd: job ${job.id} started\n`);
         showHeader(view);
         return view;

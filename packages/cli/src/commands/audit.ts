@@ -1,9 +1,9 @@
 // `rankd audit [--since T] [--json]`: who did what, from where, and the outcome.
 import type { Command } from 'commander';
-import type { AuditEntry, AuditList } from '@rankd/protocol';
+import type { AuditEntry } from '@rankd/protocol';
 import { AUDIT_LIMIT } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { printJson } from '../json-output.js';
 import { integerIn, since } from '../options.js';
 import { renderFittedTable, renderTable, tableWidth } from '../table.js';
@@ -17,9 +17,7 @@ export function register(program: Command): void {
     .option('--wide', 'every column in full: token accessors, environment names, durations, whole reasons')
     .option('--json', 'print the REST document of GET /v1/audit: {"entries": [...]}')
     .action(async (opts: { since?: string; limit: number; json?: boolean; wide?: boolean }) => {
-      const q = new URLSearchParams({ limit: String(opts.limit) });
-      if (opts.since) q.set('since', opts.since);
-      const list = await request<AuditList>(loadClientConfig(), `/v1/audit?${q}`);
+      const list = await call(loadClientConfig(), 'GET /v1/audit', { query: { limit: opts.limit, ...(opts.since ? { since: opts.since } : {}) } });
       if (opts.json) return printJson(list);
       process.stdout.write(opts.wide ? wideTable(list.entries) : fittedTable(list.entries));
     });

@@ -3,9 +3,8 @@
 // session cookie, never the token. --open hands it to the desktop's browser.
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
-import type { LoginCode } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 
 export function register(program: Command): void {
   program
@@ -14,7 +13,7 @@ export function register(program: Command): void {
     .option('--open', "open it in this desktop's browser (xdg-open, or open on macOS)")
     .action(async (opts: { open?: boolean }) => {
       const config = loadClientConfig();
-      const login = await request<LoginCode>(config, '/v1/dashboard/login-codes', { method: 'POST' });
+      const login = await call(config, 'POST /v1/dashboard/login-codes');
       const url = new URL(login.path, config.url).toString();
       process.stdout.write(`${url}\n`);
       process.stderr.write(`one sign-in, until ${new Date(login.expiresAt).toLocaleTimeString()}; the controller's certificate is signed by the rankd CA${config.ca ? ` (${config.ca})` : ''}, which the browser must trust\n`);

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import type { DoctorCheck, DoctorRequest, DoctorResult, ReachMatrix } from '@rankd/protocol';
 import { PROBE_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { ExitCode } from '../exit-codes.js';
 import { collect, secondsIn } from '../options.js';
 import { plural } from '@rankd/protocol/plural';
@@ -40,7 +40,7 @@ export function register(program: Command): void {
         ...(flags.iface ? { iface: flags.iface } : {}),
         ...(timeout !== undefined ? { timeout } : {}),
       };
-      const result = await request<DoctorResult>(loadClientConfig(), '/v1/doctor', { method: 'POST', body, timeoutMs: ((timeout ?? 10) * 2 + 60) * 1000 });
+      const result = await call(loadClientConfig(), 'POST /v1/doctor', { body, timeoutMs: ((timeout ?? 10) * 2 + 60) * 1000 });
       process.stdout.write(flags.json ? JSON.stringify(result, null, 2) + '\n' : renderDoctor(result));
       process.exitCode = result.summary.fail > 0 ? DOCTOR_FAILED : ExitCode.Ok;
     });

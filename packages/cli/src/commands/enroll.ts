@@ -4,23 +4,18 @@
 //   rankd join-token list|create|revoke ID                          join tokens (ids and state, never secrets)
 // (`rankd node remove`, which revokes a node's certificates, is with the node commands in nodes.ts.)
 import type { Command } from 'commander';
-import type { JoinTokenList } from '@rankd/protocol';
 import { DESCRIPTION_CHARS, JOIN_TOKEN_TTL_SECONDS, JOIN_TOKEN_USES } from '@rankd/protocol/limits';
 import { httpsUrl, loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
+import type { JoinTokenMinted } from '@rankd/protocol';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { integerIn, secondsIn, textOf } from '../options.js';
 import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
 import { plural } from '@rankd/protocol/plural';
 
-interface Minted {
-  id: string;
-  token: string;
-  expiresAt: string;
-  maxUses: number;
-  caHash: string;
-}
+/** What POST /v1/join-tokens answers. */
+type Minted = JoinTokenMinted;
 
 interface MintFlags {
   tokenFile?: string;
@@ -36,8 +31,7 @@ async function mint(flags: MintFlags): Promise<{ minted: Minted; controller: str
   const config = loadClientConfig();
   // agents refuse anything but https:// too: no token is minted for a line they would refuse
   const controller = flags.controller ? httpsUrl(flags.controller, '--controller') : config.url;
-  const minted = await request<Minted>(config, '/v1/join-tokens', {
-    method: 'POST',
+  const minted = await call(config, 'POST /v1/join-tokens', {
     body: {
       ...(flags.ttl ? { ttlSeconds: Math.round(flags.ttl) } : {}),
       ...(flags.uses ? { uses: flags.uses } : {}),
@@ -98,7 +92,7 @@ export function register(program: Command): void {
     .description('join tokens: id, state, uses, expiry (never the secrets)')
     .option('--json', 'print the REST document of GET /v1/join-tokens: {"tokens": [...]}')
     .action(async (flags: { json?: boolean }) => {
-      const answer = await request<JoinTokenList>(loadClientConfig(), '/v1/join-tokens');
+      const answer = await call(loadClientConfig(), 'GET /v1/join-tokens');
       const list = answer.tokens;
       if (flags.json) printJson(answer);
       else process.stdout.write(renderTable(['ID', 'STATE', 'USES', 'EXPIRES', 'DESCRIPTION'], list.map((t) => [t.id, t.state, `${t.uses}/${t.maxUses}`, t.expiresAt, t.description || '-'])));
@@ -108,7 +102,7 @@ export function register(program: Command): void {
     .description('revoke a join token by its id (the part before the dot)')
     .argument('<id>')
     .action(async (id: string) => {
-      const view = await request<{ id: string; state: string }>(loadClientConfig(), `/v1/join-tokens/${encodeURIComponent(id.split('.')[0]!)}`, { method: 'DELETE' });
+      const view = await call(loadClientConfig(), 'DELETE /v1/join-tokens/:id', { params: { id: id.split('.')[0]! } });
       process.stderr.write(`rankd: join token ${view.id} revoked\n`);
     });
 }

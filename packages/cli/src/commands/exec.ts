@@ -3,11 +3,11 @@
 // Exits 0 when every host succeeded; like ansible, 4 when a host was unreachable and
 // otherwise 2 when a host failed; 77 when its token was revoked while it ran.
 import type { Command } from 'commander';
-import type { ExecHostResult, ExecReport, ExecRequest } from '@rankd/protocol';
+import type { ExecHostResult, ExecRequest } from '@rankd/protocol';
 import { FleetErrorCode } from '@rankd/protocol/errors';
 import { EXEC_OUTPUT_BYTES, EXEC_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { collect, integerIn, secondsIn } from '../options.js';
 import { programAfterOperands } from '../program-argv.js';
@@ -54,7 +54,7 @@ export function register(program: Command): void {
         ...(flags.env ? { env: envVars(flags.env) } : {}),
         ...(flags.maxOutput !== undefined ? { maxOutputBytes: flags.maxOutput } : {}),
       };
-      const report = await request<ExecReport>(loadClientConfig(), '/v1/exec', { method: 'POST', body, timeoutMs: ((timeout ?? 300) + 30) * 1000 });
+      const report = await call(loadClientConfig(), 'POST /v1/exec', { body, timeoutMs: ((timeout ?? 300) + 30) * 1000 });
       if (flags.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
       else process.stdout.write(report.hosts.map(renderHost).join(''));
       if (report.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);

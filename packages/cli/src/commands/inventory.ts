@@ -3,9 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import type { InventoryImport, InventoryView, PatternMatch } from '@rankd/protocol';
+import type { InventoryImport, InventoryView } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { renderTable } from '../table.js';
 import { agree, plural } from '@rankd/protocol/plural';
@@ -18,7 +18,7 @@ export function register(program: Command): void {
     .description('show groups, hosts, their vars and agents (the default)')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const view = await request<InventoryView>(loadClientConfig(), '/v1/inventory');
+      const view = await call(loadClientConfig(), 'GET /v1/inventory');
       process.stdout.write(opts.json ? JSON.stringify(view, null, 2) + '\n' : renderInventory(view));
     });
 
@@ -47,7 +47,7 @@ export function register(program: Command): void {
         ...(opts.group ? { group: opts.group } : {}),
         ...(opts.merge ? { merge: true } : {}),
       };
-      const view = await request<InventoryView>(loadClientConfig(), '/v1/inventory', { method: 'PUT', body });
+      const view = await call(loadClientConfig(), 'PUT /v1/inventory', { body });
       if (opts.json) {
         process.stdout.write(JSON.stringify(view, null, 2) + '\n');
         return;
@@ -63,7 +63,7 @@ export function register(program: Command): void {
     .argument('<pattern>')
     .option('--json', 'print JSON')
     .action(async (pattern: string, opts: { json?: boolean }) => {
-      const match = await request<PatternMatch>(loadClientConfig(), `/v1/inventory/match?pattern=${encodeURIComponent(pattern)}`);
+      const match = await call(loadClientConfig(), 'GET /v1/inventory/match', { query: { pattern } });
       if (opts.json) {
         process.stdout.write(JSON.stringify(match, null, 2) + '\n');
         return;
@@ -76,7 +76,7 @@ export function register(program: Command): void {
     .command('clear')
     .description('forget the inventory (patterns still reach registered nodes by name)')
     .action(async () => {
-      await request(loadClientConfig(), '/v1/inventory', { method: 'DELETE' });
+      await call(loadClientConfig(), 'DELETE /v1/inventory');
     });
 }
 

@@ -1,11 +1,10 @@
 // `rankd jobs`, `rankd job ID`, `rankd cancel ID`.
 import { InvalidArgumentError, type Command } from 'commander';
-import type { JobList, JobView } from '@rankd/protocol';
 import { formatCpuList } from '@rankd/protocol/cpuset';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_WORDS, MAX_JOB_LIST_LIMIT, parseJobStates } from '@rankd/protocol/job-list';
 import { describeNodeWarning, warningsByNode } from '@rankd/protocol/rank-warnings';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { JOB_ID_ARGUMENT, resolveJobId } from '../client/job-id.js';
 import { elapsedOf, tableTime } from '../elapsed.js';
 import { positiveInt, since } from '../options.js';
@@ -24,9 +23,8 @@ export function register(program: Command): void {
     .option('--json', 'print the REST document of GET /v1/jobs: {"jobs": [...], "more": …}')
     .addHelpText('after', '\nELAPSED is squeue\'s TIME: M:SS, H:MM:SS or D-HH:MM:SS, up to now for a running job, "-" for one that has not started.\nTimes are UTC.')
     .action(async (opts: { limit?: number; state?: string; user?: string; since?: string; json?: boolean }) => {
-      const query = new URLSearchParams();
-      for (const key of ['limit', 'state', 'user', 'since'] as const) if (opts[key] !== undefined) query.set(key, String(opts[key]));
-      const list = await request<JobList>(loadClientConfig(), `/v1/jobs${query.size > 0 ? `?${query}` : ''}`);
+      const { limit, state, user, since } = opts;
+      const list = await call(loadClientConfig(), 'GET /v1/jobs', { query: { limit, state, user, since } });
       if (opts.json) return printJson(list);
       const { jobs, more } = list;
       const now = Date.now();
@@ -57,7 +55,7 @@ export function register(program: Command): void {
     .option('--json', 'print the REST document of GET /v1/jobs/ID')
     .action(async (id: string, opts: { json?: boolean }) => {
       const config = loadClientConfig();
-      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}`);
+      const job = await call(config, 'GET /v1/jobs/:id', { params: { id: await resolveJobId(config, id) } });
       if (opts.json) return printJson(job);
       const now = Date.now();
       process.stdout.write(`job ${job.id}  ${job.state}  ${job.reason}\ncommand: ${job.command.join(' ')}\nexit code: ${job.exitCode ?? '-'}\n`);
@@ -92,7 +90,7 @@ export function register(program: Command): void {
     .argument('<id>', JOB_ID_ARGUMENT)
     .action(async (id: string) => {
       const config = loadClientConfig();
-      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}/cancel`, { method: 'POST' });
+      const job = await call(config, 'POST /v1/jobs/:id/cancel', { params: { id: await resolveJobId(config, id) } });
       process.stderr.write(`rankd: job ${job.id}: ${job.reason}\n`);
     });
 }

@@ -1,10 +1,9 @@
 // `rankd logs ID [-f] [--rank R] [--stream out|err] [--offset N] [--timestamps]`: every
 // rank's lines in the order the controller stored them.
 import type { Command } from 'commander';
-import type { JobView } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
 import { followLogs } from '../client/follow-logs.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { JOB_ID_ARGUMENT, resolveJobId } from '../client/job-id.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { collect } from '../options.js';
@@ -32,7 +31,7 @@ export function register(program: Command): void {
       const offset = opts.offset === undefined ? undefined : Number(opts.offset);
       if (offset !== undefined && !(Number.isInteger(offset) && offset >= 0)) throw new CliError(`--offset takes a byte offset, not "${opts.offset}"`, ExitCode.Usage);
       // every flag is checked above, before the first request
-      const job = await request<JobView>(config, `/v1/jobs/${await resolveJobId(config, id)}`);
+      const job = await call(config, 'GET /v1/jobs/:id', { params: { id: await resolveJobId(config, id) } });
       // Without -f the same stream ends after the stored bytes (the server closes it).
       await followLogs(config, job, {
         label: opts.label ? opts.labelFormat : '',

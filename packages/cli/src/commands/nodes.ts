@@ -1,10 +1,9 @@
 // `rankd nodes`: the node registry as a table, or JSON. `rankd node drain|resume|remove NAME`:
 // one node's standing (operators drain and resume; removing revokes its certificates).
 import type { Command } from 'commander';
-import type { NodeList, NodeView } from '@rankd/protocol';
 import { DRAIN_REASON_CHARS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { printJson } from '../json-output.js';
 import { textOf } from '../options.js';
 import { renderTable } from '../table.js';
@@ -16,7 +15,7 @@ export function register(program: Command): void {
     .description('list the nodes the controller knows')
     .option('--json', 'print the REST document of GET /v1/nodes: {"nodes": [...]}')
     .action(async (opts: { json?: boolean }) => {
-      const list = await request<NodeList>(loadClientConfig(), '/v1/nodes');
+      const list = await call(loadClientConfig(), 'GET /v1/nodes');
       if (opts.json) return printJson(list);
       const { nodes } = list;
       const now = Date.now();
@@ -43,7 +42,7 @@ export function register(program: Command): void {
     .argument('<name>')
     .option('--reason <text>', `why, shown by rankd nodes (at most ${DRAIN_REASON_CHARS.max} characters)`, textOf(DRAIN_REASON_CHARS), 'drained')
     .action(async (name: string, opts: { reason: string }) => {
-      const view = await request<NodeView>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}/drain`, { method: 'POST', body: { reason: opts.reason } });
+      const view = await call(loadClientConfig(), 'POST /v1/nodes/:name/drain', { params: { name }, body: { reason: opts.reason } });
       process.stderr.write(`rankd: node ${view.name} drained: ${view.drain?.reason ?? opts.reason}\n`);
     });
   node
@@ -51,7 +50,7 @@ export function register(program: Command): void {
     .description('end a drain: the node takes new ranks again')
     .argument('<name>')
     .action(async (name: string) => {
-      const view = await request<NodeView>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}/resume`, { method: 'POST', body: {} });
+      const view = await call(loadClientConfig(), 'POST /v1/nodes/:name/resume', { params: { name } });
       process.stderr.write(`rankd: node ${view.name} resumed\n`);
     });
   node
@@ -59,7 +58,7 @@ export function register(program: Command): void {
     .description("revoke a node's certificates: its link drops at once and it cannot reconnect; its name may enroll again")
     .argument('<name>')
     .action(async (name: string) => {
-      const r = await request<{ node: string; revokedSerials: string[]; droppedLinks: number }>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(name)}`, { method: 'DELETE' });
+      const r = await call(loadClientConfig(), 'DELETE /v1/nodes/:name', { params: { name } });
       process.stderr.write(`rankd: node ${r.node} removed: ${plural(r.revokedSerials.length, 'certificate')} revoked, ${plural(r.droppedLinks, 'link')} dropped\n`);
     });
 }

@@ -1,10 +1,9 @@
 // `rankd ping [PATTERN]`: a round trip to each selected agent with its latency, like
 // `ansible -m ping` with numbers. Exits 4 (as ansible does) when any is unreachable.
 import type { Command } from 'commander';
-import type { PingReport } from '@rankd/protocol';
 import { PROBE_TIMEOUT_SECONDS } from '@rankd/protocol/limits';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { ExitCode } from '../exit-codes.js';
 import { secondsIn } from '../options.js';
 import { EXEC_UNREACHABLE_HOSTS } from './exec.js';
@@ -18,8 +17,7 @@ export function register(program: Command): void {
     .option('--json', 'print the REST document of POST /v1/ping')
     .action(async (pattern: string, opts: { timeout?: number; json?: boolean }) => {
       const timeout = opts.timeout;
-      const report = await request<PingReport>(loadClientConfig(), '/v1/ping', {
-        method: 'POST',
+      const report = await call(loadClientConfig(), 'POST /v1/ping', {
         body: { pattern, ...(timeout !== undefined ? { timeout } : {}) },
         timeoutMs: ((timeout ?? 10) + 30) * 1000,
       });

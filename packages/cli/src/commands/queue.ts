@@ -1,9 +1,9 @@
 // `rankd queue`: like squeue, the running jobs and then the queued ones in the order
 // they will start, with owner, state, reason, what each asked for and what it holds.
 import type { Command } from 'commander';
-import type { QueueEntry, QueueList } from '@rankd/protocol';
+import type { QueueEntry } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { printJson } from '../json-output.js';
 import { renderTable } from '../table.js';
 import { plural } from '@rankd/protocol/plural';
@@ -14,7 +14,7 @@ export function register(program: Command): void {
     .description("running and queued jobs (like squeue): owner, state, position, reason, what each asked for and holds")
     .option('--json', 'print the REST document of GET /v1/queue: {"jobs": [...], "lastPassMs": N}')
     .action(async (opts: { json?: boolean }) => {
-      const queue = await request<QueueList>(loadClientConfig(), '/v1/queue');
+      const queue = await call(loadClientConfig(), 'GET /v1/queue');
       if (opts.json) return printJson(queue);
       process.stdout.write(
         renderTable(

@@ -5,9 +5,9 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LoginCode, NodeList } from '@rankd/protocol';
+import type { NodeList } from '@rankd/protocol';
 import { clientConfigPath, rankdHome, type ClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { positiveInt } from '../options.js';
@@ -104,7 +104,7 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
 
   // the local agent enrolls like any other: a single-use join token, the CA pinned by hash
   // (once enrolled, its state directory holds its certificate and the token is not used)
-  const minted = await request<{ token: string; caHash: string }>(client, '/v1/join-tokens', { method: 'POST', body: { ttlSeconds: 600, uses: 1, description: 'rankd up: local agent' } });
+  const minted = await call(client, 'POST /v1/join-tokens', { body: { ttlSeconds: 600, uses: 1, description: 'rankd up: local agent' } });
   const agent = new DaemonProcess(
     'agent',
     [
@@ -130,7 +130,7 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   try {
     nodes = await untilReady(agent, `node "${flags.name}" to be ready`, async () => {
       if (!controller.alive) throw new CliError(`the controller exited; its log ends:\n${controller.tail()}`, ExitCode.Software);
-      const { nodes } = await request<NodeList>(client, '/v1/nodes');
+      const { nodes } = await call(client, 'GET /v1/nodes');
       return nodes.some((n) => n.name === flags.name && n.state === 'ready' && n.connected) ? nodes : undefined;
     });
   } catch (err) {
@@ -139,7 +139,7 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   }
 
   // the dashboard's one-time sign-in, as Jupyter prints its URL at start
-  const login = await request<LoginCode>(client, '/v1/dashboard/login-codes', { method: 'POST' });
+  const login = await call(client, 'POST /v1/dashboard/login-codes');
   process.stderr.write(
     [
       `rankd: controller  ${url}  (pid ${controller.child.pid}, data ${controllerDir}, log ${controller.logFile})`,

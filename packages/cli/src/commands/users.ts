@@ -1,10 +1,10 @@
 // `rankd user add|list|remove` and `rankd token create|list|revoke`.
 import type { Command } from 'commander';
-import type { TokenCreated, TokenList, UserList } from '@rankd/protocol';
+import type { TokenCreated } from '@rankd/protocol';
 import { DESCRIPTION_CHARS } from '@rankd/protocol/limits';
 import { ROLES } from '@rankd/protocol/roles';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { printJson } from '../json-output.js';
 import { textOf } from '../options.js';
 import { CliError, ExitCode } from '../exit-codes.js';
@@ -20,10 +20,10 @@ export function register(program: Command): void {
     .option('--unix-user <user>', 'the Unix user its jobs run as (role user: default its name)')
     .option('--json', 'print {"name","role","unixUser","token"}')
     .action(async (name: string, opts: { role: string; unixUser?: string; json?: boolean }) => {
-      if (!(ROLES as readonly string[]).includes(opts.role)) throw new CliError(`--role ${opts.role}: one of ${ROLES.join(', ')}`, ExitCode.Usage);
-      const created = await request<TokenCreated>(loadClientConfig(), '/v1/users', {
-        method: 'POST',
-        body: { name, role: opts.role, ...(opts.unixUser ? { unixUser: opts.unixUser } : {}) },
+      const role = ROLES.find((r) => r === opts.role);
+      if (!role) throw new CliError(`--role ${opts.role}: one of ${ROLES.join(', ')}`, ExitCode.Usage);
+      const created = await call(loadClientConfig(), 'POST /v1/users', {
+        body: { name, role, ...(opts.unixUser ? { unixUser: opts.unixUser } : {}) },
       });
       printToken(created, opts.json, `user ${created.name} (${created.role}${created.unixUser ? `, Unix user ${created.unixUser}` : ''})`);
     });
@@ -32,7 +32,7 @@ export function register(program: Command): void {
     .description('list the users')
     .option('--json', 'print the REST document of GET /v1/users: {"users": [...]}')
     .action(async (opts: { json?: boolean }) => {
-      const list = await request<UserList>(loadClientConfig(), '/v1/users');
+      const list = await call(loadClientConfig(), 'GET /v1/users');
       if (opts.json) return printJson(list);
       const { users } = list;
       process.stdout.write(renderTable(['NAME', 'ROLE', 'UNIX USER', 'TOKENS', 'CREATED'], users.map((u) => [u.name, u.role, u.unixUser ?? '-', String(u.tokens), u.createdAt.replace('T', ' ').slice(0, 19)])));
@@ -42,7 +42,7 @@ export function register(program: Command): void {
     .description('remove a user and revoke its tokens')
     .argument('<name>')
     .action(async (name: string) => {
-      await request(loadClientConfig(), `/v1/users/${encodeURIComponent(name)}`, { method: 'DELETE' });
+      await call(loadClientConfig(), 'DELETE /v1/users/:name', { params: { name } });
       process.stderr.write(`rankd: user ${name} removed; its tokens are revoked\n`);
     });
 
@@ -54,8 +54,7 @@ export function register(program: Command): void {
     .option('--description <text>', `what it is for (at most ${DESCRIPTION_CHARS.max} characters)`, textOf(DESCRIPTION_CHARS))
     .option('--json', 'print {"name","role","unixUser","accessor","token"}')
     .action(async (opts: { user?: string; description?: string; json?: boolean }) => {
-      const created = await request<TokenCreated>(loadClientConfig(), '/v1/tokens', {
-        method: 'POST',
+      const created = await call(loadClientConfig(), 'POST /v1/tokens', {
         body: { ...(opts.user ? { user: opts.user } : {}), ...(opts.description ? { description: opts.description } : {}) },
       });
       printToken(created, opts.json, `token ${created.accessor} of ${created.name}`);
@@ -66,7 +65,7 @@ export function register(program: Command): void {
     .option('--user <name>', "one user's tokens (admin)")
     .option('--json', 'print the REST document of GET /v1/tokens: {"tokens": [...]}')
     .action(async (opts: { user?: string; json?: boolean }) => {
-      const list = await request<TokenList>(loadClientConfig(), `/v1/tokens${opts.user ? `?user=${encodeURIComponent(opts.user)}` : ''}`);
+      const list = await call(loadClientConfig(), 'GET /v1/tokens', { query: { user: opts.user } });
       if (opts.json) return printJson(list);
       const { tokens } = list;
       process.stdout.write(
@@ -81,7 +80,7 @@ export function register(program: Command): void {
     .description('revoke a token by its accessor; it fails from the next request on')
     .argument('<accessor>')
     .action(async (accessor: string) => {
-      await request(loadClientConfig(), `/v1/tokens/${encodeURIComponent(accessor)}`, { method: 'DELETE' });
+      await call(loadClientConfig(), 'DELETE /v1/tokens/:accessor', { params: { accessor } });
       process.stderr.write(`rankd: token ${accessor} revoked\n`);
     });
 }

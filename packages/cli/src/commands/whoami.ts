@@ -1,8 +1,7 @@
 // `rankd whoami`: who the configured token belongs to, its role, and the controller it is for.
 import type { Command } from 'commander';
-import type { WhoAmI } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { tableTime } from '../elapsed.js';
 
 export function register(program: Command): void {
@@ -12,7 +11,7 @@ export function register(program: Command): void {
     .option('--json', 'print what GET /v1/whoami answers')
     .action(async (opts: { json?: boolean }) => {
       const config = loadClientConfig();
-      const me = await request<WhoAmI>(config, '/v1/whoami');
+      const me = await call(config, 'GET /v1/whoami');
       if (opts.json) return void process.stdout.write(JSON.stringify(me, null, 2) + '\n');
       const c = me.credential;
       const token = [
