@@ -2,20 +2,20 @@
 // controller's /v1/openapi.json (schema.d.ts). A route, parameter or field the API does not
 // have is a type error here, so the API document is a contract the dashboard is built on.
 import createClient, { type Middleware } from 'openapi-fetch';
+import type { RouteAnswer } from '@rankd/protocol/routes';
 import type { paths } from './schema';
 
-type Json<R> = R extends { content: { 'application/json': infer J } } ? J : never;
-type Ok<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends { responses: infer R } ? (200 extends keyof R ? Json<R[200]> : 201 extends keyof R ? Json<R[201]> : never) : never;
-
-export type NodeView = Ok<'/v1/nodes', 'get'>['nodes'][number];
-export type Facts = Ok<'/v1/nodes/{name}/facts', 'get'>;
-export type JobView = Ok<'/v1/jobs/{id}', 'get'>;
-export type JobSummary = Ok<'/v1/jobs', 'get'>['jobs'][number];
-export type QueueEntry = Ok<'/v1/queue', 'get'>['jobs'][number];
+// The answers' types are the route table's (@rankd/protocol/routes), the ones the controller
+// serves and the CLI checks: types only, nothing of the table is in the bundle.
+export type NodeView = RouteAnswer<'GET /v1/nodes'>['nodes'][number];
+export type Facts = RouteAnswer<'GET /v1/nodes/:name/facts'>;
+export type JobView = RouteAnswer<'GET /v1/jobs/:id'>;
+export type JobSummary = RouteAnswer<'GET /v1/jobs'>['jobs'][number];
+export type QueueEntry = RouteAnswer<'GET /v1/queue'>['jobs'][number];
 export type RankEntry = NonNullable<JobView['rankMap']>['ranks'][number];
 export type RankView = JobView['ranks'][number];
-export type SessionView = Ok<'/v1/session', 'get'>;
-export type DoctorResult = Ok<'/v1/doctor', 'post'>;
+export type SessionView = RouteAnswer<'GET /v1/session'>;
+export type DoctorResult = RouteAnswer<'POST /v1/doctor'>;
 
 let csrf: string | null = null;
 

@@ -1,6 +1,7 @@
 // One job: its rank map drawn over each node's topology, planned against actual binding,
 // every rank's state, exit and environment, its live output, and Cancel for those who may.
 import { useState } from 'preact/hooks';
+import { JOB_STATE_GROUPS } from '@rankd/protocol/job-list';
 import { api, must, type JobView, type SessionView } from '../api/client';
 import { Topology } from '../components/Topology';
 import { LogView } from '../components/LogView';
@@ -9,7 +10,8 @@ import { useResource, useTick } from '../hooks';
 import { overlayFor } from '../topology/overlay';
 import { StateBadge, count, duration, shellWords } from '../format';
 
-const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed-out', 'lost']);
+/** A job in one of these states has ended: protocol's list, a few strings in the bundle. */
+const ENDED: ReadonlySet<string> = new Set(JOB_STATE_GROUPS.done);
 /** Topologies drawn at once; a job on more nodes picks which to draw. */
 const DRAWN = 4;
 
