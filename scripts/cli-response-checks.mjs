@@ -35,10 +35,14 @@ function checkExpression(where, schema) {
   const { Code: code, External: external } = Code(schema);
   const helpers = new Set(code.match(/\b(?:Guard|Hashing|CheckContext)\.\w+|\bCheckContext\b/g) ?? []);
   for (const helper of helpers) {
-    if (helper !== 'Guard.CodePointCount') throw new Error(`${where}: TypeBox's check uses ${helper}, which scripts/cli-response-checks.mjs does not provide`);
+    if (helper !== 'Guard.CodePointCount') {
+      throw new Error(`${where}: TypeBox's check uses ${helper}, which this script does not provide`);
+    }
   }
   const values = external.variables.map((value, i) => {
-    if (!(value instanceof RegExp)) throw new Error(`${where}: TypeBox's check needs an external value that is not a RegExp (#${i})`);
+    if (!(value instanceof RegExp)) {
+      throw new Error(`${where}: TypeBox's check needs an external value that is not a RegExp (#${i})`);
+    }
     return `new RegExp(${JSON.stringify(value.source)}, ${JSON.stringify(value.flags)})`;
   });
   const body = code

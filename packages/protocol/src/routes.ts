@@ -26,7 +26,16 @@ import {
   RenewBody,
 } from './rest/enroll.js';
 import { PlanAnswer, PlanRequest, QueueList } from './rest/queue.js';
-import { JobList, JobListQuery, JobParams, JobSignalRequest, JobSubmit, JobView, LOG_FRAMES_CONTENT_TYPE, LogQuery } from './rest/jobs.js';
+import {
+  JobList,
+  JobListQuery,
+  JobParams,
+  JobSignalRequest,
+  JobSubmit,
+  JobView,
+  LOG_FRAMES_CONTENT_TYPE,
+  LogQuery,
+} from './rest/jobs.js';
 import { LogLine } from './rest/log-stream.js';
 import {
   DoctorRequest,
@@ -95,7 +104,7 @@ export interface RouteSpec {
   schema?: RouteSchema;
 }
 
-/** The refusals of the enrollment routes, which the document's shared 401/403 do not cover: they name their own security. */
+/** The enrollment routes' refusals, which the document's shared 401/403 do not cover: they name their own security. */
 const ENROLL_REFUSALS = { 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 413: ErrorBody };
 /** Request bodies of the enroll routes: a CSR plus a token fits well under this; more is RANKD_CSR_TOO_LARGE. */
 const ENROLL_BODY_LIMIT = MAX_CSR_BYTES + 1024;
@@ -106,14 +115,16 @@ const SESSION_BODY_LIMIT = 4096;
 // itself, so fastify serializes none of it. NDJSON's schema is that of one line.
 const LOG_STREAM = {
   description:
-    'The output from the offset or Last-Event-ID on, in the asked format; with follow=true it stays open until the job ends',
+    'The output from the offset or Last-Event-ID on, in the asked format; ' +
+    'with follow=true it stays open until the job ends',
   content: {
     'text/plain': { schema: { type: 'string', description: 'The bytes alone, as the ranks wrote them' } },
     'application/x-ndjson': {
       schema: {
         ...LogLine,
         description:
-          'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the queue, ' +
+          'Each line is one of these: an output record, {"queued"} or {"started"} while a followed job leaves the ' +
+          'queue, ' +
           '{"warning": {"node","ranks","message"}} once per node and warning of a followed job, and last {"end"} ' +
           '(or {"revoked"} when the caller\'s token, user or session was revoked)',
       },
@@ -123,7 +134,8 @@ const LOG_STREAM = {
         type: 'string',
         description:
           'Events `output` (a LogRecord, its id the resume cursor for Last-Event-ID), `queued`, `started`, `warning` ' +
-          '({"node","ranks","message"}, once per node and warning) and last `end` (or `revoked`, {"code","message"}); ' +
+          '({"node","ranks","message"}, once per node and warning) and last `end` ' +
+          '(or `revoked`, {"code","message"}); ' +
           'comment lines keep the connection alive',
       },
     },
@@ -158,7 +170,8 @@ export const ROUTES = {
     schema: {
       tags: ['dashboard'],
       summary:
-        'Open a dashboard session with a login code or an API token; sets the HttpOnly session cookie and answers the CSRF token',
+        'Open a dashboard session with a login code or an API token; sets the HttpOnly session cookie and ' +
+        'answers the CSRF token',
       security: [],
       body: SessionLogin,
       response: { 201: SessionView, 400: ErrorBody, 401: ErrorBody, 413: ErrorBody, 429: ErrorBody },
@@ -217,7 +230,12 @@ export const ROUTES = {
   },
   'GET /v1/nodes/:name/facts': {
     access: { permission: 'nodes.read', what: "read a node's facts" },
-    schema: { tags: ['nodes'], summary: "A node's hardware facts", params: NodeParams, response: { 200: Facts, 404: ErrorBody } },
+    schema: {
+      tags: ['nodes'],
+      summary: "A node's hardware facts",
+      params: NodeParams,
+      response: { 200: Facts, 404: ErrorBody },
+    },
   },
   // Slurm's `scontrol update nodename=N state=drain reason=R`: no new rank goes to the node, running ranks finish
   'POST /v1/nodes/:name/drain': {
@@ -283,11 +301,20 @@ export const ROUTES = {
   },
   'GET /v1/join-tokens': {
     access: { permission: 'nodes.manage', what: 'list join tokens' },
-    schema: { tags: ['enroll'], summary: 'Join tokens (ids and state; never the secrets)', response: { 200: JoinTokenList } },
+    schema: {
+      tags: ['enroll'],
+      summary: 'Join tokens (ids and state; never the secrets)',
+      response: { 200: JoinTokenList },
+    },
   },
   'DELETE /v1/join-tokens/:id': {
     access: { permission: 'nodes.manage', what: 'revoke a join token' },
-    schema: { tags: ['enroll'], summary: 'Revoke a join token', params: JoinTokenParams, response: { 200: JoinTokenView } },
+    schema: {
+      tags: ['enroll'],
+      summary: 'Revoke a join token',
+      params: JoinTokenParams,
+      response: { 200: JoinTokenView },
+    },
   },
   'DELETE /v1/nodes/:name': {
     access: { permission: 'nodes.manage', what: 'remove a node' },
@@ -304,7 +331,8 @@ export const ROUTES = {
     schema: {
       tags: ['plan'],
       summary:
-        'The rank map a job would get now on the free cores and GPUs; when it would wait, its plan on the idle cluster and why',
+        'The rank map a job would get now on the free cores and GPUs; ' +
+        'when it would wait, its plan on the idle cluster and why',
       description:
         'Takes the `placement` object of POST /v1/jobs. Placement fields at the top level of the body are the ' +
         'deprecated first form, accepted until the next release.',
@@ -553,7 +581,7 @@ export type JsonSuccess = 200 | 201;
 export type RouteParams<Id extends RouteId> = SchemaOf<Id> extends { params: infer P } ? StaticOf<P> : undefined;
 export type RouteQuery<Id extends RouteId> = SchemaOf<Id> extends { querystring: infer Q } ? StaticOf<Q> : undefined;
 export type RouteBody<Id extends RouteId> = SchemaOf<Id> extends { body: infer B } ? StaticOf<B> : undefined;
-/** The JSON answer of a route's success; undefined for a route that answers none (204, or a body fastify does not serialize). */
+/** The JSON answer of a route's success; undefined for a route that answers none (204, a stream, a file). */
 export type RouteAnswer<Id extends RouteId> = [keyof Responses<Id> & JsonSuccess] extends [never]
   ? undefined
   : { [S in keyof Responses<Id> & JsonSuccess]: StaticOf<Responses<Id>[S]> }[keyof Responses<Id> & JsonSuccess];

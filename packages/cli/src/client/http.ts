@@ -60,7 +60,11 @@ export async function request<T>(config: ClientConfig, path: string, options: Re
 }
 
 /** One request and its whole answer, read as text; non-2xx throws with the controller's reason. */
-export async function exchange(config: ClientConfig, path: string, options: RequestOptions = {}): Promise<{ status: number; text: string }> {
+export async function exchange(
+  config: ClientConfig,
+  path: string,
+  options: RequestOptions = {},
+): Promise<{ status: number; text: string }> {
   const { timeoutMs = 30_000 } = options;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;

@@ -29,25 +29,40 @@ export type CallOptions<Id extends ServedRouteId> = Field<'params', RouteParams<
   Omit<RequestOptions, 'method' | 'body'>;
 
 /** The options argument: optional when the route needs nothing. */
-type CallArgs<Id extends ServedRouteId> = Record<string, never> extends CallOptions<Id> ? [options?: CallOptions<Id>] : [options: CallOptions<Id>];
+type CallArgs<Id extends ServedRouteId> =
+  Record<string, never> extends CallOptions<Id> ? [options?: CallOptions<Id>] : [options: CallOptions<Id>];
+
+type AnyCall = { params?: Record<string, string>; query?: object; body?: unknown } & RequestOptions;
 
 /** Calls a route and returns its answer, checked against the route's response schema. */
-export async function call<Id extends ServedRouteId>(config: ClientConfig, id: Id, ...[options]: CallArgs<Id>): Promise<RouteAnswer<Id>> {
-  const { params, query, body, ...rest } = (options ?? {}) as { params?: object; query?: object; body?: unknown } & RequestOptions;
-  const { method, path } = parseRouteId(id);
-  const { status, text } = await exchange(config, urlOf(path, params, query), { ...rest, method, ...(body === undefined ? {} : { body }) });
+export async function call<Id extends ServedRouteId>(
+  config: ClientConfig,
+  id: Id,
+  ...[options]: CallArgs<Id>
+): Promise<RouteAnswer<Id>> {
+  const { path, init } = requestOf(id, options);
+  const { status, text } = await exchange(config, path, init);
   return (await checkedAnswer(id, status, text)) as RouteAnswer<Id>;
 }
 
 /** Opens a route whose answer is a stream (a job's logs); the caller reads it. */
-export async function openStream<Id extends ServedRouteId>(config: ClientConfig, id: Id, ...[options]: CallArgs<Id>): Promise<IncomingMessage> {
-  const { params, query, body, ...rest } = (options ?? {}) as { params?: object; query?: object; body?: unknown } & RequestOptions;
-  const { method, path } = parseRouteId(id);
-  return send(config, urlOf(path, params, query), { ...rest, method, ...(body === undefined ? {} : { body }) });
+export async function openStream<Id extends ServedRouteId>(
+  config: ClientConfig,
+  id: Id,
+  ...[options]: CallArgs<Id>
+): Promise<IncomingMessage> {
+  const { path, init } = requestOf(id, options);
+  return send(config, path, init);
 }
 
-function urlOf(path: string, params: object | undefined, query: object | undefined): string {
-  const filled = fillPath(path, params as Record<string, string> | undefined);
+function requestOf(id: ServedRouteId, options: object | undefined): { path: string; init: RequestOptions } {
+  const { params, query, body, ...rest } = (options ?? {}) as AnyCall;
+  const { method, path } = parseRouteId(id);
+  return { path: urlOf(path, params, query), init: { ...rest, method, ...(body === undefined ? {} : { body }) } };
+}
+
+function urlOf(path: string, params: Record<string, string> | undefined, query: object | undefined): string {
+  const filled = fillPath(path, params);
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(query ?? {})) {
     if (value === undefined) continue;
@@ -88,8 +103,8 @@ async function firstProblem(id: ServedRouteId, status: number, value: unknown): 
 
 function invalid(id: ServedRouteId, status: number, problem: string): CliError {
   return new CliError(
-    `the controller's answer to ${id} (${status}) is not what the route declares: ${problem} (${ErrorCode.ResponseInvalid}); ` +
-      `is the controller the same version as this rankd (${RANKD_VERSION})?`,
+    `the controller's answer to ${id} (${status}) is not what the route declares: ${problem} ` +
+      `(${ErrorCode.ResponseInvalid}); is the controller the same version as this rankd (${RANKD_VERSION})?`,
     ExitCode.Software,
   );
 }

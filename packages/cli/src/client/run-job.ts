@@ -43,7 +43,10 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
 
   let interrupts = 0;
   const detach = new AbortController();
-  const cancel = () => call(config, 'POST /v1/jobs/:id/cancel', { params: { id: job.id } }).catch((err: Error) => process.stderr.write(`rankd: cancel failed: ${err.message}\n`));
+  const cancel = () =>
+    call(config, 'POST /v1/jobs/:id/cancel', { params: { id: job.id } }).catch((err: Error) =>
+      process.stderr.write(`rankd: cancel failed: ${err.message}\n`),
+    );
   const onInterrupt = () => {
     interrupts++;
     if (interrupts === 1) {

@@ -17,7 +17,8 @@ export function register(program: Command): void {
     .option('--wide', 'every column in full: token accessors, environment names, durations, whole reasons')
     .option('--json', 'print the REST document of GET /v1/audit: {"entries": [...]}')
     .action(async (opts: { since?: string; limit: number; json?: boolean; wide?: boolean }) => {
-      const list = await call(loadClientConfig(), 'GET /v1/audit', { query: { limit: opts.limit, ...(opts.since ? { since: opts.since } : {}) } });
+      const query = { limit: opts.limit, ...(opts.since ? { since: opts.since } : {}) };
+      const list = await call(loadClientConfig(), 'GET /v1/audit', { query });
       if (opts.json) return printJson(list);
       process.stdout.write(opts.wide ? wideTable(list.entries) : fittedTable(list.entries));
     });

@@ -40,7 +40,8 @@ export function register(program: Command): void {
         ...(flags.iface ? { iface: flags.iface } : {}),
         ...(timeout !== undefined ? { timeout } : {}),
       };
-      const result = await call(loadClientConfig(), 'POST /v1/doctor', { body, timeoutMs: ((timeout ?? 10) * 2 + 60) * 1000 });
+      const timeoutMs = ((timeout ?? 10) * 2 + 60) * 1000;
+      const result = await call(loadClientConfig(), 'POST /v1/doctor', { body, timeoutMs });
       process.stdout.write(flags.json ? JSON.stringify(result, null, 2) + '\n' : renderDoctor(result));
       process.exitCode = result.summary.fail > 0 ? DOCTOR_FAILED : ExitCode.Ok;
     });

@@ -54,7 +54,8 @@ export function register(program: Command): void {
         ...(flags.env ? { env: envVars(flags.env) } : {}),
         ...(flags.maxOutput !== undefined ? { maxOutputBytes: flags.maxOutput } : {}),
       };
-      const report = await call(loadClientConfig(), 'POST /v1/exec', { body, timeoutMs: ((timeout ?? 300) + 30) * 1000 });
+      const timeoutMs = ((timeout ?? 300) + 30) * 1000;
+      const report = await call(loadClientConfig(), 'POST /v1/exec', { body, timeoutMs });
       if (flags.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
       else process.stdout.write(report.hosts.map(renderHost).join(''));
       if (report.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);

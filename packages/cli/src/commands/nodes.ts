@@ -42,7 +42,8 @@ export function register(program: Command): void {
     .argument('<name>')
     .option('--reason <text>', `why, shown by rankd nodes (at most ${DRAIN_REASON_CHARS.max} characters)`, textOf(DRAIN_REASON_CHARS), 'drained')
     .action(async (name: string, opts: { reason: string }) => {
-      const view = await call(loadClientConfig(), 'POST /v1/nodes/:name/drain', { params: { name }, body: { reason: opts.reason } });
+      const body = { reason: opts.reason };
+      const view = await call(loadClientConfig(), 'POST /v1/nodes/:name/drain', { params: { name }, body });
       process.stderr.write(`rankd: node ${view.name} drained: ${view.drain?.reason ?? opts.reason}\n`);
     });
   node

@@ -104,7 +104,8 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
 
   // the local agent enrolls like any other: a single-use join token, the CA pinned by hash
   // (once enrolled, its state directory holds its certificate and the token is not used)
-  const minted = await call(client, 'POST /v1/join-tokens', { body: { ttlSeconds: 600, uses: 1, description: 'rankd up: local agent' } });
+  const body = { ttlSeconds: 600, uses: 1, description: 'rankd up: local agent' };
+  const minted = await call(client, 'POST /v1/join-tokens', { body });
   const agent = new DaemonProcess(
     'agent',
     [

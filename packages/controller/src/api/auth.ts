@@ -27,7 +27,10 @@ declare module 'fastify' {
     rule: RouteRule | null;
     /** What a handler acted on (a created job, a user, a token accessor), for the audit log. */
     auditResource: Record<string, string> | null;
-    /** Set when the request came with a dashboard session cookie instead of a bearer token; `key` names it in streams/open-streams.ts. */
+    /**
+     * Set when the request came with a dashboard session cookie instead of a bearer token;
+     * `key` names it in streams/open-streams.ts.
+     */
     dashboardSession: { key: string; csrf: string; expiresAt: number } | null;
   }
 }

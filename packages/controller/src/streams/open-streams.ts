@@ -22,8 +22,12 @@ export interface StreamOwner {
 }
 
 /** Who a request's stream belongs to: its token, its user, and its dashboard session if it came with one. */
-export function streamOwner(principal: Principal, session: { key: string; expiresAt: number } | null = null): StreamOwner {
-  return { accessor: principal.accessor, user: principal.user, session: session?.key ?? null, expiresAt: session?.expiresAt ?? null };
+export function streamOwner(
+  principal: Principal,
+  session: { key: string; expiresAt: number } | null = null,
+): StreamOwner {
+  const { accessor, user } = principal;
+  return { accessor, user, session: session?.key ?? null, expiresAt: session?.expiresAt ?? null };
 }
 
 /** Why a stream was ended: told to its reader where the stream's format has room for it. */

@@ -14,7 +14,9 @@ export interface Refusal {
   message: string;
 }
 
-export type UpgradeVerdict = { principal: Principal } | { refusal: Refusal & { retryAfter?: number }; principal: Principal | null };
+export type UpgradeVerdict =
+  | { principal: Principal }
+  | { refusal: Refusal & { retryAfter?: number }; principal: Principal | null };
 
 export interface UpgradeAccess {
   /** Authentication and role check of a WebSocket upgrade on `route`. */

@@ -42,8 +42,8 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
         request.auditResource = { job: view.id };
         if (!created && view.owner !== owner && access.ownerFilter(request.principal, 'jobs.read') !== undefined) {
           throw forbidden(
-            `user "${owner}" may not reuse idempotency key "${request.body.idempotencyKey}": it names job ${view.id} of ` +
-              `${view.owner === null ? 'no user' : `"${view.owner}"`}`,
+            `user "${owner}" may not reuse idempotency key "${request.body.idempotencyKey}": ` +
+              `it names job ${view.id} of ${view.owner === null ? 'no user' : `"${view.owner}"`}`,
           );
         }
         return reply.code(created ? 201 : 200).send(view);
@@ -51,7 +51,8 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
       'GET /v1/jobs': async (request) => {
         if (request.query.user !== undefined) request.auditResource = { user: request.query.user };
         // a role that reads its own jobs only lists its own
-        return jobs.list(jobFilterOf(request.query, request.principal, access.ownerFilter(request.principal, 'jobs.read')));
+        const ownOnly = access.ownerFilter(request.principal, 'jobs.read');
+        return jobs.list(jobFilterOf(request.query, request.principal, ownOnly));
       },
       'GET /v1/jobs/:id': async (request) => {
         const view = jobs.view(request.params.id);
@@ -59,7 +60,8 @@ export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
         return view;
       },
       'POST /v1/jobs/:id/cancel': async (request) => jobs.cancel(request.params.id),
-      'POST /v1/jobs/:id/signal': async (request) => jobs.signal(request.params.id, request.body.signal, request.body.rank),
+      'POST /v1/jobs/:id/signal': async (request) =>
+        jobs.signal(request.params.id, request.body.signal, request.body.rank),
     },
     {
       'POST /v1/jobs': jobViewSerializer,

@@ -17,7 +17,8 @@ export async function planRoutes(app: FastifyInstance, opts: { jobs: JobManager 
         );
       }
       if (deprecated.length > 0) {
-        request.log.warn({ fields: deprecated }, 'POST /v1/plan with top-level placement fields, a deprecated form: send them in "placement"');
+        const why = 'POST /v1/plan with top-level placement fields, a deprecated form: send them in "placement"';
+        request.log.warn({ fields: deprecated }, why);
       }
       return opts.jobs.preview(placement ?? topLevel, priority, request.principal?.user ?? null);
     },

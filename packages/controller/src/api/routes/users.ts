@@ -33,7 +33,13 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
     },
 
     'GET /v1/users': async () => ({
-      users: users.list().map((u) => ({ name: u.name, role: u.role, unixUser: u.unixUser, createdAt: iso(u.createdAt)!, tokens: u.tokens })),
+      users: users.list().map((u) => ({
+        name: u.name,
+        role: u.role,
+        unixUser: u.unixUser,
+        createdAt: iso(u.createdAt)!,
+        tokens: u.tokens,
+      })),
     }),
 
     'POST /v1/users': async (request, reply) => {
@@ -41,7 +47,9 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
       if (users.get(name)) throw new RankdError(ErrorCode.Conflict, `user "${name}" exists`);
       // a user runs jobs as its own Unix user: by default the one of its name
       const unixUser = request.body.unixUser ?? (role === 'user' ? name : null);
-      if (role === 'user' && unixUser === 'root') throw new RankdError(ErrorCode.InvalidRequest, 'a user of role "user" cannot have the Unix user root');
+      if (role === 'user' && unixUser === 'root') {
+        throw new RankdError(ErrorCode.InvalidRequest, 'a user of role "user" cannot have the Unix user root');
+      }
       const { accessor, token } = users.add({ name, role, unixUser, createdAt: Date.now() });
       request.auditResource = { user: name, accessor };
       return reply.code(201).send({ name, role, unixUser, accessor, token });
@@ -51,7 +59,9 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
       const { name } = request.params;
       const user = users.get(name);
       if (!user) throw new RankdError(ErrorCode.NotFound, `unknown user "${name}"`);
-      if (user.role === 'admin' && users.admins() === 1) throw new RankdError(ErrorCode.Conflict, `user "${name}" is the last admin; add another admin first`);
+      if (user.role === 'admin' && users.admins() === 1) {
+        throw new RankdError(ErrorCode.Conflict, `user "${name}" is the last admin; add another admin first`);
+      }
       users.remove(name);
       return reply.code(204).send(null);
     },
@@ -59,14 +69,20 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
     'GET /v1/tokens': async (request) => {
       const p = me(request.principal);
       const user = request.query.user ?? (p.role === 'admin' ? undefined : p.user);
-      if (user !== undefined && user !== p.user && p.role !== 'admin') throw forbidden(`user "${p.user}" (role ${p.role}) may not list the tokens of "${user}": that needs the role admin`);
+      if (user !== undefined && user !== p.user && p.role !== 'admin') {
+        const who = `user "${p.user}" (role ${p.role})`;
+        throw forbidden(`${who} may not list the tokens of "${user}": that needs the role admin`);
+      }
       return { tokens: users.tokens(user).map(tokenView) };
     },
 
     'POST /v1/tokens': async (request, reply) => {
       const p = me(request.principal);
       const name = request.body.user ?? p.user;
-      if (name !== p.user && p.role !== 'admin') throw forbidden(`user "${p.user}" (role ${p.role}) may not create a token for "${name}": that needs the role admin`);
+      if (name !== p.user && p.role !== 'admin') {
+        const who = `user "${p.user}" (role ${p.role})`;
+        throw forbidden(`${who} may not create a token for "${name}": that needs the role admin`);
+      }
       const user = users.get(name);
       if (!user) throw new RankdError(ErrorCode.NotFound, `unknown user "${name}"`);
       const { accessor, token } = users.addToken(name, request.body.description ?? '');
@@ -79,7 +95,8 @@ export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo
       const token = users.token(request.params.accessor);
       if (!token || (token.user !== p.user && p.role !== 'admin')) {
         // another user's token is not even confirmed to exist
-        throw new RankdError(ErrorCode.NotFound, `no token ${request.params.accessor}${p.role === 'admin' ? '' : ` among the tokens of "${p.user}"`}`);
+        const whose = p.role === 'admin' ? '' : ` among the tokens of "${p.user}"`;
+        throw new RankdError(ErrorCode.NotFound, `no token ${request.params.accessor}${whose}`);
       }
       users.revoke(token.accessor);
       request.auditResource = { user: token.user, accessor: token.accessor };

@@ -29,7 +29,13 @@ export interface FleetServices {
   close(): void;
 }
 
-export function createFleetServices(deps: { db: Db; registry: NodeRegistry; events: EventsRepo; access: UpgradeAccess; log: Logger }): FleetServices {
+export function createFleetServices(deps: {
+  db: Db;
+  registry: NodeRegistry;
+  events: EventsRepo;
+  access: UpgradeAccess;
+  log: Logger;
+}): FleetServices {
   const { db, registry, events, log } = deps;
   const inventory = new FleetInventory(new InventoryRepo(db), registry, events);
   inventory.load();
