@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import 'reflect-metadata'; // @peculiar/x509 needs it loaded first, as the controller's pki does
 import * as x509 from '@peculiar/x509';
 import t, { type Test } from 'tap';
-import { request } from '#cli/client/http';
+import { exchange } from '#cli/client/http';
 import { pinnedCertificates, verifyPeer } from '#cli/client/pinned-ca';
 import { issueServer as issue, makeCa, makeIntermediate, type Issued } from '../helpers/test-pki.js';
 
@@ -42,8 +42,8 @@ const pinned = caFile(ca);
 
 async function outcome(t: Test, leaf: Issued, caPath = pinned, chain: Issued[] = []) {
   const server = await serve(t, leaf, chain);
-  const result = await request({ url: server.url, token: 'x', ca: caPath }, '/v1/x', { timeoutMs: 10_000 }).then(
-    (body) => ({ body, error: undefined }),
+  const result = await exchange({ url: server.url, token: 'x', ca: caPath }, '/v1/x', { timeoutMs: 10_000 }).then(
+    ({ text }) => ({ body: JSON.parse(text) as unknown, error: undefined }),
     (error: Error) => ({ body: undefined, error }),
   );
   return { ...result, requests: server.requests() };

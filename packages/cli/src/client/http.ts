@@ -50,15 +50,6 @@ export function reachError(config: ClientConfig, err: NodeJS.ErrnoException): Cl
   return new CliError(`cannot reach the controller at ${config.url}: ${code}`, ExitCode.Unreachable);
 }
 
-/**
- * The JSON answer of `path`, unchecked: what the typed client (rest.ts) is built on. Its
- * remaining callers (rankd plan, rankd facts) move to the typed client's `call`.
- */
-export async function request<T>(config: ClientConfig, path: string, options: RequestOptions = {}): Promise<T> {
-  const { text } = await exchange(config, path, options);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
-
 /** One request and its whole answer, read as text; non-2xx throws with the controller's reason. */
 export async function exchange(
   config: ClientConfig,

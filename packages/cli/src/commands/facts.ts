@@ -45,6 +45,6 @@ function pickFormat(opts: FactsOptions): FactsFormat | 'json' {
 
 /** The controller client loads only for remote reads: local reads race lstopo on startup time. */
 async function remoteFacts(node: string): Promise<Facts> {
-  const [{ loadClientConfig }, { request }] = await Promise.all([import('../client/config.js'), import('../client/http.js')]);
-  return request<Facts>(loadClientConfig(), `/v1/nodes/${encodeURIComponent(node)}/facts`);
+  const [{ loadClientConfig }, { call }] = await Promise.all([import('../client/config.js'), import('../client/rest.js')]);
+  return call(loadClientConfig(), 'GET /v1/nodes/:name/facts', { params: { name: node } });
 }

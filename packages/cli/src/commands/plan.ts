@@ -2,12 +2,12 @@
 // Offline with --facts-dir (one NODE.json per node, as `rankd facts --json` writes
 // it), otherwise asked of the controller, which plans against its ready nodes.
 import type { Command } from 'commander';
-import type { PlanAnswer, PlanRequest } from '@rankd/protocol';
+import type { PlanRequest } from '@rankd/protocol';
 import { PRIORITY } from '@rankd/protocol/limits';
 import { RANK_MAP_FORMATS, RANK_MAP_FORMAT_GLOSS, renderRankMap, type RankMapFormat } from '@rankd/planner/views';
 import { cpuHoldLine } from '@rankd/protocol/cpu-hold';
 import { loadClientConfig } from '../client/config.js';
-import { request } from '../client/http.js';
+import { call } from '../client/rest.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { printJson } from '../json-output.js';
 import { collect, integerIn, oneOf } from '../options.js';
@@ -42,7 +42,7 @@ export function register(program: Command): void {
       if (opts.factsDir === undefined) {
         if (opts.address?.length) throw new CliError('--address only applies with --facts-dir', ExitCode.Usage);
         const body: PlanRequest = { placement, ...(opts.priority === undefined ? {} : { priority: opts.priority }) };
-        const answer = await request<PlanAnswer>(loadClientConfig(), '/v1/plan', { method: 'POST', body });
+        const answer = await call(loadClientConfig(), 'POST /v1/plan', { body });
         const { schedule, ...map } = answer;
         if (format === 'json') printJson(answer);
         else process.stdout.write(renderRankMap(map, format));
