@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode, STDIN_PATH, type CpuDefault } from '@rankd/protocol';
+import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode, STDIN_PATH, type ControllerMessage, type CpuDefault } from '@rankd/protocol';
 import { buildApi } from './api/server.js';
 import { NodeRegistry } from './nodes/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './nodes/timing.js';
 import { createFleetServices } from './fleet/exec/fleet-services.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
-import type { AgentHandler } from './gateway/agent-connection.js';
+import type { Around } from './gateway/agent-handlers.js';
 import { AgentRefusals } from './gateway/agent-refusal.js';
 import { jobHandlers } from './gateway/job-handlers.js';
 import { pmiHandlers } from './gateway/pmi-handlers.js';
@@ -120,7 +120,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   // controller tells agents waits for that commit (store/write-batch.ts).
   const batch = new WriteBatch(db, log);
   const agents = {
-    send: (node: string, message: { type: string } & Record<string, unknown>) => {
+    send: (node: string, message: ControllerMessage) => {
       const link = registry.link(node);
       if (!link) return false;
       batch.afterCommit(() => link.send(message));
@@ -177,14 +177,15 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     audit.countRefusal({ source, user: null, method: 'CONNECT', route: '(connection)', status: null, code: ErrorCode.TooManyConnections, reason: `more than ${connections.perSource} connections without a node certificate from one address` }),
   );
   const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, countRefusal, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
-  const batched = (handler: AgentHandler): AgentHandler => (conn, message, payload) => batch.within(() => handler(conn, message, payload));
-  for (const [type, handler] of [...jobHandlers(rankEvents), ...pmiHandlers(fences, jobs, refusals)]) gw.handle(type, batched(handler));
+  const batched: Around = (work) => batch.within(work);
+  gw.handle(jobHandlers(rankEvents), batched);
+  gw.handle(pmiHandlers(fences, jobs, refusals), batched);
   fleet.attach(gw);
   const stdin = new StdinRelay(jobs, registry, access, log);
-  for (const [type, handler] of stdin.handlers()) gw.handle(type, handler);
+  gw.handle(stdin.handlers());
   gw.route(STDIN_PATH, stdin.upgrade);
   const ompiLaunch = new OpenMpiLaunch(jobs.lifecycle, openmpi, agents, registry, events, refusals, log);
-  for (const [type, handler] of ompiLaunch.handlers()) gw.handle(type, batched(handler));
+  gw.handle(ompiLaunch.handlers(), batched);
   await app.listen({ host, port: options.port ?? DEFAULT_PORT });
   registry.start();
 

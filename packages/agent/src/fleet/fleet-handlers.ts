@@ -3,7 +3,7 @@
 // commands and shells are ended: their output has nowhere to go, and a shell nobody
 // sees must not keep running. An exec the controller cancels (its credential was revoked)
 // is ended the same way.
-import type { DoctorInspect, ExecCancel, ExecRun, ProbeConnect, ProbeListen, PtyAck, PtyClose, PtyInput, PtyOpen, PtyResize, PtySignal } from '@rankd/protocol';
+import type { AgentMessage } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
 import { IdentityResolver } from '../ranks/identity.js';
@@ -38,7 +38,7 @@ export interface FleetHandlers {
 export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; log: Logger; launcher?: SupervisorBinary }): FleetHandlers {
   const { log } = opts;
   const identities = new IdentityResolver(opts.allowRoot);
-  const send = (message: { type: string } & Record<string, unknown>) => link.send(message);
+  const send = (message: AgentMessage) => link.send(message);
   // sessions of running fleet commands, and each exec by its request id (for exec.cancel)
   const sessions = new Set<number>();
   const execs = new Map<string, RunningExec>();
@@ -46,8 +46,7 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
   const launcher = opts.launcher ?? findSupervisor();
   const shells = new PtySessions(send, identities, launcher, log);
 
-  link.handle('exec.run', (raw) => {
-    const m = raw as unknown as ExecRun;
+  link.handle('exec.run', (m) => {
     const id = m.id;
     const exec: RunningExec = { sid: null, cancelled: null };
     if (id !== undefined) execs.set(id, exec);
@@ -66,36 +65,32 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
       if (!send({ type: 'exec.result', id, ...outcome })) log.warn({ exec: id }, 'exec finished while the controller link is down; result dropped');
     });
   });
-  link.handle('exec.cancel', (raw) => {
-    const m = raw as unknown as ExecCancel;
+  link.handle('exec.cancel', (m) => {
     const exec = m.id === undefined ? undefined : execs.get(m.id);
     if (!exec || exec.cancelled !== null) return;
     exec.cancelled = m.reason;
     log.info({ exec: m.id, reason: m.reason }, 'exec cancelled by the controller: ending its session');
     if (exec.sid !== null) endSession(exec.sid, CANCEL_GRACE_MS);
   });
-  link.handle('fleet.ping', (raw) => send({ type: 'fleet.pong', id: (raw as { id: string }).id, agentTime: Date.now() }));
-  link.handle('doctor.inspect', (raw) => {
-    const m = raw as unknown as DoctorInspect;
+  link.handle('fleet.ping', (m) => send({ type: 'fleet.pong', id: m.id, agentTime: Date.now() }));
+  link.handle('doctor.inspect', (m) => {
     void inspectNode(m, opts.launcher).then((r) => send({ type: 'doctor.report', id: m.id, ...r }));
   });
-  link.handle('probe.listen', (raw) => {
-    const m = raw as unknown as ProbeListen;
+  link.handle('probe.listen', (m) => {
     listenForProbes(m.address, m.ttlMs).then(
       (port) => send({ type: 'probe.listening', id: m.id, address: m.address, port }),
       (err: NodeJS.ErrnoException) => send({ type: 'probe.listening', id: m.id, address: m.address, port: null, error: { code: err.code ?? 'ERROR', message: err.message } }),
     );
   });
-  link.handle('probe.connect', (raw) => {
-    const m = raw as unknown as ProbeConnect;
+  link.handle('probe.connect', (m) => {
     void probeTargets(m.targets, m.timeoutMs).then((results) => send({ type: 'probe.result', id: m.id, results }));
   });
-  link.handle('pty.open', (raw) => void shells.open(raw as unknown as PtyOpen));
-  link.handle('pty.input', (raw) => shells.input(raw as unknown as PtyInput));
-  link.handle('pty.ack', (raw) => shells.ack(raw as unknown as PtyAck));
-  link.handle('pty.resize', (raw) => shells.resize(raw as unknown as PtyResize));
-  link.handle('pty.signal', (raw) => shells.signal(raw as unknown as PtySignal));
-  link.handle('pty.close', (raw) => shells.close(raw as unknown as PtyClose));
+  link.handle('pty.open', (m) => void shells.open(m));
+  link.handle('pty.input', (m) => shells.input(m));
+  link.handle('pty.ack', (m) => shells.ack(m));
+  link.handle('pty.resize', (m) => shells.resize(m));
+  link.handle('pty.signal', (m) => shells.signal(m));
+  link.handle('pty.close', (m) => shells.close(m));
 
   const onDown = (why: string) => {
     if (sessions.size > 0) log.warn({ commands: sessions.size, why }, 'controller link lost: ending running fleet commands');

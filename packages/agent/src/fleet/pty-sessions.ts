@@ -7,7 +7,7 @@
 // When the session is closed — the client left, or the link to the controller dropped —
 // the terminal is hung up: SIGHUP to the whole session, SIGKILL after a grace period.
 import type * as Pty from 'node-pty';
-import { FleetErrorCode, type PtyAck, type PtyClose, type PtyInput, type PtyOpen, type PtyResize, type PtySignal } from '@rankd/protocol';
+import { FleetErrorCode, type AgentMessage, type PtyAck, type PtyClose, type PtyInput, type PtyOpen, type PtyResize, type PtySignal } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { IdentityResolver } from '../ranks/identity.js';
 import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
@@ -18,7 +18,7 @@ import { keepLastOutput } from '../ranks/pty-drain.js';
 import { isAlive } from '../ranks/proc.js';
 import { endSession, signalSession } from './session-signal.js';
 
-type Send = (message: { type: string } & Record<string, unknown>) => boolean;
+type Send = (message: AgentMessage) => boolean;
 
 interface Session {
   term: Pty.IPty;

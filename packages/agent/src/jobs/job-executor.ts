@@ -42,11 +42,11 @@ export class JobExecutor {
     this.output = new RankOutput(runner.spool);
     this.stdin = new RankStdinChannels(link, log);
     runner.on('exit', (exit) => this.onExit(exit));
-    link.handle('job.start', (m) => void this.start(m as unknown as JobStart));
-    link.handle('job.abort', (m) => void this.abort(m as unknown as JobAbort));
-    link.handle('job.signal', (m) => this.signal(m as unknown as JobSignal));
-    link.handle('job.resume', (m) => this.resume(m as unknown as JobResume));
-    link.handle('job.release', (m) => this.release(m as unknown as JobRelease));
+    link.handle('job.start', (m) => void this.start(m));
+    link.handle('job.abort', (m) => void this.abort(m));
+    link.handle('job.signal', (m) => this.signal(m));
+    link.handle('job.resume', (m) => this.resume(m));
+    link.handle('job.release', (m) => this.release(m));
     link.on('ready', () => this.onLinkUp());
     link.on('down', () => this.onLinkDown());
   }

@@ -28,8 +28,8 @@ export class RankStdinChannels {
     private readonly link: ControllerLink,
     private readonly log: Logger,
   ) {
-    link.handle('rank.stdin', (m) => this.write(m as unknown as RankStdin));
-    link.handle('rank.stdin.end', (m) => this.end(m as unknown as RankStdinEnd));
+    link.handle('rank.stdin', (m) => this.write(m));
+    link.handle('rank.stdin.end', (m) => this.end(m));
     link.on('down', () => this.endAll('the link to the controller dropped'));
   }
 

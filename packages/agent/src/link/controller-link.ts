@@ -11,15 +11,22 @@ import {
   SUBPROTOCOL,
   decodeFrame,
   encodeBinaryFrame,
-  type ErrorMessage,
+  frameBytes,
+  isMessageOf,
+  type AgentBinaryMessage,
+  type AgentMessage,
+  type ControllerMessage,
+  type Heartbeat,
   type Hello,
+  type Message,
   type Welcome,
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import { Backoff } from './backoff.js';
 
-export type ControllerMessage = { type: string; id?: string } & Record<string, unknown>;
-export type ControllerHandler = (message: ControllerMessage) => void;
+export type ControllerMessageType = ControllerMessage['type'];
+/** The handler of the controller's messages of `type` K: it receives that message, validated. */
+export type ControllerHandler<K extends ControllerMessageType> = (message: Message<ControllerMessage, K>) => void;
 
 export interface ControllerLinkOptions {
   /** http(s):// or ws(s):// URL of the controller; the path /v1/agent is added. */
@@ -39,7 +46,7 @@ const MAX_UNANSWERED = 3;
 
 export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [string]; fatal: [RankdError] }> {
   private ws: WebSocket | null = null;
-  private readonly handlers = new Map<string, ControllerHandler>();
+  private readonly handlers = new Map<string, (message: ControllerMessage) => void>();
   private readonly backoff: Backoff;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -53,11 +60,8 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   constructor(private readonly options: ControllerLinkOptions) {
     super();
     this.backoff = new Backoff(options.backoff ?? { baseMs: 250, capMs: 30_000 });
-    this.handlers.set('welcome', (m) => this.onWelcome(m as unknown as Welcome));
-    this.handlers.set('error', (m) => {
-      const err = m as unknown as ErrorMessage;
-      options.log.warn({ code: err.code, inReplyTo: err.inReplyTo }, `controller refused a frame: ${err.message}`);
-    });
+    this.handle('welcome', (m) => this.onWelcome(m));
+    this.handle('error', (m) => options.log.warn({ code: m.code, inReplyTo: m.inReplyTo }, `controller refused a frame: ${m.message}`));
   }
 
   static agentUrl(controllerUrl: string): string {
@@ -69,9 +73,11 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   }
 
   /** Registers the handler of a controller message type (jobs, exec, … add theirs). */
-  handle(type: string, handler: ControllerHandler): void {
+  handle<K extends ControllerMessageType>(type: K, handler: ControllerHandler<K>): void {
     if (this.handlers.has(type)) throw new Error(`controller message handler registered twice: ${type}`);
-    this.handlers.set(type, handler);
+    this.handlers.set(type, (message) => {
+      if (isMessageOf(message, type)) handler(message);
+    });
   }
 
   start(): void {
@@ -80,14 +86,14 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   }
 
   /** Sends a message if the link is up; returns false when it is not (the caller keeps its state). */
-  send(message: { type: string } & Record<string, unknown>): boolean {
+  send(message: AgentMessage): boolean {
     const ws = this.registered();
     ws?.send(JSON.stringify(message));
     return ws !== null;
   }
 
   /** Sends a header and raw bytes as one binary frame (rank output); false when the link is down. */
-  sendBinary(header: { type: string } & Record<string, unknown>, payload: Uint8Array): boolean {
+  sendBinary(header: AgentBinaryMessage, payload: Uint8Array): boolean {
     const ws = this.registered();
     ws?.send(encodeBinaryFrame(header, payload), { binary: true });
     return ws !== null;
@@ -141,20 +147,14 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
       log.info({ url }, 'connected to controller');
       ws.send(JSON.stringify(this.options.hello()));
     });
-    ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
+    ws.on('message', (data, isBinary) => this.onFrame(frameBytes(data), isBinary));
     ws.on('pong', () => (this.unanswered = 0));
     ws.on('unexpected-response', (_req, res) => {
       // The controller answers a refused upgrade with a plain HTTP status and a stable code: say which.
       let body = '';
       res.on('data', (d: Buffer) => (body = (body + d.toString()).slice(0, 4096)));
       res.once('end', () => {
-        let code = '';
-        let message = body;
-        try {
-          ({ code = '', message = body } = JSON.parse(body) as { code?: string; message?: string });
-        } catch {
-          // not JSON
-        }
+        const { code, message } = upgradeRefusal(body);
         const why = `upgrade refused with HTTP ${res.statusCode}: ${message}${code ? ` (${code})` : ''}`;
         log.error({ url, status: res.statusCode, code }, why);
         ws.terminate();
@@ -195,7 +195,7 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     }
     const handler = this.handlers.get(decoded.type);
     if (!handler) {
-      this.send({ type: 'error', code: 'RANKD_UNKNOWN_TYPE', message: `agent has no handler for "${decoded.type}"`, inReplyTo: decoded.type });
+      this.send({ type: 'error', code: ErrorCode.UnknownType, message: `agent has no handler for "${decoded.type}"`, inReplyTo: decoded.type });
       return;
     }
     try {
@@ -228,7 +228,8 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     }
     this.unanswered++;
     ws.ping();
-    ws.send(JSON.stringify({ type: 'heartbeat', seq: this.seq++ }));
+    const heartbeat: Heartbeat = { type: 'heartbeat', seq: this.seq++ };
+    ws.send(JSON.stringify(heartbeat));
   }
 
   private stopHeartbeat(): void {
@@ -251,3 +252,17 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
   }
 }
 
+
+/** The stable code and message of a refused upgrade's body (JSON from the controller, or text from anything else). */
+function upgradeRefusal(body: string): { code: string; message: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { code: '', message: body };
+  }
+  if (typeof parsed !== 'object' || parsed === null) return { code: '', message: body };
+  const code = 'code' in parsed && typeof parsed.code === 'string' ? parsed.code : '';
+  const message = 'message' in parsed && typeof parsed.message === 'string' ? parsed.message : body;
+  return { code, message };
+}

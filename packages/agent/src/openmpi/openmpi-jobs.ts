@@ -81,10 +81,10 @@ export class OpenMpiJobs {
       log,
       rankDone: (job) => this.maybeForget(job),
     });
-    link.handle('ompi.start', (m) => void this.start(m as unknown as OmpiStart));
-    link.handle('ompi.abort', (m) => void this.abort(m as unknown as OmpiAbort));
-    link.handle('ompi.daemon.run', (m) => void this.runDaemon(m as unknown as OmpiDaemonRun));
-    link.handle('ompi.daemon.state', (m) => this.daemonState(m as unknown as OmpiDaemonState));
+    link.handle('ompi.start', (m) => void this.start(m));
+    link.handle('ompi.abort', (m) => void this.abort(m));
+    link.handle('ompi.daemon.run', (m) => void this.runDaemon(m));
+    link.handle('ompi.daemon.state', (m) => this.daemonState(m));
     link.on('ready', () => {
       if (this.leaseTimer) clearTimeout(this.leaseTimer);
       this.leaseTimer = null;

@@ -9,7 +9,7 @@
 import type { Socket } from 'node:net';
 import { PMI_KEY_MAX, PMI_VALUE_MAX } from '@rankd/protocol';
 import type { PmiJob } from './pmi-job.js';
-import { PMI_MAX_LINE, PmiWireError, formatPmi, parsePmiLine, pmiText, type PmiRequest } from './wire.js';
+import { PMI_MAX_LINE, formatPmi, parsePmiLine, pmiText, type PmiRequest } from './wire.js';
 
 /** Where a connection belongs: set at once for PMI_FD, by `initack` for PMI_PORT. */
 export interface PmiTarget {
@@ -116,7 +116,7 @@ export class PmiConnection {
     try {
       req = parsePmiLine(line);
     } catch (err) {
-      return this.protocolError((err as PmiWireError).message);
+      return this.protocolError(err instanceof Error ? err.message : String(err));
     }
     if (req.multi) {
       this.multi = req.cmd;
@@ -178,7 +178,7 @@ export class PmiConnection {
       }
     } catch (err) {
       // the job's PMI has failed here (it is being aborted): answer, and the client gives up
-      this.write(formatPmi('error', { rc: -1, msg: pmiText((err as Error).message) }));
+      this.write(formatPmi('error', { rc: -1, msg: pmiText(err instanceof Error ? err.message : String(err)) }));
     }
   }
 

@@ -44,7 +44,11 @@ export class PmiPort {
     this.server = net.createServer((socket) => this.accept(socket));
     this.listening = new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as net.AddressInfo).port));
+      this.server.listen(0, '127.0.0.1', () => {
+        const address = this.server.address();
+        if (address === null || typeof address === 'string') reject(new Error(`the PMI_PORT of job ${jobId} has no TCP address`));
+        else resolve(address.port);
+      });
     });
   }
 
@@ -80,7 +84,7 @@ export class PmiPort {
       uid = loopbackPeerUid(socket);
     } catch (err) {
       uid = null;
-      this.log.warn({ jobId: this.jobId, err: (err as Error).message }, 'cannot read /proc/net/tcp to identify a PMI_PORT client');
+      this.log.warn({ jobId: this.jobId, err: err instanceof Error ? err.message : String(err) }, 'cannot read /proc/net/tcp to identify a PMI_PORT client');
     }
     if (uid === null) {
       // every live client is listed: one that is not has gone, or is not what it seems

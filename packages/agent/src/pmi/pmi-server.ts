@@ -51,8 +51,8 @@ export class PmiServer implements FenceTransport {
     private readonly link: ControllerLink,
     private readonly log: Logger,
   ) {
-    link.handle('pmi.fenced', (m) => this.onFenced(m as unknown as PmiFenced));
-    link.handle('pmi.chunk', (m) => this.onChunk(m as unknown as PmiChunk));
+    link.handle('pmi.fenced', (m) => this.onFenced(m));
+    link.handle('pmi.chunk', (m) => this.onChunk(m));
     link.on('ready', () => {
       for (const entry of this.jobs.values()) entry.job.resendFence();
     });
@@ -156,9 +156,10 @@ export class PmiServer implements FenceTransport {
   }
 
   private onChunk(m: PmiChunk): void {
-    const pending = m.id ? this.fetches.get(m.id) : undefined;
+    if (m.id === undefined) return;
+    const pending = this.fetches.get(m.id);
     if (!pending) return;
-    this.fetches.delete(m.id!);
+    this.fetches.delete(m.id);
     clearTimeout(pending.timer);
     if (m.error) pending.reject(new Error(m.error));
     else pending.resolve(m.pairs);

@@ -5,13 +5,24 @@
 // and the connection stays up: one bad message must not cost a node its link.
 import { createHash } from 'node:crypto';
 import type { WebSocket } from 'ws';
-import { AgentBinaryMessages, AgentMessages, CloseCode, ErrorCode, RANKD_VERSION, decodeBinaryFrame, decodeFrame, type Decoded, type Hello } from '@rankd/protocol';
+import {
+  AgentBinaryMessages,
+  AgentMessages,
+  CloseCode,
+  ErrorCode,
+  RANKD_VERSION,
+  decodeBinaryFrame,
+  decodeFrame,
+  frameBytes,
+  type ControllerMessage,
+  type Hello,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentLink, NodeRegistry } from '../nodes/node-registry.js';
+import type { AgentHandlerTable, AuthenticatedAgent } from './agent-handlers.js';
 
-export type AgentMessage = { type: string; id?: string } & Record<string, unknown>;
-/** `payload` holds the raw bytes of a binary frame (rank output); null for text frames. */
-export type AgentHandler = (conn: AgentConnection, message: AgentMessage, payload: Buffer | null) => void;
+/** A connection once its hello is accepted. */
+type Authenticated = AgentConnection & AuthenticatedAgent;
 /** Told the round trip of every answered ping: a registered node's link, in seconds. */
 export type LinkRttObserver = (node: string, seconds: number) => void;
 
@@ -20,8 +31,7 @@ const HELLO_TIMEOUT_MS = 10_000;
 const REVOKED_CLOSE_MS = 500;
 
 export class AgentConnection implements AgentLink {
-  /** Set once the hello is accepted. */
-  name: string | null = null;
+  private node: string | null = null;
   private alive = true;
   /** When the unanswered ping went out (hrtime, ns); null when none is out. */
   private pingSentAt: bigint | null = null;
@@ -35,18 +45,28 @@ export class AgentConnection implements AgentLink {
     /** The node name in the connection's client certificate: the only identity this link has. */
     readonly certName: string,
     private readonly registry: NodeRegistry,
-    private readonly handlers: ReadonlyMap<string, AgentHandler>,
+    private readonly handlers: AgentHandlerTable,
     private readonly log: Logger,
     private readonly observeRtt: LinkRttObserver = () => {},
   ) {
     this.helloTimer = setTimeout(() => this.close(CloseCode.BadHello, 'no hello within 10 s'), HELLO_TIMEOUT_MS);
-    ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
+    ws.on('message', (data, isBinary) => this.onFrame(frameBytes(data), isBinary));
     ws.on('pong', () => this.onPong());
     ws.on('close', (code, reason) => this.onClose(code, reason.toString()));
     ws.on('error', (err) => this.log.warn({ err: err.message, node: this.name }, 'agent socket error'));
   }
 
-  send(message: { type: string } & Record<string, unknown>): boolean {
+  /** The node this connection speaks for, once its hello is accepted; null before. */
+  get name(): string | null {
+    return this.node;
+  }
+
+  /** Whether the hello was accepted: from then on every frame speaks for `name`. */
+  authenticated(): this is Authenticated {
+    return this.node !== null;
+  }
+
+  send(message: ControllerMessage): boolean {
     if (this.ws.readyState !== this.ws.OPEN) return false;
     this.ws.send(JSON.stringify(message));
     return true;
@@ -99,46 +119,64 @@ export class AgentConnection implements AgentLink {
 
   private onFrame(data: Buffer, isBinary: boolean): void {
     if (this.revoked) return;
+    if (!this.authenticated()) return this.onFirstFrame(data, isBinary);
     // binary frames carry bulk bytes after a validated header, and only after the hello
-    const decoded: Decoded & { payload?: Buffer } = !isBinary
-      ? decodeFrame(data, AgentMessages)
-      : this.name === null
-        ? { ok: false, code: ErrorCode.OutOfOrder, error: 'a binary frame before the hello' }
-        : decodeBinaryFrame(data, AgentBinaryMessages);
-    if (!decoded.ok) {
-      this.log.warn({ node: this.name, code: decoded.code, error: decoded.error }, 'refused agent frame');
-      if (this.name === null) {
-        this.close(CloseCode.BadHello, truncate(`expected hello: ${decoded.error}`));
-        return;
+    if (isBinary) {
+      const decoded = decodeBinaryFrame(data, AgentBinaryMessages);
+      if (!decoded.ok) return this.refuseFrame(decoded);
+      try {
+        if (!this.handlers.dispatchBinary(this, decoded.message, decoded.payload)) this.unserved(decoded.type);
+      } catch (err) {
+        this.handlerFailed(decoded.type, err);
       }
-      this.send({ type: 'error', ...(decoded.id ? { id: decoded.id } : {}), code: decoded.code, message: decoded.error, ...(decoded.type ? { inReplyTo: decoded.type.slice(0, 128) } : {}) });
       return;
     }
+    const decoded = decodeFrame(data, AgentMessages);
+    if (!decoded.ok) return this.refuseFrame(decoded);
     const message = decoded.message;
-    if (this.name === null) {
-      if (message.type !== 'hello') {
-        this.close(CloseCode.BadHello, `expected hello, got "${message.type}"`);
-        return;
-      }
-      this.onHello(message as unknown as Hello);
-      return;
-    }
     if (message.type === 'hello') {
       this.send({ type: 'error', code: ErrorCode.OutOfOrder, message: 'hello was already received on this connection', inReplyTo: 'hello' });
       return;
     }
-    const handler = this.handlers.get(message.type);
-    if (!handler) {
-      // Known to the schema map but not served by this controller: say so, stay up.
-      this.send({ type: 'error', code: ErrorCode.UnknownType, message: `no handler for "${message.type}"`, inReplyTo: message.type });
+    try {
+      if (!this.handlers.dispatch(this, message)) this.unserved(message.type);
+    } catch (err) {
+      this.handlerFailed(message.type, err);
+    }
+  }
+
+  /** Before the hello: the first frame must be a valid one, or the connection closes. */
+  private onFirstFrame(data: Buffer, isBinary: boolean): void {
+    const decoded = isBinary ? null : decodeFrame(data, AgentMessages);
+    if (decoded === null || !decoded.ok) {
+      const why = decoded === null ? 'a binary frame before the hello' : decoded.error;
+      this.log.warn({ code: decoded?.code ?? ErrorCode.OutOfOrder, error: why }, 'refused agent frame');
+      this.close(CloseCode.BadHello, truncate(`expected hello: ${why}`));
       return;
     }
-    try {
-      handler(this, message, decoded.payload ?? null);
-    } catch (err) {
-      this.log.error({ err, node: this.name, type: message.type }, 'agent message handler failed');
-      this.send({ type: 'error', code: ErrorCode.Internal, message: `controller failed to handle "${message.type}"`, inReplyTo: message.type });
+    if (decoded.message.type !== 'hello') {
+      this.close(CloseCode.BadHello, `expected hello, got "${decoded.message.type}"`);
+      return;
     }
+    this.onHello(decoded.message);
+  }
+
+  /** A frame that failed to decode: an error frame, and the connection stays up. */
+  private refuseFrame(decoded: { code: string; error: string; type?: string; id?: string }): void {
+    this.log.warn({ node: this.name, code: decoded.code, error: decoded.error }, 'refused agent frame');
+    const inReplyTo = decoded.type ? { inReplyTo: decoded.type.slice(0, 128) } : {};
+    this.send({ type: 'error', ...(decoded.id ? { id: decoded.id } : {}), code: decoded.code, message: decoded.error, ...inReplyTo });
+  }
+
+  /** Known to the schema map but not served by this controller: say so, stay up. */
+  private unserved(type: string): void {
+    this.send({ type: 'error', code: ErrorCode.UnknownType, message: `no handler for "${type}"`, inReplyTo: type });
+  }
+
+  /** A handler threw: the node is told, the connection stays up. */
+  private handlerFailed(type: string, err: unknown): void {
+    this.log.error({ err, node: this.name, type }, 'agent message handler failed');
+    this.send({ type: 'error', code: ErrorCode.Internal, message: `controller failed to handle "${type}"`, inReplyTo: type });
   }
 
   private onHello(hello: Hello): void {
@@ -148,7 +186,7 @@ export class AgentConnection implements AgentLink {
       this.close(CloseCode.IdentityMismatch, truncate(`${ErrorCode.NodeIdentityMismatch}: the certificate is for "${this.certName}", the hello says "${hello.name}"`));
       return;
     }
-    this.name = this.certName;
+    this.node = this.certName;
     const factsHash = hello.facts ? createHash('sha256').update(JSON.stringify(hello.facts)).digest('hex') : null;
     const { superseded } = this.registry.register(hello, this, factsHash);
     if (superseded) superseded.close(CloseCode.Superseded, 'another connection registered this node name');

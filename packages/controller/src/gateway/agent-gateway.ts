@@ -12,13 +12,14 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { CloseCode, MAX_FRAME_BYTES, SUBPROTOCOL, ErrorCode } from '@rankd/protocol';
+import { CloseCode, MAX_FRAME_BYTES, SUBPROTOCOL, ErrorCode, RankdError } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { RefusalEvent } from '../store/audit-refusals.js';
 import type { Enrollment } from '../tls/enrollment.js';
 import { peerNode } from '../tls/tls-setup.js';
-import { AgentConnection, type AgentHandler, type LinkRttObserver } from './agent-connection.js';
+import { AgentConnection, type LinkRttObserver } from './agent-connection.js';
+import { AgentHandlerTable, type AgentHandlers, type Around } from './agent-handlers.js';
 import { sessionHandlers } from './session-handlers.js';
 
 export const AGENT_PATH = '/v1/agent';
@@ -32,7 +33,7 @@ export type UpgradeRefused = (event: RefusalEvent) => void;
 export class AgentGateway {
   private readonly wss: WebSocketServer;
   private readonly connections = new Set<AgentConnection>();
-  private readonly handlers: Map<string, AgentHandler>;
+  private readonly handlers = new AgentHandlerTable();
   private readonly pingTimer: NodeJS.Timeout;
   private readonly routes = new Map<string, UpgradeRoute>();
 
@@ -45,7 +46,7 @@ export class AgentGateway {
     /** Told each link's ping round trip (the controller's metrics). */
     private readonly observeRtt?: LinkRttObserver,
   ) {
-    this.handlers = new Map(sessionHandlers(registry, log));
+    this.handlers.add(sessionHandlers(registry, log));
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: MAX_FRAME_BYTES,
@@ -61,10 +62,12 @@ export class AgentGateway {
     this.pingTimer.unref();
   }
 
-  /** Registers the handler of an agent message type (jobs, exec, … add theirs). */
-  handle(type: string, handler: AgentHandler): void {
-    if (this.handlers.has(type)) throw new Error(`agent message handler registered twice: ${type}`);
-    this.handlers.set(type, handler);
+  /**
+   * Registers handlers of agent messages by type (jobs, exec, … add theirs); with `around`,
+   * each call runs inside it. They run for authenticated connections only: after the hello.
+   */
+  handle(handlers: AgentHandlers, around?: Around): void {
+    this.handlers.add(handlers, around);
   }
 
   /** Serves upgrades on another path (interactive shells, …) beside /v1/agent. */
@@ -108,9 +111,10 @@ export class AgentGateway {
     try {
       this.enrollment.checkSerial(peer.serial, peer.node);
     } catch (err) {
-      const code = (err as { code?: string }).code ?? ErrorCode.NodeCertInvalid;
-      this.log.warn({ remote: req.socket.remoteAddress, node: peer.node, code }, `agent upgrade refused: ${(err as Error).message}`);
-      return this.refuseUnauthorized(req, socket, peer.node, code, (err as Error).message);
+      const code = err instanceof RankdError ? err.code : ErrorCode.NodeCertInvalid;
+      const why = err instanceof Error ? err.message : String(err);
+      this.log.warn({ remote: req.socket.remoteAddress, node: peer.node, code }, `agent upgrade refused: ${why}`);
+      return this.refuseUnauthorized(req, socket, peer.node, code, why);
     }
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
     if (!offered.includes(SUBPROTOCOL)) {

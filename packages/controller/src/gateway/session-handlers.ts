@@ -1,25 +1,12 @@
 // Handlers of the session messages that follow the hello.
-import type { ErrorMessage, FactsUpdate } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../nodes/node-registry.js';
-import type { AgentHandler } from './agent-connection.js';
+import type { AgentHandlers } from './agent-handlers.js';
 
-export function sessionHandlers(registry: NodeRegistry, log: Logger): Array<[string, AgentHandler]> {
-  return [
-    ['heartbeat', (conn) => registry.heartbeat(conn.name!)],
-    [
-      'facts',
-      (conn, message) => {
-        const update = message as unknown as FactsUpdate;
-        registry.updateFacts(conn.name!, update.facts, update.hash);
-      },
-    ],
-    [
-      'error',
-      (conn, message) => {
-        const err = message as unknown as ErrorMessage;
-        log.warn({ node: conn.name, code: err.code, inReplyTo: err.inReplyTo }, `agent refused a frame: ${err.message}`);
-      },
-    ],
-  ];
+export function sessionHandlers(registry: NodeRegistry, log: Logger): AgentHandlers {
+  return {
+    heartbeat: (conn) => registry.heartbeat(conn.name),
+    facts: (conn, m) => registry.updateFacts(conn.name, m.facts, m.hash),
+    error: (conn, m) => log.warn({ node: conn.name, code: m.code, inReplyTo: m.inReplyTo }, `agent refused a frame: ${m.message}`),
+  };
 }

@@ -22,7 +22,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { CloseCode, ErrorCode, STDIN_MAX_FRAME_BYTES, STDIN_SUBPROTOCOL, STDIN_WINDOW_BYTES, type RankStdinAck, type RankStdinClosed, type StdinEvent } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { AgentHandler } from '../gateway/agent-connection.js';
+import type { AgentHandlers } from '../gateway/agent-handlers.js';
 import { ClientKeepalive } from '../streams/client-keepalive.js';
 import { refuse } from '../streams/upgrade-refusal.js';
 import { streamOwner, type StreamEnd } from '../streams/open-streams.js';
@@ -105,11 +105,11 @@ export class StdinRelay {
   }
 
   /** Agent → controller frames about ranks' stdin. */
-  handlers(): Array<[string, AgentHandler]> {
-    return [
-      ['rank.stdin.ack', (conn, m) => this.onAck(conn.name!, m as unknown as RankStdinAck)],
-      ['rank.stdin.closed', (conn, m) => this.onRankClosed(conn.name!, m as unknown as RankStdinClosed)],
-    ];
+  handlers(): AgentHandlers {
+    return {
+      'rank.stdin.ack': (conn, m) => this.onAck(conn.name, m),
+      'rank.stdin.closed': (conn, m) => this.onRankClosed(conn.name, m),
+    };
   }
 
   close(): void {

@@ -4,7 +4,7 @@
 // is written through to the store and the event log, while heartbeat times are
 // flushed in batches (2,000 agents beating every 5 s would otherwise be 400 fsyncs/s).
 import { EventEmitter } from 'node:events';
-import type { Facts, Hello, NodeState, NodeView } from '@rankd/protocol';
+import type { ControllerMessage, Facts, Hello, NodeState, NodeView } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { NodeRecord, NodesRepo } from '../store/nodes-repo.js';
@@ -13,7 +13,7 @@ import type { FleetTiming } from './timing.js';
 /** What the registry needs from a live agent connection. */
 export interface AgentLink {
   readonly remoteAddress: string | null;
-  send(message: { type: string } & Record<string, unknown>): boolean;
+  send(message: ControllerMessage): boolean;
   /** Sends a message encoded once for many links (the same bytes to every node of a fence). */
   sendEncoded(frame: Buffer): boolean;
   close(code: number, reason: string): void;

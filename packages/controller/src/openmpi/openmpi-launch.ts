@@ -10,7 +10,7 @@
 import { ErrorCode, checkOrtedLaunch, hnpAddresses, ortedArgs, type OmpiDaemonRequest, type OmpiDaemonState, type OmpiLauncherState, type OrtedLaunch } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../nodes/node-registry.js';
-import type { AgentConnection, AgentHandler } from '../gateway/agent-connection.js';
+import type { AgentHandlers, AuthenticatedAgent } from '../gateway/agent-handlers.js';
 import type { AgentRefusals } from '../gateway/agent-refusal.js';
 import type { AgentSender } from '../jobs/agent-sender.js';
 import type { JobLifecycle } from '../jobs/job-lifecycle.js';
@@ -31,12 +31,12 @@ export class OpenMpiLaunch {
     private readonly log: Logger,
   ) {}
 
-  handlers(): Array<[string, AgentHandler]> {
-    return [
-      ['ompi.daemon.request', (conn, m) => this.daemonRequest(conn, m as unknown as OmpiDaemonRequest)],
-      ['ompi.daemon.state', (conn, m) => this.daemonState(conn, m as unknown as OmpiDaemonState)],
-      ['ompi.launcher.state', (conn, m) => this.launcherState(conn, m as unknown as OmpiLauncherState)],
-    ];
+  handlers(): AgentHandlers {
+    return {
+      'ompi.daemon.request': (conn, m) => this.daemonRequest(conn, m),
+      'ompi.daemon.state': (conn, m) => this.daemonState(conn, m),
+      'ompi.launcher.state': (conn, m) => this.launcherState(conn, m),
+    };
   }
 
   /**
@@ -45,8 +45,8 @@ export class OpenMpiLaunch {
    * the launcher node's own addresses. The daemon's arguments are built here; what the node
    * sent is never relayed.
    */
-  private daemonRequest(conn: AgentConnection, m: OmpiDaemonRequest): void {
-    const node = conn.name!;
+  private daemonRequest(conn: AuthenticatedAgent, m: OmpiDaemonRequest): void {
+    const node = conn.name;
     const refuse = (code: string, message: string): void => {
       this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
     };
@@ -113,8 +113,8 @@ export class OpenMpiLaunch {
   }
 
   /** What became of a daemon: only from the node it was asked of, about itself. */
-  private daemonState(conn: AgentConnection, m: OmpiDaemonState): void {
-    const node = conn.name!;
+  private daemonState(conn: AuthenticatedAgent, m: OmpiDaemonState): void {
+    const node = conn.name;
     const refuse = (code: string, message: string): void => {
       this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
     };
@@ -140,8 +140,8 @@ export class OpenMpiLaunch {
   }
 
   /** What became of mpirun: only from the node that runs it. */
-  private launcherState(conn: AgentConnection, m: OmpiLauncherState): void {
-    const node = conn.name!;
+  private launcherState(conn: AuthenticatedAgent, m: OmpiLauncherState): void {
+    const node = conn.name;
     const refuse = (code: string, message: string): void => {
       this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId } });
     };

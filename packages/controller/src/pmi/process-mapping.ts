@@ -19,7 +19,7 @@ type Block = [start: number, nodes: number, ranksPerNode: number];
 
 /** The mapping, or null when it does not fit a PMI value (the client then compares host names). */
 export function processMapping(map: RankMap): string | null {
-  const nodeOf = new Map(map.nodes.map((n) => [n.name, n.nodeRank] as const));
+  const nodeOf = new Map(map.nodes.map((n): [string, number] => [n.name, n.nodeRank]));
   const sequence = map.ranks.map((r) => nodeOf.get(r.node)!);
   const blocks = compress(sequence);
   const period = shortestPeriod(blocks, sequence);

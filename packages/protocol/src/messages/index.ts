@@ -1,5 +1,5 @@
-// The two dispatch maps of the agent gateway, one per direction.
-import { defineMessages } from '../codec.js';
+// The message tables of the agent gateway, one per direction (and one for binary frames).
+import { defineMessages, type MessageOf } from '../codec.js';
 import { ErrorMessage, FactsUpdate, Heartbeat, Hello, Welcome } from './session.js';
 import { JobAbort, JobRelease, JobResume, JobSignal, JobStart, RankExit, RankOutput, RankStarted, RanksReport, RankStdin, RankStdinAck, RankStdinClosed, RankStdinEnd } from './jobs.js';
 import { DoctorInspect, DoctorNodeReport, ExecCancel, ExecResult, ExecRun, FleetPing, FleetPong, ProbeConnect, ProbeListen, ProbeListening, ProbeResult } from './fleet.js';
@@ -26,3 +26,10 @@ export const ControllerMessages = defineMessages([Welcome, ErrorMessage, JobStar
 
 /** Binary frames the controller accepts from an agent: a header and raw bytes. */
 export const AgentBinaryMessages = defineMessages([RankOutput]);
+
+/** Any frame an agent sends as text: what `ControllerLink.send` takes and the gateway's handlers receive. */
+export type AgentMessage = MessageOf<typeof AgentMessages>;
+/** Any frame the controller sends: what an agent link's `send` takes and the agent's handlers receive. */
+export type ControllerMessage = MessageOf<typeof ControllerMessages>;
+/** The header of any binary frame an agent sends. */
+export type AgentBinaryMessage = MessageOf<typeof AgentBinaryMessages>;

@@ -6,7 +6,8 @@
 // closed socket is noticed long before the node's TTL runs out).
 import { randomUUID } from 'node:crypto';
 import { FleetErrorCode, RankdError } from '@rankd/protocol';
-import type { AgentHandler } from '../../gateway/agent-connection.js';
+import type { AgentMessage, ControllerMessage, WithoutId } from '@rankd/protocol';
+import type { AuthenticatedAgent } from '../../gateway/agent-handlers.js';
 import type { AgentLink, NodeRegistry } from '../../nodes/node-registry.js';
 
 export type Reply = { type: string; id?: string } & Record<string, unknown>;
@@ -38,7 +39,7 @@ export class AgentRequests {
    * Rejects with RANKD_AGENT_UNREACHABLE when the node is not connected, its link drops,
    * or no reply comes within `timeoutMs`. `id` is given by callers that may cancel the request.
    */
-  request<R extends Reply>(node: string, message: { type: string } & Record<string, unknown>, replyType: string, timeoutMs: number, id = AgentRequests.newId()): Promise<R> {
+  request<R extends Reply>(node: string, message: WithoutId<ControllerMessage>, replyType: string, timeoutMs: number, id = AgentRequests.newId()): Promise<R> {
     const link = this.registry.link(node);
     if (!link) return Promise.reject(unreachable(node, 'its agent is not connected'));
     return new Promise<R>((resolve, reject) => {
@@ -53,7 +54,7 @@ export class AgentRequests {
   }
 
   /** The gateway handler for every reply type. Replies nobody waits for (late, foreign) are dropped. */
-  readonly handle: AgentHandler = (conn, message) => {
+  readonly handle = (conn: AuthenticatedAgent, message: AgentMessage): void => {
     const id = message.id;
     if (id === undefined) return;
     const p = this.pending.get(id);

@@ -6,7 +6,7 @@
 //
 // An exec is held open like a stream (streams/open-streams.ts): revoking the token or user that
 // started it ends its commands on every node within the second, as it ends a shell.
-import { ErrorCode, FleetErrorCode, RankdError, type ExecHostResult, type ExecReport, type ExecRequest, type ExecResult } from '@rankd/protocol';
+import { ErrorCode, FleetErrorCode, RankdError, type ExecHostResult, type ExecReport, type ExecRequest, type ExecResult, type ExecRun, type WithoutId } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { EventsRepo } from '../../store/events-repo.js';
 import type { FleetInventory } from '../inventory/inventory-service.js';
@@ -41,7 +41,7 @@ export class ExecService {
     const hosts = this.inventory.resolve(req.pattern);
     const { ready, skipped } = partitionTargets(hosts, this.registry, 'exec');
     const timeoutMs = Math.round((req.timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000);
-    const message = {
+    const message: WithoutId<ExecRun> = {
       type: 'exec.run',
       argv,
       timeoutMs,

@@ -2,6 +2,7 @@
 // to the agent gateway, so that the controller's wiring stays a few lines.
 import type { Logger } from 'pino';
 import type { AgentGateway } from '../../gateway/agent-gateway.js';
+import type { AgentHandlers } from '../../gateway/agent-handlers.js';
 import type { Db } from '../../store/database.js';
 import type { EventsRepo } from '../../store/events-repo.js';
 import { DoctorService } from '../doctor/doctor-service.js';
@@ -16,7 +17,10 @@ import type { UpgradeAccess } from '../../streams/upgrade-access.js';
 import { SHELL_PATH } from '@rankd/protocol';
 
 /** Agent replies that AgentRequests routes to their waiters. */
-const REPLY_TYPES = ['exec.result', 'fleet.pong', 'doctor.report', 'probe.listening', 'probe.result'];
+function replyHandlers(requests: AgentRequests): AgentHandlers {
+  const reply = requests.handle;
+  return { 'exec.result': reply, 'fleet.pong': reply, 'doctor.report': reply, 'probe.listening': reply, 'probe.result': reply };
+}
 
 export interface FleetServices {
   inventory: FleetInventory;
@@ -48,8 +52,8 @@ export function createFleetServices(deps: {
     doctor: new DoctorService(inventory, registry, requests, events, log),
     shell,
     attach(gateway) {
-      for (const type of REPLY_TYPES) gateway.handle(type, requests.handle);
-      for (const [type, handler] of shell.handlers()) gateway.handle(type, handler);
+      gateway.handle(replyHandlers(requests));
+      gateway.handle(shell.handlers());
       gateway.route(SHELL_PATH, shell.upgrade);
     },
     close() {

@@ -23,12 +23,14 @@ import {
   SHELL_SUBPROTOCOL,
   ShellControl,
   type PtyExit,
+  type PtyOpen,
   type PtyOpened,
   type PtyOutput,
   type ShellEvent,
+  type WithoutId,
 } from '@rankd/protocol';
 import type { Logger } from 'pino';
-import type { AgentHandler } from '../../gateway/agent-connection.js';
+import type { AgentHandlers } from '../../gateway/agent-handlers.js';
 import { ClientKeepalive } from '../../streams/client-keepalive.js';
 import { streamOwner, type StreamEnd } from '../../streams/open-streams.js';
 import type { UpgradeAccess, UpgradeVerdict } from '../../streams/upgrade-access.js';
@@ -81,12 +83,12 @@ export class ShellRelay {
   }
 
   /** Agent → controller frames of shell sessions. */
-  handlers(): Array<[string, AgentHandler]> {
-    return [
-      ['pty.opened', (conn, m) => this.onOpened(conn.name!, m as unknown as PtyOpened)],
-      ['pty.output', (conn, m) => this.onOutput(conn.name!, m as unknown as PtyOutput)],
-      ['pty.exit', (conn, m) => this.onExit(conn.name!, m as unknown as PtyExit)],
-    ];
+  handlers(): AgentHandlers {
+    return {
+      'pty.opened': (conn, m) => this.onOpened(conn.name, m),
+      'pty.output': (conn, m) => this.onOutput(conn.name, m),
+      'pty.exit': (conn, m) => this.onExit(conn.name, m),
+    };
   }
 
   /** The upgrade route of /v1/shell. */
@@ -147,7 +149,7 @@ export class ShellRelay {
     const link = this.registry.link(node);
     if (!link || known.state !== 'ready') return refuse(socket, 503, FleetErrorCode.AgentUnreachable, `node ${node}: its agent is not connected (${known.state})`);
     if (!known.capabilities.includes('pty')) return refuse(socket, 409, FleetErrorCode.MissingCapability, `node ${node}: agent ${known.version ?? ''} has no "pty" capability; upgrade it`);
-    const open = {
+    const open: WithoutId<PtyOpen> = {
       type: 'pty.open',
       cols,
       rows,
@@ -175,7 +177,7 @@ export class ShellRelay {
     this.wss.close();
   }
 
-  private start(ws: WebSocket, principal: Principal, node: string, link: AgentLink, open: { type: string } & Record<string, unknown>, auditId: string, startedAt: number): void {
+  private start(ws: WebSocket, principal: Principal, node: string, link: AgentLink, open: WithoutId<PtyOpen>, auditId: string, startedAt: number): void {
     const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false, auditId, startedAt, forget: () => {} };
     this.sessions.set(session.id, session);
     session.forget = this.access.deps.streams.add(streamOwner(principal), (why) => this.revoked(session, why));
