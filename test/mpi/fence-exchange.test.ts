@@ -2,7 +2,7 @@
 // answer every node gets, the nodes it refuses, and a lazy answer's chunks holding every pair.
 import t from 'tap';
 import type { Logger } from 'pino';
-import type { PmiPairs } from '@rankd/protocol';
+import { ControllerMessages, decodeFrame, type PmiPairs } from '@rankd/protocol';
 import { FenceExchange, INLINE_BYTES, pairBytes } from '#controller/pmi/fence-exchange';
 
 const silent = { warn: () => {}, info: () => {}, error: () => {} } as unknown as Logger;
@@ -67,4 +67,36 @@ t.test('large fences: the answer gives a chunk count, and the chunks hold every 
   const pulled = sent.flatMap((s) => (JSON.parse(s.frame.toString()) as { pairs: PmiPairs }).pairs);
   t.equal(pulled.length, 800);
   t.ok(pulled.every(([k, v], i) => k === `card-${i}` && v === card(i)));
+});
+
+t.test('every frame the exchange sends is a valid pmi.fenced or pmi.chunk, escapes and all', async (t) => {
+  const frames: Buffer[] = [];
+  const check = (sent: Array<{ frame: Buffer }>) => {
+    for (const { frame } of sent.splice(0)) frames.push(frame);
+  };
+  // an inline answer, with values JSON escapes
+  const small = exchange(['a', 'b']);
+  small.x.fence('a', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [['q', 'say "hi" \\ \t'], ['u', 'héllo 😀']] });
+  small.x.fence('b', { type: 'pmi.fence', jobId: 'j1', epoch: 0, part: 0, pairs: [] });
+  check(small.sent);
+  // a lazy answer, its chunks pulled with and without an id, and a chunk that is not there
+  const nodes = Array.from({ length: 40 }, (_, i) => `n${i}`);
+  const large = exchange(nodes);
+  for (const node of nodes) large.x.fence(node, { type: 'pmi.fence', jobId: 'j1', epoch: 3, part: 0, pairs: [[`card-${node}`, 'f'.repeat(1000)], ['ctl', '\u0001']] });
+  check(large.sent);
+  large.x.fetch('n1', { type: 'pmi.fetch', id: 'pmi-1', jobId: 'j1', epoch: 3, chunk: 0 });
+  large.x.fetch('n1', { type: 'pmi.fetch', jobId: 'j1', epoch: 3, chunk: 0 });
+  large.x.fetch('n1', { type: 'pmi.fetch', id: 'pmi-2', jobId: 'j1', epoch: 3, chunk: 999 });
+  large.x.fetch('n1', { type: 'pmi.fetch', id: 'pmi-3', jobId: 'j1', epoch: 4, chunk: 0 });
+  check(large.sent);
+  t.equal(frames.length, 2 + 40 + 4, 'two inline answers, forty lazy ones, four chunk answers');
+  const types = new Set<string>();
+  for (const frame of frames) {
+    const decoded = decodeFrame(frame, ControllerMessages);
+    t.ok(decoded.ok, decoded.ok ? `valid ${decoded.type}` : `${decoded.error}: ${frame.toString().slice(0, 120)}`);
+    if (decoded.ok) types.add(decoded.type);
+  }
+  t.same([...types].sort(), ['pmi.chunk', 'pmi.fenced']);
+  const missing = JSON.parse(frames[frames.length - 2]!.toString()) as { error?: string; pairs: PmiPairs; id?: string };
+  t.match(missing, { id: 'pmi-2', pairs: [], error: 'no chunk 999 of fence 3 of job j1' }, 'a chunk that is not there is answered with why');
 });

@@ -6,7 +6,7 @@
 // INLINE_BYTES are not pushed at all: the answer says how many chunks hold them and an
 // agent pulls them when one of its ranks first asks for a key it lacks. A fence of 2,000
 // nodes then costs 2,000 small frames, not 2,000 copies of every node's cards.
-import type { PmiFence, PmiFetch, PmiPairs } from '@rankd/protocol';
+import { EncodedPmiPairs, encodePmiChunk, encodePmiFenced, type PmiChunk, type PmiFence, type PmiFetch, type PmiPairs } from '@rankd/protocol';
 import type { Logger } from 'pino';
 
 /** Merged puts up to this size travel inline with every answer. */
@@ -39,7 +39,7 @@ interface Epoch {
   partial: Map<string, { frames: PmiPairs[]; next: number; bytes: number }>;
   /** Set once every node has fenced: the answer, and the chunks a lazy answer points at. */
   answer: Buffer | null;
-  chunks: string[];
+  chunks: EncodedPmiPairs[];
 }
 
 interface JobExchange {
@@ -103,9 +103,11 @@ export class FenceExchange {
     const job = this.job(m.jobId, node, m.type);
     if (job === FOREIGN) return;
     const chunk = job?.epochs.get(m.epoch)?.chunks[m.chunk];
-    const head = `{"type":"pmi.chunk",${m.id ? `"id":${JSON.stringify(m.id)},` : ''}"jobId":${JSON.stringify(m.jobId)},"epoch":${m.epoch},"chunk":${m.chunk},`;
-    const body = chunk !== undefined ? `"pairs":${chunk}}` : `"pairs":[],"error":${JSON.stringify(`no chunk ${m.chunk} of fence ${m.epoch} of job ${m.jobId}`)}}`;
-    this.network.sendEncoded(node, Buffer.from(head + body));
+    const head: Omit<PmiChunk, 'pairs'> = { type: 'pmi.chunk', ...(m.id ? { id: m.id } : {}), jobId: m.jobId, epoch: m.epoch, chunk: m.chunk };
+    const frame = chunk
+      ? encodePmiChunk(head, chunk)
+      : encodePmiChunk({ ...head, error: `no chunk ${m.chunk} of fence ${m.epoch} of job ${m.jobId}` }, null);
+    this.network.sendEncoded(node, frame);
   }
 
   /** The job has ended: its puts go. */
@@ -142,12 +144,11 @@ export class FenceExchange {
       for (const frame of arrived.frames) for (const pair of frame) merged.push(pair);
     }
     epoch.arrived.clear();
-    const head = `{"type":"pmi.fenced","jobId":${JSON.stringify(jobId)},"epoch":${n},`;
     if (bytes <= INLINE_BYTES) {
-      epoch.answer = Buffer.from(`${head}"chunks":0,"pairs":${JSON.stringify(merged)}}`);
+      epoch.answer = encodePmiFenced({ type: 'pmi.fenced', jobId, epoch: n, chunks: 0 }, new EncodedPmiPairs(merged));
     } else {
-      epoch.chunks = chunked(merged).map((c) => JSON.stringify(c));
-      epoch.answer = Buffer.from(`${head}"chunks":${epoch.chunks.length}}`);
+      epoch.chunks = chunked(merged).map((c) => new EncodedPmiPairs(c));
+      epoch.answer = encodePmiFenced({ type: 'pmi.fenced', jobId, epoch: n, chunks: epoch.chunks.length }, null);
     }
     for (const node of job.nodes) this.network.sendEncoded(node, epoch.answer);
     this.observe((performance.now() - epoch.opened) / 1000);

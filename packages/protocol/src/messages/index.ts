@@ -12,6 +12,7 @@ export * from './session.js';
 export * from './jobs.js';
 export * from './fleet.js';
 export * from './pmi.js';
+export * from './pmi-frames.js';
 export * from './openmpi.js';
 
 /** Frames the controller accepts from an agent. */
