@@ -27,9 +27,15 @@ export interface MessageSpec {
   readonly validator: Validator;
 }
 
-/** The message types of one direction, with the union of their messages as `M`. */
+/** A spec of a table: its check says which message of the table a value is. */
+export interface TableSpec<S extends MessageSchema> extends MessageSpec {
+  /** The validator of this `type`'s own schema: what passes it is that message of the table. */
+  check(value: unknown): value is StaticEach<S>;
+}
+
+/** The message types of one direction, from the union of their schemas `S` (MessageOf gives their messages). */
 export class MessageTable<S extends MessageSchema = MessageSchema> {
-  private readonly specs = new Map<string, MessageSpec & { check(value: unknown): value is StaticEach<S> }>();
+  private readonly specs = new Map<string, TableSpec<S>>();
   /** Every `type` of the table, in the order defined. */
   readonly types: ReadonlyArray<S['properties']['type']['const']>;
 
@@ -47,7 +53,6 @@ export class MessageTable<S extends MessageSchema = MessageSchema> {
         get validator() {
           return compiled();
         },
-        // the validator of this `type`'s own schema: what passes it is that message of the table
         check: (value: unknown): value is StaticEach<S> => compiled().Check(value),
       });
       types.push(type);
@@ -55,17 +60,12 @@ export class MessageTable<S extends MessageSchema = MessageSchema> {
     this.types = types;
   }
 
-  get(type: string): MessageSpec | undefined {
+  get(type: string): TableSpec<S> | undefined {
     return this.specs.get(type);
   }
 
   keys(): IterableIterator<string> {
     return this.specs.keys();
-  }
-
-  /** Checks `value` against the schema of its own `type`; false for a type not in the table. */
-  check(type: string, value: unknown): value is StaticEach<S> {
-    return this.specs.get(type)?.check(value) ?? false;
   }
 }
 
@@ -116,7 +116,7 @@ export function decodeFrame<S extends MessageSchema>(data: string | Buffer, mess
   if (!spec) {
     return { ok: false, code: ErrorCode.UnknownType, error: `unknown message type "${type.slice(0, 64)}"`, type, ...(id ? { id } : {}) };
   }
-  if (!messages.check(type, value)) {
+  if (!spec.check(value)) {
     return { ok: false, code: ErrorCode.InvalidMessage, error: `invalid "${type}": ${describeErrors(spec, value)}`, type, ...(id ? { id } : {}) };
   }
   return { ok: true, type: value.type, message: value };
