@@ -7,9 +7,9 @@
 // The runtime half shows the decoder refuses the same mistakes when a peer sends them.
 import t from 'tap';
 import { ControllerMessages, decodeFrame, type AgentMessage, type ControllerMessage, type Message } from '@rankd/protocol';
-import type { ControllerLink } from '@rankd/agent/link/controller-link';
-import type { AgentHandlers } from '@rankd/controller/gateway/agent-handlers';
-import type { AgentSender } from '@rankd/controller/jobs/job-manager';
+import type { ControllerLink } from '#agent/link/controller-link';
+import type { AgentHandlers } from '#controller/gateway/agent-handlers';
+import type { AgentSender } from '#controller/jobs/job-manager';
 
 const launch = { rank: 0, argv: ['hostname'], env: {}, cpus: [0], memNodes: [0] };
 

@@ -10,7 +10,7 @@ import {
   type AgentMessage,
   type Message,
 } from '@rankd/protocol';
-import type { AgentLink } from '../fleet/node-registry.js';
+import type { AgentLink } from '../nodes/node-registry.js';
 
 /** A connection whose hello named the node of its certificate: everything on it speaks for `name`. */
 export interface AuthenticatedAgent extends AgentLink {

@@ -2,7 +2,7 @@
 // pmi1 the start carries the job's PMI world (size and process mapping), from which each
 // agent serves its ranks a PMI-1 server; under none it carries no PMI at all. Neither
 // mode runs anything beside the ranks, so stopping and ending are the lifecycle's alone.
-import type { PmiJobSpec, RankLaunch } from '@rankd/protocol';
+import type { JobStart, PmiJobSpec, RankLaunch } from '@rankd/protocol';
 import { processMapping } from '../pmi/process-mapping.js';
 import type { AgentSender } from './agent-sender.js';
 import type { LiveJobView } from './live-job.js';
@@ -26,7 +26,7 @@ export class DirectStart implements MpiStrategy {
     for (const [node, ranks] of byNode) {
       // each node's shared environment once, not once per rank (shared-env.ts)
       const env = hoistSharedEnv(ranks);
-      const start = {
+      const start: JobStart = {
         type: 'job.start',
         jobId: job.id,
         leaseMs,

@@ -3,7 +3,7 @@
 // every node (openmpi-launch.ts answers those asks). Stopping the job ends mpirun and its
 // daemons too, and a job whose ranks have all ended stays live until they have ended as
 // well, so that nothing of a job runs after it ended.
-import type { OrtedLaunch, RankLaunch } from '@rankd/protocol';
+import type { OmpiStart, OrtedLaunch, RankLaunch } from '@rankd/protocol';
 import type { AgentSender } from '../jobs/agent-sender.js';
 import type { LiveJobView } from '../jobs/live-job.js';
 import { nodesOf } from '../jobs/live-job.js';
@@ -48,7 +48,7 @@ export class OpenMpiMode implements MpiStrategy {
     const exportEnv = job.submit.exportEnv;
     for (const [node, ranks] of byNode) {
       const launcher = first && node === launcherNode ? launcherOf(job) : undefined;
-      const start = {
+      const start: OmpiStart = {
         type: 'ompi.start',
         jobId: job.id,
         leaseMs,
