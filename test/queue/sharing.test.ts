@@ -85,7 +85,7 @@ t.test('per-user limits: cores, and a job over the limit is refused at submit', 
 
 t.test('SIGKILL the controller with jobs running and queued: allocations and the queue survive, nothing starts twice', async (t) => {
   const s = await solo(t);
-  const a = await s.submit({ ntasks: 1, cpusPerRank: 2 }, ['sleep', '6']);
+  const a = await s.submit({ ntasks: 1, cpusPerRank: 2 }, ['sleep', '12']);
   await s.waitState(a.body.id, ['running']);
   const b = await s.submit({ ntasks: 1, cpusPerRank: 1 }, ['sh', '-c', 'echo b']);
   const c = await s.submit({ ntasks: 1, cpusPerRank: 2 }, ['sh', '-c', 'echo c']);
