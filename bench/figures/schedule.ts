@@ -73,7 +73,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   queued.sort(queueOrder);
   notes.push(`${QUEUED} queued jobs of ${shapes.size} distinct specs; 10 % --exclusive, half with a --timeout of 10 min to 2 h, priorities -10, 0 and 10.`);
 
-  const factsOf = (name: string) => facts;
+  const factsOf = (_name: string) => facts;
   const ledgerWith = (held: number): AllocationLedger => {
     const ledger = new AllocationLedger();
     for (let i = 0; i < held; i++) {

@@ -211,7 +211,7 @@ t.test('rankd jobs: filters by state, user and submission time, a limit that say
     t.equal(ranks[0]!['START'], tableTime(rank0.startedAt!), "rank 0's start");
     t.equal(ranks[0]!['ELAPSED'], formatElapsed(Date.parse(rank0.endedAt!) - Date.parse(rank0.startedAt!)), "rank 0's elapsed: its end minus its start");
     const waiting = await runCli(['job', queued], env);
-    t.match(waiting.stdout, /start: -  end: -  elapsed: -\n/, 'a queued job: no start, end or elapsed');
+    t.match(waiting.stdout, /start: - {2}end: - {2}elapsed: -\n/, 'a queued job: no start, end or elapsed');
   });
 });
 

@@ -21,7 +21,7 @@ async function call(c: ControllerHandle, method: string, path: string, headers: 
     signal: AbortSignal.timeout(10_000),
   });
   const text = await res.text();
-  let parsed: Record<string, unknown> = {};
+  let parsed: Record<string, unknown>;
   try {
     parsed = JSON.parse(text) as Record<string, unknown>;
   } catch {

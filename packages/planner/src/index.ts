@@ -74,7 +74,7 @@ export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementS
   const ranks: RankEntry[] = new Array(worldSize);
   const mapNodes: RankMapNode[] = [];
 
-  used.forEach(({ node, topo, count }, nodeRank) => {
+  used.forEach(({ node, topo }, nodeRank) => {
     const nodeRanks = inUsersTerms(spec, used.length, () => planNodeRanks({
       node,
       topo,

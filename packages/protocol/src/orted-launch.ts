@@ -93,7 +93,7 @@ function isOrtedProgram(word: string): boolean {
   const parts = word.split(';').map((p) => p.trim());
   const program = parts.pop()!;
   const prelude = /^(?:export )?(?:PATH|LD_LIBRARY_PATH|DYLD_LIBRARY_PATH)(?:=[A-Za-z0-9_./:${}-]*)?$/;
-  return /^(?:\/[A-Za-z0-9._\/-]*\/)?orted$/.test(program) && parts.every((p) => prelude.test(p));
+  return /^(?:\/[A-Za-z0-9._/-]*\/)?orted$/.test(program) && parts.every((p) => prelude.test(p));
 }
 
 /** The grammar: exactly the five fields, each matching its pattern, the HNP's job family the launch's. Throws OrtedLaunchError. */

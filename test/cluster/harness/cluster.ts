@@ -309,7 +309,7 @@ export class Cluster {
     for (const ns of [this.net.controller, ...this.net.hosts]) {
       for (const pid of netnsPids(ns.netns)) {
         if (daemons.has(pid)) continue;
-        let cmdline = '';
+        let cmdline: string;
         try {
           cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
         } catch {

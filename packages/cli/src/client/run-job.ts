@@ -51,7 +51,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
     interrupts++;
     if (interrupts === 1) {
       process.stderr.write(`\nrankd: cancelling job ${job.id}; waiting for its ranks to end (Ctrl-C again to detach)\n`);
-      cancel();
+      void cancel();
     } else {
       detach.abort();
     }
@@ -63,7 +63,7 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   let stdoutClosed = false;
   const unwatchStdout = onStdoutClosed(() => {
     stdoutClosed = true;
-    cancel();
+    void cancel();
     setTimeout(() => detach.abort(), ((submit.grace ?? DEFAULT_JOB_GRACE_SECONDS) * 1000) + CLOSED_STDOUT_WAIT_MS).unref();
   });
   try {

@@ -44,6 +44,6 @@ export function installJsonParser(app: FastifyInstance, maxDepth = MAX_JSON_DEPT
       done(new RankdError(ErrorCode.JsonTooDeep, `the JSON body nests arrays or objects deeper than ${maxDepth} levels; no rankd request does`), undefined);
       return;
     }
-    parse(request, text, done);
+    void parse(request, text, done);
   });
 }
