@@ -1,8 +1,8 @@
 // A rank map's JSON, made once per map.
 //
 // The rank map is most of a big job's bytes (2,000 nodes × 8 ranks: some 9 MB of JSON), and
-// a submit serialized the same object twice in a row: for the store, when the job starts,
-// and for the answer to POST /v1/jobs. The string is kept beside the map for as long as the
+// a submit needs the same object serialized twice in a row: for the store, when the job
+// starts, and for the answer to POST /v1/jobs. The string is kept beside the map for as long as the
 // map lives (a live job's record holds it), so the second use is free.
 import type { JobView, RankMap } from '@rankd/protocol';
 

@@ -2,8 +2,8 @@
 //
 // Most of a rank's environment is its job's: world size, rendezvous, fabric and NCCL
 // settings; only a few variables (RANK, LOCAL_RANK, CPU and device lists) differ. Sent
-// per rank, the shared part made a 2,000-node × 8-rank job.start volume about eight times
-// what it needs to be, and the controller's time to build and write it grew with it.
+// per rank, the shared part would repeat for every rank of a node: most of a big job's
+// job.start bytes, and of the controller's time to build and write them.
 import type { RankLaunch } from '@rankd/protocol';
 
 /**

@@ -1,4 +1,4 @@
-// Append-only event log: node state changes now, job and rank transitions later.
+// Append-only event log: node state changes, and job and rank transitions, in one history.
 import type { Db } from './database.js';
 
 export interface EventRow {

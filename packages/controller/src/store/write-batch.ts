@@ -3,7 +3,7 @@
 // Every rank.started and rank.exit is written through to the store, and in SQLite each
 // commit costs far more than the statements inside it (WAL frames, the commit record, the
 // lock). A launch of 2,000 nodes × 8 ranks is 64,000 of those writes arriving within a
-// second, so one commit each made the store the bound of the whole launch. The agent
+// second, so with one commit each the store would bound the whole launch. The agent
 // gateway runs every frame it receives inside `within()`: the first write of a turn opens
 // a transaction and the turn's check phase (setImmediate, after every socket read of that
 // poll) commits it, so all the frames read in one turn share one commit.

@@ -11,10 +11,10 @@ import { serveRoutes } from '../route-table.js';
 /**
  * Job views are serialized with JSON.stringify, not the schema's compiled serializer. A view
  * is built field by field from the records (jobs/job-view.ts), so it holds only what JobView
- * declares, and it grows with the job: 12 MB for 2,000 nodes × 8 ranks, where
- * fast-json-stringify took ten times as long (its per-key work on every rank's environment)
- * while the event loop had 32,000 rank reports waiting; the rank map's JSON is the one the
- * store already made (jobs/rank-map-json.ts). The schema still documents the answer;
+ * declares, and it grows with the job: 12 MB for 2,000 nodes × 8 ranks, where a compiled
+ * serializer's per-key work on every rank's environment would hold the event loop while the
+ * agents' rank reports wait; the rank map's JSON is the one the store already made
+ * (jobs/rank-map-json.ts). The schema still documents the answer;
  * test/api/job-view-answer.test.ts holds it to the schema.
  */
 const jobViewSerializer = { serializerCompiler: () => (data: unknown) => (isJobView(data) ? jobViewJson(data) : JSON.stringify(data)) };
