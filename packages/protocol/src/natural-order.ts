@@ -2,11 +2,12 @@
 // planner and scheduler (nodes, NICs): eth2 < eth10, mlx5_2 < mlx5_10, node2 < node10, as
 // ICU's collation for 'en' with numeric ordering has it. One function, so that a device
 // list read on a node and the same list ordered by the planner can never disagree.
-// Creating that Intl.Collator loads ICU's collation data (~10 ms, a seventh of a whole
-// `rankd facts`), and it costs about a microsecond per comparison; names made of lowercase
-// letters, digits and _ - . (nearly every interface, device and node name) are ordered
-// here the same way without it, and any other name is left to the collator, created on
-// first need. test/facts/natural-order.test.ts holds the two to the same answers.
+// Creating that Intl.Collator loads ICU's collation data, a visible part of a short command
+// such as `rankd facts`, and each comparison through it is slow next to a plain one; names
+// made of lowercase letters, digits and _ - . (nearly every interface, device and node
+// name) are ordered here the same way without it, and any other name is left to the
+// collator, created on first need. test/facts/natural-order.test.ts holds the two to the
+// same answers.
 
 let collator: Intl.Collator | undefined;
 
