@@ -1,7 +1,7 @@
 // The REST client of the CLI. Maps transport and HTTP failures onto exit codes.
 //
-// Built on node:http rather than fetch: fetch loads undici on first use, which costs
-// ~190 ms of a ~300 ms `rankd run` on the machines we measure, more than the job itself.
+// Built on node:http rather than fetch: fetch loads undici on first use, which costs a
+// short `rankd run` more start-up time than its job takes.
 // One keep-alive agent lets the submit and the log stream of `rankd run` share a
 // connection; its idle sockets are unref'd, so they never hold the process open.
 // The controller speaks HTTPS only; it is verified against the client config's `ca`

@@ -1,8 +1,8 @@
 // Whether the controller's certificate is one the pinned CA (RANKD_CA, the client config's
 // `ca`) issued for the host the CLI connects to, checked in JS.
 //
-// Why: Node 20 builds its store of ~140 bundled root certificates (~21 ms of CPU, a seventh
-// of `rankd run`) the first time a `ca` is added to a TLS context, though that CA then
+// Why: Node 20 builds its store of ~140 bundled root certificates (a visible part of a short
+// `rankd run`) the first time a `ca` is added to a TLS context, though that CA then
 // replaces them. The CLI's connections therefore trust nothing in OpenSSL (`ca: []`) and
 // verify here, before the socket is handed to HTTP, so before any request byte is sent.
 //
