@@ -4,8 +4,8 @@
 // trims, and returns null instead of throwing. A file that is required but missing,
 // unreadable or garbled adds a warning with a stable code, so the snapshot is still
 // produced and says what it could not know. Reads go through one reused buffer and
-// open/read/close: many tiny files are the whole cost of a snapshot, and this is about
-// twice as fast as readFileSync, which stats each file first.
+// open/read/close: many tiny files are the whole cost of a snapshot, and readFileSync
+// stats each file first.
 import { closeSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import type { FactsWarning } from '@rankd/protocol';
 // the cpuset module alone: the protocol index compiles every message schema on import

@@ -1,8 +1,8 @@
 // The node's key and certificate signing request (PKCS#10, RFC 2986), built with node:crypto.
 //
 // Why not @peculiar/x509, which the controller uses: it brings ~250 modules (asn1 schemas,
-// tsyringe, reflect-metadata) that stay in the agent's heap for its whole life (about 2.5 MB
-// of V8 heap, 3-5 MB of RSS), for one fixed structure written at enrollment and at each
+// tsyringe, reflect-metadata) that stay in the agent's heap and resident memory for its
+// whole life, for one fixed structure written at enrollment and at each
 // renewal. The request is always the same shape: an ECDSA P-256 key, a subject of one CN,
 // no attributes, signed with ecdsa-with-SHA256; the controller parses and verifies it with
 // @peculiar/x509.

@@ -1,6 +1,6 @@
 // Keeps the last bytes of a terminal. When the program on a PTY exits, Linux hangs the
 // terminal up: the master side reads EIO, and whatever the program wrote last but was not
-// read yet is gone (node-pty #72, #726; `seq 1 300000` loses its last ~10 KB here). And
+// read yet is gone (node-pty #72, #726; `seq 1 300000` shows it, losing its last output). And
 // node-pty destroys its reader 200 ms after the exit whether or not it has read everything.
 //
 // So the agent, as script(1) and sshd do, holds the slave side open itself (no hangup
