@@ -151,7 +151,7 @@ function connect(ca: string, id: Identity): Promise<void> {
             }
             // spread the beats over the interval, as independent agents would be
             heartbeat = setTimeout(() => {
-              heartbeat = setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), msg.heartbeatMs!);
+              heartbeat = setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), msg.heartbeatMs);
             }, Math.random() * msg.heartbeatMs!);
             if (first) {
               first = false;

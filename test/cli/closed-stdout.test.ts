@@ -42,7 +42,7 @@ function pipeToHead(args: string[], env: NodeJS.ProcessEnv, both = false, timeou
  */
 function closedStdout(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<Piped> {
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.destroy();
+  child.stdout.destroy();
   return capture(child, timeoutMs, false);
 }
 

@@ -90,7 +90,7 @@ t.test('a second `rankd controller` on a data directory in use exits 69, touches
 });
 
 t.test('a stale lock is taken over with a one-line notice: a dead pid, and a pid now used by another program', async (t) => {
-  const dead = spawnSync('true').pid!;
+  const dead = spawnSync('true').pid;
   await waitUntil(`pid ${dead} gone`, 5000, () => !processAlive(dead));
   const cases = [
     { holder: { pid: dead, startTime: '1', host: hostname() }, why: `pid ${dead} is not running` },
@@ -115,7 +115,7 @@ t.test('a second `rankd up` on the same home exits 69 and leaves the first clust
   const home = mkdtempSync(join(tmpdir(), 'rankd-up2-'));
   const env = { ...process.env, RANKD_HOME: home, RANKD_URL: '', RANKD_TOKEN: '', RANKD_CA: '' };
   // the first finds the lock of a controller that died: it takes it over and says so
-  const dead = spawnSync('true').pid!;
+  const dead = spawnSync('true').pid;
   await waitUntil(`pid ${dead} gone`, 5000, () => !processAlive(dead));
   mkdirSync(join(home, 'controller'), { recursive: true, mode: 0o700 });
   writeFileSync(join(home, 'controller', 'controller.pid'), JSON.stringify({ pid: dead, startTime: '1', host: hostname() }) + '\n');

@@ -74,9 +74,9 @@ function hold(t: Test): Promise<{ child: ReturnType<typeof spawn>; held: Held }>
   t.teardown(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
   let out = '';
   let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const nl = out.indexOf('\n');
       if (nl >= 0) resolve({ child, held: JSON.parse(out.slice(0, nl)) as Held });

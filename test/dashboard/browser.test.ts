@@ -181,7 +181,7 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
       focused.push(await page.evaluate(() => document.activeElement?.textContent?.trim() ?? ''));
     }
     t.same(focused, ['Skip to content', 'rankd', 'Fleet', 'Jobs'], 'Tab walks the skip link, then the header');
-    t.equal(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle), 'solid', 'focus is visible');
+    t.equal(await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle), 'solid', 'focus is visible');
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
     await page.locator(`tr[data-job="${jobId}"]`).getByRole('link').click();

@@ -66,7 +66,7 @@ t.test('from a real local terminal: raw keystrokes, window resizes and the exit 
   const term = pty.spawn(process.execPath, [CLI, 'shell', 's2', '--', 'sh', '-c', 'stty size; while read line; do echo "got $line"; stty size; done; exit 3'], {
     cols: 80,
     rows: 24,
-    env: { ...process.env, ...f.env, TERM: 'xterm' } as Record<string, string>,
+    env: { ...process.env, ...f.env, TERM: 'xterm' },
   });
   let out = '';
   term.onData((d) => (out += d));

@@ -20,8 +20,8 @@ export interface Daemon {
 export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
-  child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  child.stderr.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   let running = true;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {

@@ -19,7 +19,7 @@ export interface Issued {
 const pemKey = async (keys: webcrypto.CryptoKeyPair) =>
   `-----BEGIN PRIVATE KEY-----\n${Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END PRIVATE KEY-----\n`;
 
-const newKeys = async () => (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+const newKeys = async () => await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
 const serial = () => (serials++).toString(16).padStart(2, '0');
 
 async function finish(cert: x509.X509Certificate, keys: webcrypto.CryptoKeyPair): Promise<Issued> {

@@ -55,7 +55,7 @@ t.test('logs: offset, rank and stream filters, NDJSON', async (t) => {
   const fromOffset = await controller.api<string>(`/v1/jobs/${id}/logs?rank=1&stream=stdout&offset=4&format=text`);
   t.equal(fromOffset.body, 'of 1\n');
   const nd = await controller.api<string>(`/v1/jobs/${id}/logs?format=ndjson&rank=0`);
-  const records = (nd.body as string).trim().split('\n').map((l) => JSON.parse(l) as { rank: number; stream: string; offset: number; data: string; end?: unknown });
+  const records = nd.body.trim().split('\n').map((l) => JSON.parse(l) as { rank: number; stream: string; offset: number; data: string; end?: unknown });
   t.same(
     records.filter((x) => !x.end).map((x) => [x.rank, x.stream, x.offset, x.data]),
     [
@@ -86,7 +86,7 @@ t.test('a live follower resumes from its Last-Event-ID without gaps or repeats',
   {
     const ac = new AbortController();
     const res = await httpsFetch(url, { ca: controller.ca, headers, signal: ac.signal });
-    const reader = res.body!.getReader();
+    const reader = res.body.getReader();
     let buf = '';
     while (text.split('\n').length < 10) {
       const { value, done } = await reader.read();

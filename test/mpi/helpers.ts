@@ -61,7 +61,7 @@ export function buildMpich(t: Test, names: string[]): Record<string, string> {
   const built: Record<string, string> = {};
   for (const name of names) {
     built[name] = join(dir, name);
-    execFileSync('mpicc.mpich', ['-O1', '-o', built[name]!, join(PROGRAMS, `${name}.c`)], { stdio: 'pipe' });
+    execFileSync('mpicc.mpich', ['-O1', '-o', built[name], join(PROGRAMS, `${name}.c`)], { stdio: 'pipe' });
   }
   return built;
 }

@@ -22,14 +22,14 @@ export async function startSimAgents(t: Test, controller: ControllerHandle, root
   });
   const events: Array<{ event: string; message?: string }> = [];
   let stderr = '';
-  child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
-  createInterface({ input: child.stdout! }).on('line', (line) => events.push(JSON.parse(line) as { event: string }));
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  createInterface({ input: child.stdout }).on('line', (line) => events.push(JSON.parse(line) as { event: string }));
   await waitUntil(`${prefix} simulated agents to enroll`, 60_000, () => {
     if (child.exitCode !== null) throw new Error(`agent-sim exited ${child.exitCode}: ${stderr}`);
     const error = events.find((e) => e.event === 'error');
     if (error) throw new Error(`agent-sim: ${error.message}`);
     return events.some((e) => e.event === 'enrolled');
   });
-  child.stdin!.write(JSON.stringify({ cmd: 'connect' }) + '\n');
+  child.stdin.write(JSON.stringify({ cmd: 'connect' }) + '\n');
   return child;
 }

@@ -31,7 +31,7 @@ function upgrade(url: string, token: string, ca: string): Promise<{ status: numb
     });
     req.on('response', (res) => {
       res.resume();
-      resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined });
+      resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
     });
     req.on('upgrade', (res, socket) => {
       socket.destroy();

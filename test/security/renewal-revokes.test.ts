@@ -71,6 +71,6 @@ t.test('a real agent renews: the old certificate is refused, the agent keeps its
   await waitForNode(current, 'renewing', 'ready', 30_000);
   t.equal(agent.child.exitCode, null, 'the agent did not take the revocation for its own');
   t.notMatch(agent.output(), /RANKD_NODE_CERT_REVOKED/, 'and never presented the revoked certificate');
-  t.match(await rankState(), { state: 'running', pid: running!.pid }, 'its rank ran on, the same process');
+  t.match(await rankState(), { state: 'running', pid: running.pid }, 'its rank ran on, the same process');
   await current.api(`/v1/jobs/${job.body.id}/cancel`, { method: 'POST', body: {} });
 });

@@ -100,7 +100,7 @@ async function openAll(c: ControllerHandle, jobId: string, auth: { token: string
   ]);
   const shell = node && 'token' in auth ? await openShell(c, auth.token, node) : null;
   for (const s of streams.slice(0, 4)) await waitUntil(`${s.what} streams`, 10_000, () => /tick/.test(s.body()));
-  const pid = shell ? (await waitUntil('the shell started', 10_000, () => shell.events.find((e) => e.type === 'started')))!.pid! : null;
+  const pid = shell ? (await waitUntil('the shell started', 10_000, () => shell.events.find((e) => e.type === 'started'))).pid! : null;
   return { streams, shell, pid };
 }
 

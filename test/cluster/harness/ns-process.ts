@@ -48,13 +48,13 @@ export function spawnInNetns(netns: string, argv: string[], opts: { env?: NodeJS
   const all = new Tail();
   const out = new Tail();
   const err = new Tail();
-  child.stdout!.setEncoding('utf8');
-  child.stderr!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => {
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => {
     out.push(d);
     all.push(d);
   });
-  child.stderr!.on('data', (d: string) => {
+  child.stderr.on('data', (d: string) => {
     err.push(d);
     all.push(d);
   });

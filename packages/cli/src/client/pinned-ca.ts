@@ -129,6 +129,6 @@ function verdict(leaf: X509Certificate, peer: PeerCertificate, pinned: readonly 
     return { trusted: false, error: tlsError('INVALID_PURPOSE', 'unsuitable certificate purpose: not a TLS server certificate') };
   }
   const identity = checkServerIdentity(host, peer);
-  if (identity) return { trusted: false, error: identity as NodeJS.ErrnoException };
+  if (identity) return { trusted: false, error: identity };
   return { trusted: true };
 }

@@ -81,6 +81,6 @@ export function renderMatrix(m: ReachMatrix): string {
   const header = ['from \\ to', ...m.nodes];
   const widths = header.map((h, k) => Math.max(h.length, ...rows.map((r) => r[k]!.length)));
   const line = (cells: string[]) => '  ' + cells.map((c, k) => c.padEnd(widths[k]!)).join('  ').trimEnd() + '\n';
-  const failures = m.nodes.flatMap((n, i) => m.nodes.flatMap((t, j) => (i !== j && m.cells[i]?.[j] && !m.cells[i]![j]!.ok ? [`  ${n} → ${t}: ${m.cells[i]![j]!.error}\n`] : [])));
+  const failures = m.nodes.flatMap((n, i) => m.nodes.flatMap((t, j) => (i !== j && m.cells[i]?.[j] && !m.cells[i][j].ok ? [`  ${n} → ${t}: ${m.cells[i][j].error}\n`] : [])));
   return ['\nconnection matrix (TCP round trip in ms, row → column):\n', line(header), ...rows.map(line), ...failures].join('');
 }

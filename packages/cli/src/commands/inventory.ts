@@ -43,7 +43,7 @@ export function register(program: Command): void {
       const body: InventoryImport = {
         content,
         source: basename(file),
-        ...(opts.format ? { format: opts.format as 'ini' | 'hostfile' } : {}),
+        ...(opts.format ? { format: opts.format } : {}),
         ...(opts.group ? { group: opts.group } : {}),
         ...(opts.merge ? { merge: true } : {}),
       };

@@ -40,7 +40,7 @@ export function auditStart(request: FastifyRequest): AuditStart {
   if (typeof body['pattern'] === 'string') resource['pattern'] = body['pattern'];
   if (typeof body['user'] === 'string') resource['unixUser'] = body['user'];
   const command = body['command'];
-  const argv = Array.isArray(command) && command.every((a) => typeof a === 'string') ? (command as string[]) : typeof body['shell'] === 'string' ? ['/bin/sh', '-c', body['shell']] : null;
+  const argv = Array.isArray(command) && command.every((a) => typeof a === 'string') ? command : typeof body['shell'] === 'string' ? ['/bin/sh', '-c', body['shell']] : null;
   // a job's or exec's environment, by name only: its values may be secrets
   const placement = body['placement'];
   const envNames = [...new Set([...keysOf(body['env']), ...keysOf(isObject(placement) ? placement['env'] : undefined)])];

@@ -118,5 +118,5 @@ function drainRequest(raw: IncomingMessage, maxBytes: number, maxMs: number): Pr
 /** The planner's nearest feasible spec, which a client turns into a command to paste. */
 function suggestionOf(err: RankdError): Partial<PlacementSpec> | undefined {
   const suggestion = err.details?.['suggestion'];
-  return typeof suggestion === 'object' && suggestion !== null ? (suggestion as Partial<PlacementSpec>) : undefined;
+  return typeof suggestion === 'object' && suggestion !== null ? suggestion : undefined;
 }

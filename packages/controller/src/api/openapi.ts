@@ -98,7 +98,7 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
     const document = documentObject.openapiObject;
     const paths = { ...document.paths, ...structuredClone(webSocketPaths) } as Record<string, Record<string, unknown> | undefined>;
     addAuthRefusals(paths);
-    return { ...document, paths } as typeof document;
+    return { ...document, paths };
   },
 };
 

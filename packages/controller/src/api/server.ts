@@ -66,6 +66,8 @@ export interface ApiDeps {
 
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify({
+    // the assertion fixes fastify's logger type parameter, which would be inferred as pino's Logger
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
     loggerInstance: deps.log as FastifyBaseLogger,
     bodyLimit: MAX_FRAME_BYTES,
     // probes poll /healthz; their lines would drown the ones that matter

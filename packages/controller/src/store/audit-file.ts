@@ -31,7 +31,7 @@ export class AuditFile {
     if (this.fd === null) throw new Error('audit log closed');
     const bytes = Buffer.from(line + '\n');
     if (this.size > 0 && this.size + bytes.length > this.limits.maxBytes) this.rotate();
-    writeSync(this.fd!, bytes);
+    writeSync(this.fd, bytes);
     this.size += bytes.length;
   }
 

@@ -15,7 +15,6 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 
 type CryptoKey = webcrypto.CryptoKey;
-type CryptoKeyPair = webcrypto.CryptoKeyPair;
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
@@ -46,7 +45,7 @@ function pemOfKey(pkcs8: ArrayBuffer): string {
 
 async function importKey(pem: string): Promise<CryptoKey> {
   const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  return webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']) as Promise<CryptoKey>;
+  return webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
 }
 
 function writeSecret(path: string, content: string): void {
@@ -64,7 +63,7 @@ export async function loadOrCreateCa(dataDir: string): Promise<KeyPair> {
     const keyPem = readFileSync(keyPath, 'utf8');
     return { cert: new x509.X509Certificate(certPem), certPem, keyPem, key: await importKey(keyPem) };
   }
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -101,7 +100,7 @@ export function servingNames(listenHost: string): { ips: string[]; dns: string[]
 
 /** Issues the controller's serving certificate (serverAuth, the SANs above), written as server.crt/server.key. */
 export async function issueServingCert(ca: KeyPair, dataDir: string, names: { ips: string[]; dns: string[] }): Promise<{ certPem: string; keyPem: string }> {
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),

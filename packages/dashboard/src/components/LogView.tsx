@@ -118,7 +118,7 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
       <div class="log-controls">
         <label>
           Rank{' '}
-          <select value={rank} onChange={(e) => setRank((e.currentTarget as HTMLSelectElement).value)}>
+          <select value={rank} onChange={(e) => setRank(e.currentTarget.value)}>
             <option value="all">all</option>
             {Array.from({ length: worldSize }, (_, r) => (
               <option value={String(r)} key={r}>{r}</option>
@@ -127,7 +127,7 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
         </label>
         <label>
           Stream{' '}
-          <select value={stream} onChange={(e) => setStream((e.currentTarget as HTMLSelectElement).value)}>
+          <select value={stream} onChange={(e) => setStream(e.currentTarget.value)}>
             <option value="all">stdout and stderr</option>
             <option value="stdout">stdout</option>
             <option value="stderr">stderr</option>
@@ -137,7 +137,7 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
           {follow ? 'Pause' : 'Follow'}
         </button>
         <label>
-          Search <input type="search" value={search} onInput={(e) => setSearch((e.currentTarget as HTMLInputElement).value)} />
+          Search <input type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
         </label>
         <button type="button" onClick={download}>
           Download

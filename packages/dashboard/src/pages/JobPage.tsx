@@ -74,7 +74,7 @@ function RankMapView({ job }: { job: JobView }) {
       {names.length > DRAWN && (
         <label>
           Nodes drawn{' '}
-          <select value={picked} onChange={(e) => setPicked(Number((e.currentTarget as HTMLSelectElement).value))}>
+          <select value={picked} onChange={(e) => setPicked(Number(e.currentTarget.value))}>
             {Array.from({ length: Math.ceil(names.length / DRAWN) }, (_, i) => (
               <option value={i * DRAWN} key={i}>{names.slice(i * DRAWN, i * DRAWN + DRAWN).join(', ')}</option>
             ))}

@@ -23,7 +23,7 @@ export function Login({ onSession, problem }: { onSession: (s: SessionView) => v
       </p>
       <form onSubmit={submit}>
         <label for="token">API token</label>
-        <input id="token" type="password" autoComplete="off" value={token} onInput={(e) => setToken((e.currentTarget as HTMLInputElement).value)} required />
+        <input id="token" type="password" autoComplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} required />
         <button type="submit">Sign in</button>
       </form>
       {error && <p role="alert" class="error">{error}</p>}

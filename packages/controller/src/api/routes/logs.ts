@@ -52,7 +52,7 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
       }
       const streams: StreamName[] = !q.stream || q.stream === 'all' ? ['stdout', 'stderr'] : [q.stream];
       const resumeFrom = decodeCursors(String(request.headers['last-event-id'] ?? ''));
-      const ranks = (wanted ?? view.ranks.map((r) => r.rank)).filter((r) => view!.ranks[r] !== undefined);
+      const ranks = (wanted ?? view.ranks.map((r) => r.rank)).filter((r) => view.ranks[r] !== undefined);
       const cursors: Cursor[] = ranks.flatMap((rank) =>
         streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
       );
