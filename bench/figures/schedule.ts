@@ -13,7 +13,7 @@
 // Demands come from the controller's own admission (the plan on the idle cluster), not
 // timed; the timed call is schedulingPass, the function the controller's Scheduler runs.
 import path from 'node:path';
-import type { Facts, JobSubmit } from '@rankd/protocol';
+import type { JobSubmit } from '@rankd/protocol';
 import { admit } from '#controller/jobs/job-admission';
 import { AllocationLedger } from '#controller/schedule/ledger';
 import type { QueuedJob } from '#controller/schedule/placement';
@@ -48,7 +48,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const facts = readFacts({ root: await extractDump(ctx.repoRoot, dump, path.join(ctx.tmpDir, 'dumps')) });
   const nodes: PlannerNode[] = Array.from({ length: NODES }, (_, i) => {
     const name = `node${String(i).padStart(4, '0')}`;
-    return { name, address: `127.${1 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, facts: { ...facts, host: { ...facts.host, hostname: name } } as Facts };
+    return { name, address: `127.${1 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, facts: { ...facts, host: { ...facts.host, hostname: name } } };
   });
   notes.push(`Facts of every node: ${dumpName(dump)} (${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes), renamed per node.`);
 

@@ -57,7 +57,7 @@ export function readConfigFile(path: string, explicit: boolean): AgentConfigFile
     text = readFileSync(path, 'utf8');
   } catch (err) {
     if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new Error(`cannot read agent config ${path}: ${(err as Error).message}`);
+    throw new Error(`cannot read agent config ${path}: ${(err as Error).message}`, { cause: err });
   }
   // an empty file (or /dev/null) is a config with no settings
   if (text.trim() === '') return {};
@@ -65,7 +65,7 @@ export function readConfigFile(path: string, explicit: boolean): AgentConfigFile
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new Error(`agent config ${path} is not JSON: ${(err as Error).message}`);
+    throw new Error(`agent config ${path} is not JSON: ${(err as Error).message}`, { cause: err });
   }
   if (!validateFile.Check(value)) {
     const first = [...validateFile.Errors(value)][0] as { instancePath?: string; message?: string } | undefined;

@@ -17,6 +17,8 @@ export async function loadDaemon(): Promise<Daemon> {
     const named = `'${decodeURIComponent(BUNDLE.pathname)}'`;
     const missing = e?.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(named);
     if (!missing) throw err;
-    throw new Error('the agent is not bundled: run `npm run build` (or RANKD_DEV=1 runs the compiled modules)');
+    throw new Error('the agent is not bundled: run `npm run build` (or RANKD_DEV=1 runs the compiled modules)', {
+      cause: err,
+    });
   }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The entry of `rankd` (the bin shim, `npm start`, the systemd units and the tests run
 // this file). It runs the CLI's bundle, a build output of `npm run build`
-// (scripts/bundle-cli.mjs: dist/bundle/, one chunk per command, ~40 ms less start-up than
+// (scripts/bundle-cli.mjs: dist/bundle/, one chunk per command, less start-up than
 // loading some 100 compiled modules one by one). RANKD_DEV=1 runs the compiled modules
 // (./cli.js) instead: the development switch, for a tree compiled with a bare `tsc -b` and
 // not bundled since. Neither is ever mixed with the other, and nothing guesses which is

@@ -172,7 +172,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
   });
   const countRefusal = (event: RefusalEvent) => audit.countRefusal(event);
-  answerPlaintext(app.server as unknown as Parameters<typeof answerPlaintext>[0], log, countRefusal);
+  answerPlaintext(app.server, log, countRefusal);
   new ConnectionGuard(app.server as unknown as import('node:https').Server, connections, (source) =>
     audit.countRefusal({ source, user: null, method: 'CONNECT', route: '(connection)', status: null, code: ErrorCode.TooManyConnections, reason: `more than ${connections.perSource} connections without a node certificate from one address` }),
   );

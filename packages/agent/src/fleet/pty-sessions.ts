@@ -181,7 +181,7 @@ export class PtySessions {
     const s = this.sessions.get(m.id);
     if (!s) return;
     try {
-      process.kill(-s.term.pid, m.signal as NodeJS.Signals);
+      process.kill(-s.term.pid, m.signal);
     } catch {
       // the group is gone, or the name is not a signal here
     }

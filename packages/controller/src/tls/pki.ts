@@ -140,7 +140,7 @@ export async function parseCsr(pem: string): Promise<ParsedCsr> {
   try {
     csr = new x509.Pkcs10CertificateRequest(pem);
   } catch (err) {
-    throw new Error(`not a PKCS#10 CSR in PEM: ${(err as Error).message}`);
+    throw new Error(`not a PKCS#10 CSR in PEM: ${(err as Error).message}`, { cause: err });
   }
   const algorithm = csr.publicKey.algorithm as { name: string; namedCurve?: string };
   if (algorithm.name !== 'ECDSA' || algorithm.namedCurve !== 'P-256') throw new Error(`the CSR's key must be ECDSA P-256 (got ${algorithm.name} ${algorithm.namedCurve ?? ''})`);

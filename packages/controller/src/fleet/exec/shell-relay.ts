@@ -207,7 +207,7 @@ export class ShellRelay {
       this.sendEvent(s, { type: 'error', code: ErrorCode.InvalidRequest, message: 'control frames are {"type":"resize","cols":C,"rows":R} or {"type":"signal","signal":"SIGINT"}' });
       return;
     }
-    const c = control as ShellControl;
+    const c = control;
     if (c.type === 'resize') s.link.send({ type: 'pty.resize', id: s.id, cols: c.cols, rows: c.rows });
     else s.link.send({ type: 'pty.signal', id: s.id, signal: c.signal });
   }
