@@ -7,7 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { figures } from './figures/index.js';
-import { formatNumber, judge, type BenchContext, type FigureDescriptor, type FigureReport, type PeerCommand } from './lib/figure.js';
+import {
+  formatNumber,
+  judge,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type PeerCommand,
+} from './lib/figure.js';
 import { MIN_ROUNDS } from './lib/interleave.js';
 import { describeMachine, formatMachine } from './lib/machine.js';
 import { neutralizeEnvironment } from './lib/environment.js';
@@ -31,12 +38,20 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../
 const log = (m: string) => process.stderr.write(`bench: ${m}\n`);
 
 function usage(message: string): never {
-  process.stderr.write(`bench: ${message}\nusage: npm run bench [-- NAME…] [--rounds N] [--no-install] [--out FILE] [--render-only]\nfigures: ${figures.map((f) => f.name).join(', ')}\n`);
+  process.stderr.write(
+    `bench: ${message}\nusage: npm run bench [-- NAME…] [--rounds N] [--no-install] [--out FILE] [--render-only]\nfigures: ${figures.map((f) => f.name).join(', ')}\n`,
+  );
   process.exit(64);
 }
 
 function parseArgs(argv: readonly string[]): Options {
-  const opts: Options = { names: [], rounds: MIN_ROUNDS, install: true, out: path.join(repoRoot, 'bench/RESULTS.md'), renderOnly: false };
+  const opts: Options = {
+    names: [],
+    rounds: MIN_ROUNDS,
+    install: true,
+    out: path.join(repoRoot, 'bench/RESULTS.md'),
+    renderOnly: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--rounds') {
@@ -53,10 +68,16 @@ function parseArgs(argv: readonly string[]): Options {
   return opts;
 }
 
-async function runFigure(figure: FigureDescriptor, ctx: BenchContext): Promise<{ report: FigureReport; failed: boolean }> {
+async function runFigure(
+  figure: FigureDescriptor,
+  ctx: BenchContext,
+): Promise<{ report: FigureReport; failed: boolean }> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`figure took longer than ${FIGURE_TIMEOUT_MS / 60_000} min`)), FIGURE_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`figure took longer than ${FIGURE_TIMEOUT_MS / 60_000} min`)),
+      FIGURE_TIMEOUT_MS,
+    );
   });
   try {
     return { report: await Promise.race([figure.run(ctx), timeout]), failed: false };
@@ -65,7 +86,9 @@ async function runFigure(figure: FigureDescriptor, ctx: BenchContext): Promise<{
     return {
       failed: true,
       report: {
-        rows: [{ figure: figure.title, rankd: { notMeasured: `the figure failed: ${(err as Error).message}` }, goals: [] }],
+        rows: [
+          { figure: figure.title, rankd: { notMeasured: `the figure failed: ${(err as Error).message}` }, goals: [] },
+        ],
         notes: [],
         limits: 'The figure failed before it could measure; see the message in the table.',
         peersUsed: [],
@@ -91,14 +114,20 @@ async function settle(log: (s: string) => void): Promise<void> {
   const cpus = os.availableParallelism();
   const deadline = Date.now() + SETTLE_LIMIT_MS;
   if (os.loadavg()[0]! < cpus) return;
-  log(`waiting up to ${SETTLE_LIMIT_MS / 1000} s for the load average (${os.loadavg()[0]!.toFixed(1)}) to drop below ${cpus}`);
+  log(
+    `waiting up to ${SETTLE_LIMIT_MS / 1000} s for the load average (${os.loadavg()[0]!.toFixed(1)}) to drop below ${cpus}`,
+  );
   while (os.loadavg()[0]! >= cpus && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2000));
 }
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.renderOnly) {
-    const kept = writeResults(opts.out, [], figures.map((f) => f.name));
+    const kept = writeResults(
+      opts.out,
+      [],
+      figures.map((f) => f.name),
+    );
     log(`rewrote ${opts.out} from its data (${kept.length} figures)`);
     return 0;
   }
@@ -142,18 +171,27 @@ async function main(): Promise<number> {
     });
     for (const row of report.rows) {
       const v = judge(row);
-      const rankd = 'measure' in row.rankd ? `${formatNumber(row.rankd.measure.stat.median)} ${row.rankd.measure.unit}` : `not measured (${row.rankd.notMeasured})`;
+      const rankd =
+        'measure' in row.rankd
+          ? `${formatNumber(row.rankd.measure.stat.median)} ${row.rankd.measure.unit}`
+          : `not measured (${row.rankd.notMeasured})`;
       const ratio = row.ratio ? `, ${formatNumber(row.ratio.median)}× ${row.peer?.name ?? ''}` : '';
       log(`   ${row.figure}: ${rankd}${ratio} → ${v.kind === 'missed' ? `MISSED: ${v.gap}` : v.kind}`);
     }
   }
-  writeResults(opts.out, fresh, figures.map((f) => f.name));
+  writeResults(
+    opts.out,
+    fresh,
+    figures.map((f) => f.name),
+  );
   log(`wrote ${path.relative(process.cwd(), opts.out) || opts.out}`);
   return failed > 0 ? 1 : 0;
 }
 
-process.exit(await main().catch(async (err: unknown) => {
-  log(`fatal: ${(err as Error).stack ?? String(err)}`);
-  await teardownAll(log);
-  return 70;
-}));
+process.exit(
+  await main().catch(async (err: unknown) => {
+    log(`fatal: ${(err as Error).stack ?? String(err)}`);
+    await teardownAll(log);
+    return 70;
+  }),
+);

@@ -31,4 +31,6 @@ const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys
 // what test/agent/rest-modules.test.ts reads to tell which sources the bundle holds
 writeFileSync(path.join(outdir, 'manifest.json'), JSON.stringify({ 'daemon.js': inputs }, null, 1) + '\n');
 const bytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
-process.stdout.write(`bundle-agent: ${inputs.length} modules, ${(bytes / 1024).toFixed(0)} KiB in ${path.relative(root, outdir)}\n`);
+process.stdout.write(
+  `bundle-agent: ${inputs.length} modules, ${(bytes / 1024).toFixed(0)} KiB in ${path.relative(root, outdir)}\n`,
+);

@@ -26,7 +26,9 @@ const DAEMONS = new Set(['@rankd/controller', '@rankd/agent']);
 const daemonsExternal = {
   name: 'daemons-external',
   setup(b) {
-    b.onResolve({ filter: /^@rankd\/(controller|agent)$/ }, (args) => (DAEMONS.has(args.path) ? { path: args.path, external: true } : undefined));
+    b.onResolve({ filter: /^@rankd\/(controller|agent)$/ }, (args) =>
+      DAEMONS.has(args.path) ? { path: args.path, external: true } : undefined,
+    );
   },
 };
 
@@ -49,9 +51,13 @@ const result = await build({
 
 const manifest = {};
 for (const [file, output] of Object.entries(result.metafile.outputs)) {
-  manifest[path.relative(outdir, path.join(root, file))] = Object.keys(output.inputs).map((input) => path.relative(root, path.join(root, input)));
+  manifest[path.relative(outdir, path.join(root, file))] = Object.keys(output.inputs).map((input) =>
+    path.relative(root, path.join(root, input)),
+  );
 }
 // written last, after the bundle's files: a manifest names only files that exist
 writeFileSync(path.join(outdir, 'manifest.json'), JSON.stringify(manifest, null, 1) + '\n');
 const bytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
-process.stdout.write(`bundle-cli: ${Object.keys(manifest).length} files, ${(bytes / 1024).toFixed(0)} KiB in ${path.relative(root, outdir)}\n`);
+process.stdout.write(
+  `bundle-cli: ${Object.keys(manifest).length} files, ${(bytes / 1024).toFixed(0)} KiB in ${path.relative(root, outdir)}\n`,
+);

@@ -15,7 +15,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { runCli, startAgent, startController, waitForNode, waitUntil, type ControllerHandle, type Daemon } from '../test/helpers/daemons.js';
+import {
+  runCli,
+  startAgent,
+  startController,
+  waitForNode,
+  waitUntil,
+  type ControllerHandle,
+  type Daemon,
+} from '../test/helpers/daemons.js';
 import { buildSysfs } from '../test/helpers/sysfs-fixture.js';
 import { epycNps4Gpu8, seed000Spr, seed004RocePod } from '../test/helpers/machines.js';
 import { browserMissing, launchChromium, spkiPin } from '../test/helpers/browser.js';
@@ -56,10 +64,12 @@ interface Cluster {
 async function startCluster(): Promise<Cluster> {
   const scratch = mkdtempSync(join(tmpdir(), 'rankd-screenshots-'));
   // the admin is named as a person would be, for the header and the jobs' owner column
-  const controller = await startController({ dataDir: join(scratch, 'controller'), extra: ['--admin', 'alice'] }).catch((err: Error) => {
-    rmSync(scratch, { recursive: true, force: true });
-    throw err;
-  });
+  const controller = await startController({ dataDir: join(scratch, 'controller'), extra: ['--admin', 'alice'] }).catch(
+    (err: Error) => {
+      rmSync(scratch, { recursive: true, force: true });
+      throw err;
+    },
+  );
   const cluster: Cluster = { controller, agents: [], scratch };
   try {
     cluster.agents.push(startAgent(controller, { name: LOCAL, spoolDir: spool(scratch, LOCAL) }));
@@ -103,27 +113,52 @@ async function stopCluster(cluster: Cluster): Promise<void> {
   rmSync(cluster.scratch, { recursive: true, force: true });
 }
 
-async function submit(controller: ControllerHandle, spec: { name: string; command: string[]; ranks: number }): Promise<string> {
+async function submit(
+  controller: ControllerHandle,
+  spec: { name: string; command: string[]; ranks: number },
+): Promise<string> {
   const res = await controller.api<{ id: string }>('/v1/jobs', {
     method: 'POST',
-    body: { name: spec.name, command: spec.command, placement: { nodelist: [LOCAL], ntasks: spec.ranks, cpusPerRank: 1 } },
+    body: {
+      name: spec.name,
+      command: spec.command,
+      placement: { nodelist: [LOCAL], ntasks: spec.ranks, cpusPerRank: 1 },
+    },
   });
   if (res.status !== 201) throw new Error(`submitting ${spec.name}: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.id;
 }
 
-function waitForJob(controller: ControllerHandle, id: string, ok: (state: string) => boolean, timeoutMs = 30_000): Promise<string> {
-  return waitUntil(`job ${id}`, timeoutMs, async () => {
-    const { body } = await controller.api<{ state: string }>(`/v1/jobs/${id}`);
-    return ok(body.state) ? body.state : undefined;
-  }, 100);
+function waitForJob(
+  controller: ControllerHandle,
+  id: string,
+  ok: (state: string) => boolean,
+  timeoutMs = 30_000,
+): Promise<string> {
+  return waitUntil(
+    `job ${id}`,
+    timeoutMs,
+    async () => {
+      const { body } = await controller.api<{ state: string }>(`/v1/jobs/${id}`);
+      return ok(body.state) ? body.state : undefined;
+    },
+    100,
+  );
 }
 
 /** Two jobs that have ended (one well, one not), one printing, one queued behind it. */
 async function startJobs(controller: ControllerHandle): Promise<{ running: string }> {
-  const probe = await submit(controller, { name: 'binding-probe', command: ['sh', '-c', 'grep Cpus_allowed_list /proc/self/status'], ranks: 2 });
+  const probe = await submit(controller, {
+    name: 'binding-probe',
+    command: ['sh', '-c', 'grep Cpus_allowed_list /proc/self/status'],
+    ranks: 2,
+  });
   await waitForJob(controller, probe, (s) => ENDED.has(s));
-  const broken = await submit(controller, { name: 'preflight', command: ['sh', '-c', 'echo "checking /mnt/models"; echo "/mnt/models: not mounted" >&2; exit 3'], ranks: 1 });
+  const broken = await submit(controller, {
+    name: 'preflight',
+    command: ['sh', '-c', 'echo "checking /mnt/models"; echo "/mnt/models: not mounted" >&2; exit 3'],
+    ranks: 1,
+  });
   await waitForJob(controller, broken, (s) => ENDED.has(s));
   const running = await submit(controller, { name: 'train-demo', command: PRINTER, ranks: 2 });
   await waitForJob(controller, running, (s) => s === 'running');
@@ -141,7 +176,9 @@ async function save(page: Page, name: string, how: 'viewport' | 'full' | 'fit'):
   const path = join(OUT, `dashboard-${name}.png`);
   const options = { path, animations: 'disabled', caret: 'hide' } as const;
   if (how === 'fit') {
-    const bottom = await page.locator('main').evaluate((main: Element) => main.getBoundingClientRect().bottom as number);
+    const bottom = await page
+      .locator('main')
+      .evaluate((main: Element) => main.getBoundingClientRect().bottom as number);
     const height = Math.min(VIEWPORT.height, Math.ceil(bottom) + 24);
     await page.screenshot({ ...options, clip: { x: 0, y: 0, width: VIEWPORT.width, height } });
   } else {
@@ -169,7 +206,11 @@ async function shoot(browser: Browser, controller: ControllerHandle, jobId: stri
   await page.goto(login.stdout.trim());
   await page.getByRole('heading', { name: 'Fleet' }).waitFor();
   await page.locator(`tr[data-node="${GENERATED[0]!.name}"]`).waitFor();
-  await waitUntil('every node with its hardware', 15_000, async () => !(await page.locator('table.grid').innerText()).includes('…'));
+  await waitUntil(
+    'every node with its hardware',
+    15_000,
+    async () => !(await page.locator('table.grid').innerText()).includes('…'),
+  );
   await save(page, 'fleet', 'fit');
 
   // the GPU node: its whole topology is several screens tall, so the first screen only
@@ -184,11 +225,18 @@ async function shoot(browser: Browser, controller: ControllerHandle, jobId: stri
 
   await page.locator(`tr[data-job="${jobId}"]`).first().getByRole('link').click();
   await page.locator('.pu.held').first().waitFor();
-  await waitUntil('both ranks verified', 15_000, async () => (await page.locator('table.ranks').innerText()).split('✓').length - 1 >= 2);
+  await waitUntil(
+    'both ranks verified',
+    15_000,
+    async () => (await page.locator('table.ranks').innerText()).split('✓').length - 1 >= 2,
+  );
   // what was printed before the page opened is read back rank by rank; wait until a
   // screenful has arrived live, where the ranks' lines interleave as they are printed
-  const lines = async () => Number((await page.getByTestId('log-status').innerText()).match(/^([\d,]+) lines/)?.[1]?.replace(/,/g, ''));
-  const caughtUp = await waitUntil('the output so far', 30_000, async () => ((await lines()) > 0 ? lines() : undefined));
+  const lines = async () =>
+    Number((await page.getByTestId('log-status').innerText()).match(/^([\d,]+) lines/)?.[1]?.replace(/,/g, ''));
+  const caughtUp = await waitUntil('the output so far', 30_000, async () =>
+    (await lines()) > 0 ? lines() : undefined,
+  );
   await waitUntil('a screenful of live output', 30_000, async () => (await lines()) >= caughtUp + 32);
   await save(page, 'job', 'full');
   await context.close();

@@ -1,7 +1,15 @@
 // agent-rest: what a rankd agent costs a node while nothing runs. One controller and one
 // agent on 127.0.0.1; once the agent is ready and has settled, its RSS and CPU (with any
 // children) are read from /proc every second, in windows of 10 s.
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Goal,
+  type Row,
+} from '../lib/figure.js';
 import { MIN_ROUNDS } from '../lib/interleave.js';
 import { readRss, sampleUsage } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
@@ -52,7 +60,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   }
   try {
     const agent = fleet.agents[0]!;
-    ctx.log(`agent-rest: agent pid ${agent.pid} ready; settling ${SETTLE_MS / 1000} s, then ${Math.max(MIN_ROUNDS, ctx.rounds)} windows of ${WINDOW_MS / 1000} s`);
+    ctx.log(
+      `agent-rest: agent pid ${agent.pid} ready; settling ${SETTLE_MS / 1000} s, then ${Math.max(MIN_ROUNDS, ctx.rounds)} windows of ${WINDOW_MS / 1000} s`,
+    );
     await sleep(SETTLE_MS);
     const rss: number[] = [];
     const cpu: number[] = [];
@@ -71,9 +81,15 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       ],
       limits: [
         limits,
-        rssAtEnd ? `At the end the agent's RSS was ${(rssAtEnd.anonKb / 1024).toFixed(1)} MB anonymous (heap, code, buffers) and ${(rssAtEnd.fileKb / 1024).toFixed(1)} MB file-backed (pages of the node binary and native addons, shared with every other Node process).` : '',
-        bare ? `A bare \`node -e "setTimeout(()=>{},5000)"\` holds ${bare.total.toFixed(1)} MB here, ${bare.file.toFixed(1)} MB of it file-backed.` : '',
-      ].filter(Boolean).join(' '),
+        rssAtEnd
+          ? `At the end the agent's RSS was ${(rssAtEnd.anonKb / 1024).toFixed(1)} MB anonymous (heap, code, buffers) and ${(rssAtEnd.fileKb / 1024).toFixed(1)} MB file-backed (pages of the node binary and native addons, shared with every other Node process).`
+          : '',
+        bare
+          ? `A bare \`node -e "setTimeout(()=>{},5000)"\` holds ${bare.total.toFixed(1)} MB here, ${bare.file.toFixed(1)} MB of it file-backed.`
+          : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
       peersUsed: [],
     };
   } finally {
@@ -86,7 +102,8 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
  * compiled modules), which `npm run bench` makes first with `npm run build`; a sentence for the notes.
  */
 function ensureAgentBundle(repoRoot: string): string {
-  if (!existsSync(path.join(repoRoot, 'packages/agent/dist/bundle/daemon.js'))) throw new Error('the agent is not bundled: run `npm run build` (npm run bench does)');
+  if (!existsSync(path.join(repoRoot, 'packages/agent/dist/bundle/daemon.js')))
+    throw new Error('the agent is not bundled: run `npm run build` (npm run bench does)');
   return 'The agent ran from its bundle (packages/agent/dist/bundle/daemon.js, made by `npm run build`), as an installed agent does.';
 }
 

@@ -9,7 +9,16 @@ import path from 'node:path';
 import { chromiumMissing, launchChromium, spkiPin } from '../lib/chromium.js';
 import { traceWindow, type TraceSummary } from '../lib/cdp-trace.js';
 import { sourceAt, profileWindow, type ProfileSummary } from '../lib/cpu-profile.js';
-import { formatNumber, measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import {
+  formatNumber,
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Goal,
+  type Row,
+} from '../lib/figure.js';
 import { repeat } from '../lib/interleave.js';
 import { missingCommand } from '../lib/rankd.js';
 import { summarize } from '../lib/stats.js';
@@ -66,7 +75,9 @@ async function whyNot(ctx: BenchContext, dist: string): Promise<string | null> {
     chromiumMissing() ??
     (await missingCommand(ctx.repoRoot, 'dashboard')) ??
     (await whyNoFleet(ctx)) ??
-    (existsSync(path.join(dist, 'index.html')) ? null : `the dashboard is not built (no ${path.relative(ctx.repoRoot, dist)}/index.html): run \`npm run build\``)
+    (existsSync(path.join(dist, 'index.html'))
+      ? null
+      : `the dashboard is not built (no ${path.relative(ctx.repoRoot, dist)}/index.html): run \`npm run build\``)
   );
 }
 
@@ -77,7 +88,11 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   ];
   const why = await whyNot(ctx, dist);
   const allRows = (side: (label: string) => Row['rankd']): Row[] =>
-    Object.entries(LABEL).map(([key, label]) => ({ figure: label, rankd: side(label), goals: key in GOALS ? [GOALS[key as keyof typeof GOALS]] : [] }));
+    Object.entries(LABEL).map(([key, label]) => ({
+      figure: label,
+      rankd: side(label),
+      goals: key in GOALS ? [GOALS[key as keyof typeof GOALS]] : [],
+    }));
   if (why) return { rows: allRows(() => notMeasured(why)), notes, limits: LIMITS, peersUsed: [] };
 
   let fleet: Fleet | undefined;
@@ -92,7 +107,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const launched = await launchChromium(await spkiPin(fleet.url, fleet.ca));
     closeBrowser = launched.close;
     ctx.log(`dashboard: Chromium ${launched.browser.version()}`);
-    notes.push(`Chromium ${launched.browser.version()} (Debian), headless, driven by playwright-core; the controller's certificate trusted by its SPKI pin.`);
+    notes.push(
+      `Chromium ${launched.browser.version()} (Debian), headless, driven by playwright-core; the controller's certificate trusted by its SPKI pin.`,
+    );
 
     const loads = await measureLoads(ctx, fleet, launched.browser, dist, notes);
     const logs = await measureLogs(ctx, fleet, launched.browser, dist, notes);
@@ -104,7 +121,13 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 }
 
 /** The load rows: first paint, cold and warm, and the bytes of JS and CSS a cold load takes. */
-async function measureLoads(ctx: BenchContext, fleet: Fleet, browser: Browser, dist: string, notes: string[]): Promise<Row[]> {
+async function measureLoads(
+  ctx: BenchContext,
+  fleet: Fleet,
+  browser: Browser,
+  dist: string,
+  notes: string[],
+): Promise<Row[]> {
   const node = fleet.agentNames[0]!;
   const cold: LoadSample[] = [];
   const warm: LoadSample[] = [];
@@ -132,17 +155,21 @@ async function measureLoads(ctx: BenchContext, fleet: Fleet, browser: Browser, d
     await repeat(oneRound, { samples: ctx.rounds, warmup: 1 });
   } catch (err) {
     const why = `failed: ${(err as Error).message}`;
-    return [LABEL.coldFcp, LABEL.coldFleet, LABEL.warmFcp, LABEL.warmFleet, LABEL.gzip, LABEL.wire, LABEL.raw].map((figure) => ({
-      figure,
-      rankd: notMeasured(why),
-      goals: figure === LABEL.coldFleet ? [GOALS.coldFleet] : figure === LABEL.gzip ? [GOALS.gzip] : [],
-    }));
+    return [LABEL.coldFcp, LABEL.coldFleet, LABEL.warmFcp, LABEL.warmFleet, LABEL.gzip, LABEL.wire, LABEL.raw].map(
+      (figure) => ({
+        figure,
+        rankd: notMeasured(why),
+        goals: figure === LABEL.coldFleet ? [GOALS.coldFleet] : figure === LABEL.gzip ? [GOALS.gzip] : [],
+      }),
+    );
   }
   // the warm-up round is not counted
   cold.shift();
   warm.shift();
   const stat = (xs: LoadSample[], f: (s: LoadSample) => number) => summarize(xs.map(f));
-  ctx.log(`  cold: FCP ${formatNumber(stat(cold, (s) => s.fcpMs).median)} ms, Fleet table ${formatNumber(stat(cold, (s) => s.fleetMs).median)} ms`);
+  ctx.log(
+    `  cold: FCP ${formatNumber(stat(cold, (s) => s.fcpMs).median)} ms, Fleet table ${formatNumber(stat(cold, (s) => s.fleetMs).median)} ms`,
+  );
 
   const assets = cold.map((s) => s.assets);
   const gz = (files: Asset[]) => sum(files, (a) => statSync(path.join(dist, `${a.file}.gz`)).size) / KB;
@@ -150,24 +177,66 @@ async function measureLoads(ctx: BenchContext, fleet: Fleet, browser: Browser, d
   const last = assets.at(-1)!;
   notes.push(
     `Loads: ${cold.length} rounds after one unmeasured one. Each round asks \`rankd dashboard\` for a fresh one-time login URL (not timed), opens it in a new browser context (cold: empty cache, no cookie, a new TLS connection), then opens ${new URL(fleet.url).origin}/ui/ in a second page of that context (warm: the session cookie and the cached hashed files). One agent, so the Fleet table has one node row.`,
-    'Times are read in the page: from navigation start (performance.timeOrigin) to the paint-timing entry first-contentful-paint, and to the frame that first shows `tr[data-node]` (a MutationObserver installed before the page\'s scripts sees the row enter the DOM; a task posted from the next requestAnimationFrame marks its paint).',
+    "Times are read in the page: from navigation start (performance.timeOrigin) to the paint-timing entry first-contentful-paint, and to the frame that first shows `tr[data-node]` (a MutationObserver installed before the page's scripts sees the row enter the DOM; a task posted from the next requestAnimationFrame marks its paint).",
     `Warm loads took ${formatNumber(stat(warm, (s) => sum(s.assets, (a) => a.transferBytes)).median)} bytes of JS and CSS over the network (median; 0: all from the cache).`,
     `Between the row entering the DOM and its frame: ${formatNumber(stat(cold, (s) => s.fleetMs - s.rowInDomMs).median)} ms median (cold). First contentful paint is the "Loading rankd…" line of index.html, before the bundle runs; the Fleet table is the meaningful paint.`,
     `Files loaded: ${last.map((a) => `${a.file} (${formatNumber(a.decodedBytes / KB)} KB raw, ${formatNumber(statSync(path.join(dist, `${a.file}.gz`)).size / KB)} KB .gz, ${formatNumber(a.encodedBytes / KB)} KB as downloaded, Content-Encoding ${a.encoding})`).join('; ')}. KB = 1,000 bytes; body bytes, headers not counted. Chromium asked for and got ${encodings}, so the gzipped figure is the size of the .gz files the controller serves to a client that accepts gzip only.`,
   );
   return [
-    { figure: LABEL.coldFcp, rankd: measured('ms', stat(cold, (s) => s.fcpMs)), goals: [] },
-    { figure: LABEL.coldFleet, rankd: measured('ms', stat(cold, (s) => s.fleetMs)), goals: [GOALS.coldFleet] },
-    { figure: LABEL.warmFcp, rankd: measured('ms', stat(warm, (s) => s.fcpMs)), goals: [] },
-    { figure: LABEL.warmFleet, rankd: measured('ms', stat(warm, (s) => s.fleetMs)), goals: [] },
+    {
+      figure: LABEL.coldFcp,
+      rankd: measured(
+        'ms',
+        stat(cold, (s) => s.fcpMs),
+      ),
+      goals: [],
+    },
+    {
+      figure: LABEL.coldFleet,
+      rankd: measured(
+        'ms',
+        stat(cold, (s) => s.fleetMs),
+      ),
+      goals: [GOALS.coldFleet],
+    },
+    {
+      figure: LABEL.warmFcp,
+      rankd: measured(
+        'ms',
+        stat(warm, (s) => s.fcpMs),
+      ),
+      goals: [],
+    },
+    {
+      figure: LABEL.warmFleet,
+      rankd: measured(
+        'ms',
+        stat(warm, (s) => s.fleetMs),
+      ),
+      goals: [],
+    },
     { figure: LABEL.gzip, rankd: measured('KB', summarize(assets.map(gz))), goals: [GOALS.gzip] },
-    { figure: `${LABEL.wire} (${encodings})`, rankd: measured('KB', summarize(assets.map((a) => sum(a, (x) => x.encodedBytes) / KB))), goals: [] },
-    { figure: LABEL.raw, rankd: measured('KB', summarize(assets.map((a) => sum(a, (x) => x.decodedBytes) / KB))), goals: [] },
+    {
+      figure: `${LABEL.wire} (${encodings})`,
+      rankd: measured('KB', summarize(assets.map((a) => sum(a, (x) => x.encodedBytes) / KB))),
+      goals: [],
+    },
+    {
+      figure: LABEL.raw,
+      rankd: measured('KB', summarize(assets.map((a) => sum(a, (x) => x.decodedBytes) / KB))),
+      goals: [],
+    },
   ];
 }
 
 /** The log-view rows: the job page under a job printing 10,000 lines/s, one job per round. */
-async function measureLogs(ctx: BenchContext, fleet: Fleet, browser: Browser, dist: string, notes: string[]): Promise<Row[]> {
+async function measureLogs(
+  ctx: BenchContext,
+  fleet: Fleet,
+  browser: Browser,
+  dist: string,
+  notes: string[],
+): Promise<Row[]> {
   const node = fleet.agentNames[0]!;
   const windows: LogWindow[] = [];
   const withFollowingPage = async <T>(use: (p: FollowingPage) => Promise<T>): Promise<T> => {
@@ -187,7 +256,9 @@ async function measureLogs(ctx: BenchContext, fleet: Fleet, browser: Browser, di
   const oneRound = async (): Promise<number> => {
     const w = await withFollowingPage((p) => measureLogWindow(fleet, p, WINDOW_MS));
     windows.push(w);
-    ctx.log(`  busy ${formatNumber(w.busyPercent)}% (script ${formatNumber(w.scriptPercent)}%, style ${formatNumber(w.stylePercent)}%, layout ${formatNumber(w.layoutPercent)}%, other ${formatNumber(w.otherPercent)}%; thread CPU ${formatNumber(w.threadCpuPercent)}%; ${formatNumber(w.layoutsPerSecond)} layouts/s), ${formatNumber(w.linesPerSecond)} lines/s, controller ${formatNumber(w.controllerCpu)}%, chromium ${formatNumber(w.chromiumCpu)}%`);
+    ctx.log(
+      `  busy ${formatNumber(w.busyPercent)}% (script ${formatNumber(w.scriptPercent)}%, style ${formatNumber(w.stylePercent)}%, layout ${formatNumber(w.layoutPercent)}%, other ${formatNumber(w.otherPercent)}%; thread CPU ${formatNumber(w.threadCpuPercent)}%; ${formatNumber(w.layoutsPerSecond)} layouts/s), ${formatNumber(w.linesPerSecond)} lines/s, controller ${formatNumber(w.controllerCpu)}%, chromium ${formatNumber(w.chromiumCpu)}%`,
+    );
     return w.busyPercent;
   };
   ctx.log('dashboard: job page under 10,000 lines/s');
@@ -195,7 +266,11 @@ async function measureLogs(ctx: BenchContext, fleet: Fleet, browser: Browser, di
     await repeat(oneRound, { samples: ctx.rounds, warmup: 1 });
   } catch (err) {
     const why = `failed: ${(err as Error).message}`;
-    return [LABEL.busy, LABEL.thread, LABEL.lines, LABEL.controller, LABEL.chromium].map((figure) => ({ figure, rankd: notMeasured(why), goals: figure === LABEL.busy ? [GOALS.busy] : [] }));
+    return [LABEL.busy, LABEL.thread, LABEL.lines, LABEL.controller, LABEL.chromium].map((figure) => ({
+      figure,
+      rankd: notMeasured(why),
+      goals: figure === LABEL.busy ? [GOALS.busy] : [],
+    }));
   }
   windows.shift();
   const stat = (f: (w: LogWindow) => number) => summarize(windows.map(f));
@@ -217,10 +292,39 @@ async function measureLogs(ctx: BenchContext, fleet: Fleet, browser: Browser, di
   }
   return [
     { figure: LABEL.busy, rankd: measured('%', busy), goals: [GOALS.busy] },
-    { figure: LABEL.thread, rankd: measured('%', stat((w) => w.threadCpuPercent)), goals: [] },
-    { figure: LABEL.lines, rankd: measured('lines/s', stat((w) => w.linesPerSecond), true), goals: [] },
-    { figure: LABEL.controller, rankd: measured('%', stat((w) => w.controllerCpu)), goals: [] },
-    { figure: LABEL.chromium, rankd: measured('%', stat((w) => w.chromiumCpu)), goals: [] },
+    {
+      figure: LABEL.thread,
+      rankd: measured(
+        '%',
+        stat((w) => w.threadCpuPercent),
+      ),
+      goals: [],
+    },
+    {
+      figure: LABEL.lines,
+      rankd: measured(
+        'lines/s',
+        stat((w) => w.linesPerSecond),
+        true,
+      ),
+      goals: [],
+    },
+    {
+      figure: LABEL.controller,
+      rankd: measured(
+        '%',
+        stat((w) => w.controllerCpu),
+      ),
+      goals: [],
+    },
+    {
+      figure: LABEL.chromium,
+      rankd: measured(
+        '%',
+        stat((w) => w.chromiumCpu),
+      ),
+      goals: [],
+    },
   ];
 }
 
@@ -232,7 +336,9 @@ function describeTrace(t: TraceSummary): string {
 function describeProfile(p: ProfileSummary, dist: string): string {
   const busyShare = p.wallMs > 0 ? (p.busyMs / p.wallMs) * 100 : 0;
   const entries = p.top.map((e) => {
-    const code = e.frame.url.includes('/ui/app-') ? sourceAt(path.join(dist, e.frame.url.split('/').pop()!), e.frame, 48) : null;
+    const code = e.frame.url.includes('/ui/app-')
+      ? sourceAt(path.join(dist, e.frame.url.split('/').pop()!), e.frame, 48)
+      : null;
     return `${e.what} ${formatNumber(e.share * 100)}%${code ? ` (\`${code.replace(/`/g, "'")}…\`)` : ''}`;
   });
   return `CPU profile of the job page (CDP Profiler, ${PROFILE_MS / 1000} s of one more round, not counted): the main thread was doing something (not idle) in ${formatNumber(busyShare)}% of the samples; self time by function, as shares of the busy samples ((program) is native work outside JS: parsing, style, layout, paint): ${entries.join('; ')}.`;
@@ -245,8 +351,8 @@ const LIMITS = [
   'frames. The log view pays per line (one SSE event per output record, JSON-parsed, split into lines, appended to the',
   'buffer) and per frame (while lines arrive it re-renders the visible rows and scrolls to the end once per animation',
   'frame, so style, layout, paint and the compositor commit run about as often as the display refreshes); the notes',
-  'split the main thread\'s time between the two. TaskDuration, which the busy figure is made of, counts the wall time',
-  'of each task, so on 2 cores shared with the printer, the agent, the controller and Chromium\'s other processes (and',
+  "split the main thread's time between the two. TaskDuration, which the busy figure is made of, counts the wall time",
+  "of each task, so on 2 cores shared with the printer, the agent, the controller and Chromium's other processes (and",
   'anything else running on the machine) the time a task waits for a core counts as busy; ThreadTime, the main',
-  'thread\'s CPU time, does not, and the gap between the two rows is that wait.',
+  "thread's CPU time, does not, and the gap between the two rows is that wait.",
 ].join(' ');

@@ -10,7 +10,10 @@ import { ansibleCommandArgv, prepareAnsible } from '../peers/ansible.js';
 import { rankdExecArm } from '../rankd/exec.js';
 
 export const EXEC_HOSTS = 32;
-const ARM = { rankd: `rankd exec over ${EXEC_HOSTS} agents`, ansible: `ansible all -m command -a true (${EXEC_HOSTS} hosts)` } as const;
+const ARM = {
+  rankd: `rankd exec over ${EXEC_HOSTS} agents`,
+  ansible: `ansible all -m command -a true (${EXEC_HOSTS} hosts)`,
+} as const;
 const TIMEOUT_MS = 300_000;
 
 export const execFigure: FigureDescriptor = {
@@ -43,7 +46,15 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     { rounds: ctx.rounds, unit: 'ms', log: ctx.log },
   );
   return {
-    rows: [comparisonRow(c, `ad-hoc exec of \`true\` over ${EXEC_HOSTS} hosts`, ARM.rankd, { arm: ARM.ansible, label: ARM.ansible }, [{ on: 'ratio', op: '<=', value: 0.1, text: '≤ 0.1× ansible' }])],
+    rows: [
+      comparisonRow(
+        c,
+        `ad-hoc exec of \`true\` over ${EXEC_HOSTS} hosts`,
+        ARM.rankd,
+        { arm: ARM.ansible, label: ARM.ansible },
+        [{ on: 'ratio', op: '<=', value: 0.1, text: '≤ 0.1× ansible' }],
+      ),
+    ],
     notes: [
       `Ansible: \`ansible bench -i inventory.ini -m command -a true --forks ${EXEC_HOSTS}\` (${EXEC_HOSTS} forks, its fastest setting; the default is 5) over ${EXEC_HOSTS} aliases of this machine with \`ansible_connection=local\` and a named interpreter, temp files in the run's directory. Every run must report rc=0 on all ${EXEC_HOSTS} hosts.`,
     ],

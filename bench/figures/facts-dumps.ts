@@ -24,7 +24,10 @@ export async function measureDumps(
   const dumps = listDumps(ctx.repoRoot);
   if (!dumps) {
     const why = `the hwloc corpus is absent (${conformanceDir(ctx.repoRoot)})`;
-    return { rows: [{ figure: `facts in-process, ${BIG_DUMP_PUS}-CPU dumps`, rankd: notMeasured(why), goals: [GOAL] }], notes: [] };
+    return {
+      rows: [{ figure: `facts in-process, ${BIG_DUMP_PUS}-CPU dumps`, rankd: notMeasured(why), goals: [GOAL] }],
+      notes: [],
+    };
   }
   const big = dumps.filter((d) => pus(d) >= BIG_DUMP_PUS);
   const rows: Row[] = [];
@@ -45,9 +48,15 @@ export async function measureDumps(
     // What the reader saw, next to what hwloc reports: a fast reader that misreads is no result.
     try {
       const facts = readFacts({ root });
-      notes.push(`${dumpName(dump)}: read ${facts.cpu.pus} allowed PUs, ${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes (hwloc: ${dump.allowed?.pus ?? '?'} PUs, ${dump.allowed?.cores ?? '?'} cores, ${dump.allowed?.numaNodes ?? '?'} NUMA nodes).`);
+      notes.push(
+        `${dumpName(dump)}: read ${facts.cpu.pus} allowed PUs, ${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes (hwloc: ${dump.allowed?.pus ?? '?'} PUs, ${dump.allowed?.cores ?? '?'} cores, ${dump.allowed?.numaNodes ?? '?'} NUMA nodes).`,
+      );
     } catch (err) {
-      rows.push({ figure: label, rankd: notMeasured(`readFacts failed on the dump: ${(err as Error).message}`), goals: [GOAL] });
+      rows.push({
+        figure: label,
+        rankd: notMeasured(`readFacts failed on the dump: ${(err as Error).message}`),
+        goals: [GOAL],
+      });
       continue;
     }
     ctx.log(`facts: ${dumpName(dump)} against this machine, interleaved`);

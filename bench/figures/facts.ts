@@ -7,7 +7,14 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Facts } from '@rankd/protocol';
 import { timeCall } from '../lib/clock.js';
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Row } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Row,
+} from '../lib/figure.js';
 import { repeat } from '../lib/interleave.js';
 import { timeProcess } from '../lib/process-timing.js';
 import { importOptional, missingCommand, rankdArgv } from '../lib/rankd.js';
@@ -50,11 +57,22 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   let warmMedian: number | null = null;
   if (loaded.ok) {
     const readFacts = loaded.module.readFacts;
-    const samples = await repeat(() => timeCall(() => readFacts({ root: '/' })), { samples: ctx.rounds * 3, warmup: 3 });
+    const samples = await repeat(() => timeCall(() => readFacts({ root: '/' })), {
+      samples: ctx.rounds * 3,
+      warmup: 3,
+    });
     warmMedian = summarize(samples).median;
-    rows.push({ figure: 'facts snapshot in-process (warm)', rankd: measured('ms', summarize(samples)), goals: [{ on: 'rankd', op: '<', value: IN_PROCESS_GOAL_MS, text: `< ${IN_PROCESS_GOAL_MS} ms` }] });
+    rows.push({
+      figure: 'facts snapshot in-process (warm)',
+      rankd: measured('ms', summarize(samples)),
+      goals: [{ on: 'rankd', op: '<', value: IN_PROCESS_GOAL_MS, text: `< ${IN_PROCESS_GOAL_MS} ms` }],
+    });
   } else {
-    rows.push({ figure: 'facts snapshot in-process (warm)', rankd: notMeasured(loaded.why), goals: [{ on: 'rankd', op: '<', value: IN_PROCESS_GOAL_MS, text: `< ${IN_PROCESS_GOAL_MS} ms` }] });
+    rows.push({
+      figure: 'facts snapshot in-process (warm)',
+      rankd: notMeasured(loaded.why),
+      goals: [{ on: 'rankd', op: '<', value: IN_PROCESS_GOAL_MS, text: `< ${IN_PROCESS_GOAL_MS} ms` }],
+    });
   }
 
   // Whole process, every tool interleaved in the same rounds.
@@ -79,25 +97,62 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       : { name: ARM.ansible, unavailable: 'ansible is not installed (Debian package ansible-core)' },
     siEntry
       ? { name: ARM.si, sample: timed(getStaticDataArgv(siEntry), TIMEOUT.si) }
-      : { name: ARM.si, unavailable: 'systeminformation is not installed (a devDependency of the repository root: npm install)' },
+      : {
+          name: ARM.si,
+          unavailable: 'systeminformation is not installed (a devDependency of the repository root: npm install)',
+        },
     // Not a peer: the floor under any Node command line, to separate start-up from work.
-    { name: ARM.node, sample: async () => (await timeProcess([process.execPath, '-e', '0'], { timeoutMs: TIMEOUT.quick })).ms },
+    {
+      name: ARM.node,
+      sample: async () => (await timeProcess([process.execPath, '-e', '0'], { timeoutMs: TIMEOUT.quick })).ms,
+    },
     // Nor this: start-up plus loading the reader's modules, without the CLI and without reading.
     loaded.ok
-      ? { name: ARM.load, sample: async () => (await timeProcess(importOnlyArgv(ctx.repoRoot), { timeoutMs: TIMEOUT.quick })).ms }
+      ? {
+          name: ARM.load,
+          sample: async () => (await timeProcess(importOnlyArgv(ctx.repoRoot), { timeoutMs: TIMEOUT.quick })).ms,
+        }
       : { name: ARM.load, unavailable: loaded.why },
   ];
   ctx.log('facts: whole process, interleaved');
   const whole = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });
   // issue 16's goal (the first one was ≤ 1×); a bare Node start is ~35-45 ms here, about 2× lstopo already
-  rows.push(comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.lstopo, label: ARM.lstopo }, [{ on: 'ratio', op: '<=', value: 2, text: '≤ 2× lstopo' }]));
-  rows.push(comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.ansible, label: 'ansible localhost -c local -m setup' }, []));
-  rows.push(comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.si, label: 'systeminformation getStaticData() in node' }, []));
+  rows.push(
+    comparisonRow(whole, 'facts, whole process', ARM.rankd, { arm: ARM.lstopo, label: ARM.lstopo }, [
+      { on: 'ratio', op: '<=', value: 2, text: '≤ 2× lstopo' },
+    ]),
+  );
+  rows.push(
+    comparisonRow(
+      whole,
+      'facts, whole process',
+      ARM.rankd,
+      { arm: ARM.ansible, label: 'ansible localhost -c local -m setup' },
+      [],
+    ),
+  );
+  rows.push(
+    comparisonRow(
+      whole,
+      'facts, whole process',
+      ARM.rankd,
+      { arm: ARM.si, label: 'systeminformation getStaticData() in node' },
+      [],
+    ),
+  );
   const median = (arm: string) => whole.result.arms.find((a) => a.name === arm)?.stat?.median ?? null;
   const split: Split = { node: median(ARM.node), load: median(ARM.load), cli: median(ARM.rankd), read: warmMedian };
-  if (split.node !== null) notes.push(`\`node -e 0\` alone took ${split.node.toFixed(1)} ms (median): the start-up floor of any Node command, rankd's included.`);
-  if (split.load !== null) notes.push(`A \`node\` that only imports the file of the CLI's bundle holding @rankd/topology (and the files it imports) took ${split.load.toFixed(1)} ms (median): start-up plus the reader's code as \`rankd facts\` loads it.`);
-  notes.push('ansible runs with `-c local` and an inventory naming the Python interpreter, so no interpreter discovery is counted; systeminformation runs in a fresh `node` process that imports it and calls getStaticData().');
+  if (split.node !== null)
+    notes.push(
+      `\`node -e 0\` alone took ${split.node.toFixed(1)} ms (median): the start-up floor of any Node command, rankd's included.`,
+    );
+  if (split.load !== null)
+    notes.push(
+      `A \`node\` that only imports the file of the CLI's bundle holding @rankd/topology (and the files it imports) took ${split.load.toFixed(1)} ms (median): start-up plus the reader's code as \`rankd facts\` loads it.`,
+    );
+  notes.push(
+    'ansible runs with `-c local` and an inventory naming the Python interpreter, so no interpreter discovery is counted; systeminformation runs in a fresh `node` process that imports it and calls getStaticData().',
+  );
 
   // The big dumps, in-process against this machine.
   const dumps = await measureDumps(ctx, loaded.ok ? loaded.module.readFacts : null, loaded.ok ? null : loaded.why);
@@ -109,7 +164,8 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 
 /** A node that imports the reader as the CLI loads it: its bundle file, or the compiled module without a bundle. */
 function importOnlyArgv(repoRoot: string): string[] {
-  const file = bundleFileOf(repoRoot, 'packages/topology/dist/index.js') ?? path.join(repoRoot, 'packages/topology/dist/index.js');
+  const file =
+    bundleFileOf(repoRoot, 'packages/topology/dist/index.js') ?? path.join(repoRoot, 'packages/topology/dist/index.js');
   const reader = pathToFileURL(file).href;
   return [process.execPath, '--input-type=module', '-e', `await import(${JSON.stringify(reader)});`];
 }
@@ -133,8 +189,8 @@ function limits(m: Split): string {
       `As a whole process, \`rankd facts --json\` took ${ms(m.cli)}: ${ms(m.node)} of Node start-up,`,
       `${ms(Math.max(0, m.load - m.node))} more to load the reader's modules (with what they import),`,
       `${m.read !== null ? `about ${ms(m.read)} of reading, ` : ''}and the remaining ${ms(Math.max(0, m.cli - m.load - (m.read ?? 0)))} for the CLI itself`,
-      '(its bundle\'s entry with commander, the facts command) and printing. Of that start-up, Node\'s own bootstrap is most;',
-      'the reader\'s code is one bundle file (with node:os and node:crypto), and names are ordered without ICU\'s collator, whose creation alone took ~10 ms.',
+      "(its bundle's entry with commander, the facts command) and printing. Of that start-up, Node's own bootstrap is most;",
+      "the reader's code is one bundle file (with node:os and node:crypto), and names are ordered without ICU's collator, whose creation alone took ~10 ms.",
     );
   } else {
     parts.push('As a whole process, `rankd facts` pays Node start-up and module loading before it reads anything.');

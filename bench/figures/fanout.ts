@@ -44,10 +44,22 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const c = await compareArms(
       [
         'fleet' in rankd
-          ? { name: ARM.rankd, sample: async () => (await timeProcess(rankdRunArgv(ctx, placement, ['true']), { timeoutMs: TIMEOUT_MS, env: rankd.fleet.clientEnv })).ms }
+          ? {
+              name: ARM.rankd,
+              sample: async () =>
+                (
+                  await timeProcess(rankdRunArgv(ctx, placement, ['true']), {
+                    timeoutMs: TIMEOUT_MS,
+                    env: rankd.fleet.clientEnv,
+                  })
+                ).ms,
+            }
           : { name: ARM.rankd, unavailable: rankd.why },
         which(OPEN_MPI_LAUNCHER)
-          ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(RANKS, ['true']), { timeoutMs: TIMEOUT_MS })).ms }
+          ? {
+              name: ARM.mpirun,
+              sample: async () => (await timeProcess(mpirunArgv(RANKS, ['true']), { timeoutMs: TIMEOUT_MS })).ms,
+            }
           : { name: ARM.mpirun, unavailable: `${OPEN_MPI_LAUNCHER} is not installed (Debian package openmpi-bin)` },
       ],
       { rounds: ctx.rounds, unit: 'ms', log: ctx.log },
@@ -65,13 +77,13 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         `both besides the CLI (counted at load 1.7-2.2): the controller ~90 ms, ${FANOUT_AGENTS} agents ~620 ms`,
         '(~4.8 ms a rank: ~1 ms forking the supervisor from a ~55 MB Node process, which also blocks that agent until the',
         'exec; the rest the spool and cgroup, see below, and the rank messages), supervisors and ranks ~500 ms (~3.9 ms a rank:',
-        'cgroup join and removal, spool files, the rank\'s own exec). Each rank creates 7 spool inodes (its directory,',
-        'launch.json, supervisor.log, stdout, stderr, rank.json, exit.json), removed when the job is released. On this VM\'s',
+        "cgroup join and removal, spool files, the rank's own exec). Each rank creates 7 spool inodes (its directory,",
+        "launch.json, supervisor.log, stdout, stderr, rank.json, exit.json), removed when the job is released. On this VM's",
         'journal-less ext4, every inode allocation skips each inode of its block group freed within the last 60 s',
-        '(ext4 recently_deleted), so back-to-back rounds make the next round\'s allocations slower: 900 creates cost 0.1 s of CPU',
+        "(ext4 recently_deleted), so back-to-back rounds make the next round's allocations slower: 900 creates cost 0.1 s of CPU",
         'on a quiet group and 0.7 s after 7 create/delete rounds (6 ms on tmpfs); in a perf profile of the agents during a',
         'fan-out, ext4 inode allocation was 40% of their CPU, and the same fan-out with its spool on tmpfs used 0.3-0.5 s',
-        'less CPU. Nothing waits on a timer between the last rank\'s exit and the CLI\'s exit (setImmediate hops only).',
+        "less CPU. Nothing waits on a timer between the last rank's exit and the CLI's exit (setImmediate hops only).",
         `On real hardware each agent has a node of its own and starts its ${perAgent} ranks in parallel there.`,
       ].join(' '),
       peersUsed: ['mpirun'],

@@ -2,7 +2,14 @@
 // prints its wall-clock time every 10 ms; `rankd run`, following the job's output through
 // the controller, hands the lines to the bench, which subtracts. One machine, one clock.
 // No peer: mpirun and srun hand lines to a terminal, not to a follower elsewhere.
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Goal,
+} from '../lib/figure.js';
 import { nowMs } from '../lib/clock.js';
 import { repeat } from '../lib/interleave.js';
 import { timeProcess } from '../lib/process-timing.js';
@@ -39,7 +46,8 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     `Per round: one job of ${LATENCY_RANKS} ranks, each printing its wall-clock time every ${INTERVAL_MS} ms, ${LATENCY_LINES_PER_RANK} lines; the follower is \`rankd run\` (it streams the job's output from the controller). The figure is the median over rounds of each round's p99.`,
   ];
   const rankd = await fleetForRun(ctx, 1, 'latency');
-  if (!('fleet' in rankd)) return { rows: [{ figure: LABEL, rankd: notMeasured(rankd.why), goals: [GOAL] }], notes, limits, peersUsed: [] };
+  if (!('fleet' in rankd))
+    return { rows: [{ figure: LABEL, rankd: notMeasured(rankd.why), goals: [GOAL] }], notes, limits, peersUsed: [] };
   try {
     const p50s: number[] = [];
     const argv = rankdRunArgv(ctx, { nodes: 1, ranksPerNode: LATENCY_RANKS }, PRINTER, { label: false });
@@ -72,10 +80,22 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     try {
       p99s = await repeat(oneJob, { samples: ctx.rounds, warmup: 1 });
     } catch (err) {
-      return { rows: [{ figure: LABEL, rankd: notMeasured(`failed: ${(err as Error).message}`), goals: [GOAL] }], notes, limits, peersUsed: [] };
+      return {
+        rows: [{ figure: LABEL, rankd: notMeasured(`failed: ${(err as Error).message}`), goals: [GOAL] }],
+        notes,
+        limits,
+        peersUsed: [],
+      };
     }
-    notes.push(`Median latency (p50) per round: ${summarize(p50s.slice(-p99s.length)).median.toFixed(1)} ms median over rounds; ${((nowMs() - started) / 1000).toFixed(0)} s for all rounds.`);
-    return { rows: [{ figure: LABEL, rankd: measured('ms', summarize(p99s)), goals: [GOAL] }], notes, limits, peersUsed: [] };
+    notes.push(
+      `Median latency (p50) per round: ${summarize(p50s.slice(-p99s.length)).median.toFixed(1)} ms median over rounds; ${((nowMs() - started) / 1000).toFixed(0)} s for all rounds.`,
+    );
+    return {
+      rows: [{ figure: LABEL, rankd: measured('ms', summarize(p99s)), goals: [GOAL] }],
+      notes,
+      limits,
+      peersUsed: [],
+    };
   } finally {
     await rankd.fleet.stop();
   }

@@ -48,12 +48,19 @@ function benchEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
 }
 
 /** A `rankd run` arm; the default one must have printed the rank map, or it measured something else. */
-function rankdArm(name: string, argv: string[], env: NodeJS.ProcessEnv, header: boolean, stdin: 'ignore' | 'open' = 'ignore'): Candidate {
+function rankdArm(
+  name: string,
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  header: boolean,
+  stdin: 'ignore' | 'open' = 'ignore',
+): Candidate {
   return {
     name,
     sample: async () => {
       const r = await timeProcess(argv, { timeoutMs: TIMEOUT_MS, env, stdin });
-      if (header !== /Node name/.test(r.stderrTail)) throw new Error(`the rank map was ${header ? 'not ' : ''}printed: ${r.stderrTail.slice(-200)}`);
+      if (header !== /Node name/.test(r.stderrTail))
+        throw new Error(`the rank map was ${header ? 'not ' : ''}printed: ${r.stderrTail.slice(-200)}`);
       return r.ms;
     },
   };
@@ -68,17 +75,44 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const defaultArgv = rankdRunArgv(ctx, { ntasks: 2 }, ['true'], { quiet: false });
     const candidates: Candidate[] = [
       'fleet' in rankd ? rankdArm(ARM.rankd, defaultArgv, rankdEnv, true) : { name: ARM.rankd, unavailable: rankd.why },
-      'fleet' in rankd ? rankdArm(ARM.rankdQuiet, rankdRunArgv(ctx, { ntasks: 2 }, ['true']), rankdEnv, false) : { name: ARM.rankdQuiet, unavailable: rankd.why },
+      'fleet' in rankd
+        ? rankdArm(ARM.rankdQuiet, rankdRunArgv(ctx, { ntasks: 2 }, ['true']), rankdEnv, false)
+        : { name: ARM.rankdQuiet, unavailable: rankd.why },
       'slurm' in slurm
-        ? { name: ARM.srun, sample: async () => (await timeProcess(slurm.slurm.srun(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv(slurm.slurm.env) })).ms }
+        ? {
+            name: ARM.srun,
+            sample: async () =>
+              (
+                await timeProcess(slurm.slurm.srun(2, ['true']), {
+                  timeoutMs: TIMEOUT_MS,
+                  env: benchEnv(slurm.slurm.env),
+                })
+              ).ms,
+          }
         : { name: ARM.srun, unavailable: slurm.why },
       // at a prompt stdin is a terminal: rankd then opens the job's stdin stream to rank 0, srun forwards to its tasks
-      'fleet' in rankd ? rankdArm(ARM.rankdStdin, defaultArgv, rankdEnv, true, 'open') : { name: ARM.rankdStdin, unavailable: rankd.why },
+      'fleet' in rankd
+        ? rankdArm(ARM.rankdStdin, defaultArgv, rankdEnv, true, 'open')
+        : { name: ARM.rankdStdin, unavailable: rankd.why },
       'slurm' in slurm
-        ? { name: ARM.srunStdin, sample: async () => (await timeProcess(slurm.slurm.srun(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv(slurm.slurm.env), stdin: 'open' })).ms }
+        ? {
+            name: ARM.srunStdin,
+            sample: async () =>
+              (
+                await timeProcess(slurm.slurm.srun(2, ['true']), {
+                  timeoutMs: TIMEOUT_MS,
+                  env: benchEnv(slurm.slurm.env),
+                  stdin: 'open',
+                })
+              ).ms,
+          }
         : { name: ARM.srunStdin, unavailable: slurm.why },
       which(OPEN_MPI_LAUNCHER)
-        ? { name: ARM.mpirun, sample: async () => (await timeProcess(mpirunArgv(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv() })).ms }
+        ? {
+            name: ARM.mpirun,
+            sample: async () =>
+              (await timeProcess(mpirunArgv(2, ['true']), { timeoutMs: TIMEOUT_MS, env: benchEnv() })).ms,
+          }
         : { name: ARM.mpirun, unavailable: `${OPEN_MPI_LAUNCHER} is not installed (Debian package openmpi-bin)` },
     ];
     ctx.log('launch: interleaved');
@@ -87,7 +121,8 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const floor = await cliFloor(ctx);
     const runHelp = await runCommandFloor(ctx);
     ctx.log(`launch: a CPU profile of ${ARM.rankd}`);
-    const profile = 'fleet' in rankd ? await profileCli(defaultArgv, rankdEnv, path.join(ctx.tmpDir, 'launch-profile')) : null;
+    const profile =
+      'fleet' in rankd ? await profileCli(defaultArgv, rankdEnv, path.join(ctx.tmpDir, 'launch-profile')) : null;
     const median = (arm: string) => c.result.arms.find((a) => a.name === arm)?.stat?.median;
     // paired round by round, as the rows' ratios are: what printing the map adds
     const headerRatio = ratioOf(c.result, ARM.rankd, ARM.rankdQuiet)?.median;
@@ -104,10 +139,18 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         'Every side runs without NODE_EXTRA_CA_CERTS (shared/docs/recipes.md: it adds ~80 ms to every Node start here); rankd verifies its controller against RANKD_CA.',
         'srun runs against a Slurm started by this bench on loopback (slurmctld + slurmd -N localhost, auth/none, state in a temp dir), with `--immediate=1`; its time includes the round trips to slurmctld for the allocation and to slurmd for the step.',
         'mpirun runs with `--allow-run-as-root --oversubscribe` and its transports held to `lo`.',
-        'The other rows run every launcher with stdin on /dev/null, where rankd opens no stdin stream. The stdin row gives `rankd run` and srun a pipe that stays open and silent until they exit, as a terminal nobody types into: rankd then opens the job\'s stdin WebSocket to the controller (rank 0 reads it), and srun forwards stdin to its tasks.',
+        "The other rows run every launcher with stdin on /dev/null, where rankd opens no stdin stream. The stdin row gives `rankd run` and srun a pipe that stays open and silent until they exit, as a terminal nobody types into: rankd then opens the job's stdin WebSocket to the controller (rank 0 reads it), and srun forwards stdin to its tasks.",
         `The CPU profile is \`node --cpu-prof\` of \`${ARM.rankd}\` (5 runs, the one of median length; sampled every 0.2 ms), by the script each sample was in.`,
       ],
-      limits: limitsText(floor, runHelp, profile, headerRatio, median(ARM.rankd), median(ARM.rankdQuiet), median(ARM.mpirun)),
+      limits: limitsText(
+        floor,
+        runHelp,
+        profile,
+        headerRatio,
+        median(ARM.rankd),
+        median(ARM.rankdQuiet),
+        median(ARM.mpirun),
+      ),
       peersUsed: ['srun', 'mpirun'],
     };
   } finally {
@@ -129,7 +172,12 @@ function limitsText(
   mpirun?: number,
 ): string {
   const busyMs = profile ? profile.busy.reduce((sum, b) => sum + b.ms, 0) : 0;
-  const kinds = profile ? profile.busy.filter((b) => b.ms >= 1).map((b) => `${b.kind} ${b.ms.toFixed(0)} ms`).join(', ') : '';
+  const kinds = profile
+    ? profile.busy
+        .filter((b) => b.ms >= 1)
+        .map((b) => `${b.kind} ${b.ms.toFixed(0)} ms`)
+        .join(', ')
+    : '';
   return [
     'Nothing here is compute: `true` exits at once, so each figure is the launcher’s own path.',
     'mpirun (C) forks its local daemon logic, maps and wires up the ranks and waits for their exit reports;',
@@ -156,7 +204,10 @@ function limitsText(
 function outOfReach(nodeMs: number, profile: CliProfile | null, mpirun?: number): string {
   if (!profile || mpirun === undefined) return 'A Node client starts no faster than a bare Node process.';
   const floor = nodeMs + profile.idleMs;
-  const verdict = floor > mpirun ? `more than all of mpirun (${ms(mpirun)}): ≤ 1× mpirun is out of reach for a Node client on this machine` : `under mpirun's ${ms(mpirun)}, leaving ${ms(mpirun - floor)} for the CLI's own work`;
+  const verdict =
+    floor > mpirun
+      ? `more than all of mpirun (${ms(mpirun)}): ≤ 1× mpirun is out of reach for a Node client on this machine`
+      : `under mpirun's ${ms(mpirun)}, leaving ${ms(mpirun - floor)} for the CLI's own work`;
   return (
     `A bare Node start and that wait alone come to ${ms(floor)}, ${verdict}. ` +
     'What is left of the CLI’s own time is in the profile above: Node’s ESM loader compiling the bundle’s files, the TLS handshake, the HTTP client and its streams.'

@@ -12,7 +12,8 @@ import { fleetForRun, rankdRunArgv } from '../rankd/run.js';
 export const LOG_RANKS = 2;
 export const LOG_LINES_PER_RANK = 500_000;
 /** A typical log line: about 100 bytes with the newline. */
-export const LOG_LINE = 'step 000123 loss=2.3456 lr=3.0e-04 tokens/s=123456.7 rank-local message for throughput testing';
+export const LOG_LINE =
+  'step 000123 loss=2.3456 lr=3.0e-04 tokens/s=123456.7 rank-local message for throughput testing';
 /** The same printer for every launcher: yes | head is near-free, so the launcher is what is measured. */
 const PRINTER_SCRIPT = `yes '${LOG_LINE}' | head -n ${LOG_LINES_PER_RANK}`;
 export const PRINTER = ['sh', '-c', PRINTER_SCRIPT];
@@ -48,7 +49,13 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const direct = ['sh', '-c', `(${PRINTER_SCRIPT}) & (${PRINTER_SCRIPT}) & wait`];
     const candidates: Candidate[] = [
       'fleet' in rankd
-        ? { name: ARM.rankd, sample: linesPerSecond(rankdRunArgv(ctx, { nodes: 1, ranksPerNode: LOG_RANKS }, PRINTER, { label: false }), rankd.fleet.clientEnv) }
+        ? {
+            name: ARM.rankd,
+            sample: linesPerSecond(
+              rankdRunArgv(ctx, { nodes: 1, ranksPerNode: LOG_RANKS }, PRINTER, { label: false }),
+              rankd.fleet.clientEnv,
+            ),
+          }
         : { name: ARM.rankd, unavailable: rankd.why },
       which(OPEN_MPI_LAUNCHER)
         ? { name: ARM.mpirun, sample: linesPerSecond(mpirunArgv(LOG_RANKS, PRINTER)) }
@@ -59,12 +66,19 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       { name: ARM.direct, sample: linesPerSecond(direct) },
     ];
     ctx.log('logs: interleaved');
-    const c = await compareArms(candidates, { rounds: ctx.rounds, unit: 'lines/s', higherIsBetter: true, log: ctx.log });
+    const c = await compareArms(candidates, {
+      rounds: ctx.rounds,
+      unit: 'lines/s',
+      higherIsBetter: true,
+      log: ctx.log,
+    });
     const directStat = c.result.arms.find((a) => a.name === ARM.direct)?.stat;
     const label = `log throughput, ${LOG_RANKS} ranks × ${LOG_LINES_PER_RANK.toLocaleString('en-US')} lines`;
     return {
       rows: [
-        comparisonRow(c, label, ARM.rankd, { arm: ARM.mpirun, label: ARM.mpirun }, [{ on: 'ratio', op: '>=', value: 1, text: '≥ 1× mpirun' }]),
+        comparisonRow(c, label, ARM.rankd, { arm: ARM.mpirun, label: ARM.mpirun }, [
+          { on: 'ratio', op: '>=', value: 1, text: '≥ 1× mpirun' },
+        ]),
         comparisonRow(c, label, ARM.rankd, { arm: ARM.srun, label: ARM.srun }, []),
       ],
       notes: [

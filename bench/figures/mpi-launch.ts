@@ -68,8 +68,10 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       );
     }
     candidates.push(
-      unavailable(ARM.hydra, hello.mpich, HYDRA_LAUNCHER, 'mpich') ?? helloArm(ARM.hydra, hydraArgv(RANKS, ['./mpi_hello']), hello.dir),
-      unavailable(ARM.openmpi, hello.openmpi, OPEN_MPI_LAUNCHER, 'openmpi-bin') ?? helloArm(ARM.openmpi, mpirunArgv(RANKS, ['./mpi_hello_ompi']), hello.dir),
+      unavailable(ARM.hydra, hello.mpich, HYDRA_LAUNCHER, 'mpich') ??
+        helloArm(ARM.hydra, hydraArgv(RANKS, ['./mpi_hello']), hello.dir),
+      unavailable(ARM.openmpi, hello.openmpi, OPEN_MPI_LAUNCHER, 'openmpi-bin') ??
+        helloArm(ARM.openmpi, mpirunArgv(RANKS, ['./mpi_hello_ompi']), hello.dir),
     );
     ctx.log('mpi-launch: interleaved');
     const c = await compareArms(candidates, { rounds: ctx.rounds, unit: 'ms', log: ctx.log });
@@ -105,7 +107,13 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 const ms = (x: number | undefined) => (x === undefined ? 'not measured' : `${x.toFixed(0)} ms`);
 
 /** What bounds each side, with this run's own floors and medians in it. */
-function limitsText(floor: { nodeMs: number; cliMs: number }, runHelpMs: number, rankdQuiet?: number, hydra?: number, openmpi?: number): string {
+function limitsText(
+  floor: { nodeMs: number; cliMs: number },
+  runHelpMs: number,
+  rankdQuiet?: number,
+  hydra?: number,
+  openmpi?: number,
+): string {
   return [
     'The ranks’ own work is the same on every side: MPI_Init (transports, a shared-memory segment), one or two PMI barriers, MPI_Finalize.',
     'What differs is the launcher. hydra is C: mpiexec forks a proxy that forks the ranks and serves their PMI on socketpairs, one hop away.',

@@ -6,7 +6,15 @@ import path from 'node:path';
 import type { Facts } from '@rankd/protocol';
 import { timeCall } from '../lib/clock.js';
 import { conformanceDir, dumpName, extractDump, listDumps } from '../lib/conformance.js';
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Goal,
+  type Row,
+} from '../lib/figure.js';
 import { repeat } from '../lib/interleave.js';
 import { importOptional } from '../lib/rankd.js';
 import { summarize, type Stat } from '../lib/stats.js';
@@ -54,13 +62,17 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 
   const root = await extractDump(ctx.repoRoot, dump, path.join(ctx.tmpDir, 'dumps'));
   const facts = reader.module.readFacts({ root });
-  notes.push(`Facts of every node: ${dumpName(dump)} read by readFacts (${facts.cpu.pus} PUs, ${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes), renamed per node.`);
+  notes.push(
+    `Facts of every node: ${dumpName(dump)} read by readFacts (${facts.cpu.pus} PUs, ${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes), renamed per node.`,
+  );
   const nodes: PlannerNode[] = Array.from({ length: PLAN_NODES }, (_, i) => {
     const name = `node${String(i).padStart(4, '0')}`;
     return { name, address: loopbackAddress(i), facts: { ...facts, host: { ...facts.host, hostname: name } } };
   });
   const spec = { nodes: PLAN_NODES, ranksPerNode: PLAN_RANKS_PER_NODE, masterPort: 29500 };
-  notes.push(`Spec: ${JSON.stringify(spec)}; nodes are distinct objects, as the controller holds them, not one shared reference.`);
+  notes.push(
+    `Spec: ${JSON.stringify(spec)}; nodes are distinct objects, as the controller holds them, not one shared reference.`,
+  );
 
   const planRankMap = planner.module.planRankMap;
   let map: ReturnType<PlanRankMap>;
@@ -77,7 +89,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const samples = await repeat(() => timeCall(() => planRankMap(nodes, spec)), { samples: ctx.rounds * 3, warmup: 2 });
   const stat = summarize(samples);
   const sample = map.ranks[0] as { env?: Record<string, string> } | undefined;
-  notes.push(`The rank map of one plan: ${(JSON.stringify(map).length / 1e6).toFixed(1)} MB as JSON, ${Object.keys(sample?.env ?? {}).length} environment variables per rank.`);
+  notes.push(
+    `The rank map of one plan: ${(JSON.stringify(map).length / 1e6).toFixed(1)} MB as JSON, ${Object.keys(sample?.env ?? {}).length} environment variables per rank.`,
+  );
   const row: Row = { figure: LABEL, rankd: measured('ms', stat), goals: [GOAL] };
   return { rows: [row], notes, limits: limits(stat), peersUsed: [] };
 }
@@ -89,5 +103,7 @@ function limits(stat: Stat | null): string {
     'garbage collection is a large share of the time and the spread between min and max is mostly collections',
     'and the load of this shared 2-core machine.',
     stat ? `Here the fastest round took ${stat.min.toFixed(1)} ms and the median ${stat.median.toFixed(1)} ms.` : '',
-  ].filter(Boolean).join(' ');
+  ]
+    .filter(Boolean)
+    .join(' ');
 }

@@ -10,7 +10,15 @@
 // number of descriptors whatever the job's size, so 16,000 ranks need no raised limit.
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Goal,
+  type Row,
+} from '../lib/figure.js';
 import { MIN_ROUNDS } from '../lib/interleave.js';
 import { openFileLimit, readRss } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
@@ -54,7 +62,9 @@ function fenceLabel(rpn: number): string {
   return `PMI fence, ${n(NODES)} nodes × ${rpn} ranks, ${CARD_BYTES}-B cards: last barrier_in → last barrier_out`;
 }
 function pullLabel(rpn: number, pull?: PullRound, chunks?: number): string {
-  const what = pull ? `all ${n(pull.nodes)} nodes each pull all ${chunks} chunks (${mib(pull.bytesPerNode)} MiB) at once` : `all ${n(SIM_PROCESSES * PULL_PER_PROCESS)} nodes pull every chunk at once`;
+  const what = pull
+    ? `all ${n(pull.nodes)} nodes each pull all ${chunks} chunks (${mib(pull.bytesPerNode)} MiB) at once`
+    : `all ${n(SIM_PROCESSES * PULL_PER_PROCESS)} nodes pull every chunk at once`;
   return `PMI allgather after the fence (${n(NODES)} × ${rpn}): ${what}`;
 }
 
@@ -64,9 +74,14 @@ async function measure(ctx: BenchContext, fleet: Fleet, sims: SimFleet, rpn: num
   const job = await startFenceJob(fleet, sims, { nodes: NODES, ranksPerNode: rpn, oversubscribe: true }, ctx.log);
   const jobRss = readRss(fleet.controller.pid)?.totalKb ?? 0;
   const warm = await job.fence(0);
-  if (warm.chunks === 0) throw new Error(`the merged cards came back inline; expected a lazy answer at ${n(job.worldSize)} × ${CARD_BYTES} B`);
+  if (warm.chunks === 0)
+    throw new Error(
+      `the merged cards came back inline; expected a lazy answer at ${n(job.worldSize)} × ${CARD_BYTES} B`,
+    );
   await job.pull(0, warm.chunks, VERIFY_PER_PROCESS, true);
-  ctx.log(`pmi-fence: ${n(NODES)} × ${rpn}: warm-up fence ${warm.lastInToLastOutMs.toFixed(0)} ms, ${warm.chunks} chunks, every card verified on ${SIM_PROCESSES * VERIFY_PER_PROCESS} nodes`);
+  ctx.log(
+    `pmi-fence: ${n(NODES)} × ${rpn}: warm-up fence ${warm.lastInToLastOutMs.toFixed(0)} ms, ${warm.chunks} chunks, every card verified on ${SIM_PROCESSES * VERIFY_PER_PROCESS} nodes`,
+  );
   const rounds = Math.max(MIN_ROUNDS, ctx.rounds);
   const fences: FenceRound[] = [];
   const pulls: PullRound[] = [];
@@ -75,7 +90,9 @@ async function measure(ctx: BenchContext, fleet: Fleet, sims: SimFleet, rpn: num
     const p = await job.pull(epoch, f.chunks, PULL_PER_PROCESS, false);
     fences.push(f);
     pulls.push(p);
-    ctx.log(`  round ${epoch}/${rounds}: fence ${f.lastInToLastOutMs.toFixed(0)} ms (sends spread over ${f.sendSpreadMs.toFixed(0)} ms), controller ${f.usage.cpuMs.toFixed(0)} ms CPU, peak RSS ${f.usage.peakRssMb.toFixed(0)} MB; pull ${p.ms.toFixed(0)} ms`);
+    ctx.log(
+      `  round ${epoch}/${rounds}: fence ${f.lastInToLastOutMs.toFixed(0)} ms (sends spread over ${f.sendSpreadMs.toFixed(0)} ms), controller ${f.usage.cpuMs.toFixed(0)} ms CPU, peak RSS ${f.usage.peakRssMb.toFixed(0)} MB; pull ${p.ms.toFixed(0)} ms`,
+    );
   }
   const ended = await job.end();
   return { ranksPerNode: rpn, fences, pulls, ended, rssMb: { rest: rest / 1024, job: jobRss / 1024 } };
@@ -84,10 +101,26 @@ async function measure(ctx: BenchContext, fleet: Fleet, sims: SimFleet, rpn: num
 function rowsOf(m: Measured): Row[] {
   const size = `${n(NODES)} × ${m.ranksPerNode}`;
   return [
-    { figure: fenceLabel(m.ranksPerNode), rankd: measured('ms', summarize(m.fences.map((f) => f.lastInToLastOutMs))), goals: [FENCE_GOAL] },
-    { figure: pullLabel(m.ranksPerNode, m.pulls[0], m.fences[0]!.chunks), rankd: measured('ms', summarize(m.pulls.map((p) => p.ms))), goals: [] },
-    { figure: `controller during the fence (${size}): peak RSS`, rankd: measured('MB', summarize(m.fences.map((f) => f.usage.peakRssMb))), goals: [] },
-    { figure: `controller during the fence (${size}): CPU (share of one core)`, rankd: measured('%', summarize(m.fences.map((f) => f.usage.cpuPercent))), goals: [] },
+    {
+      figure: fenceLabel(m.ranksPerNode),
+      rankd: measured('ms', summarize(m.fences.map((f) => f.lastInToLastOutMs))),
+      goals: [FENCE_GOAL],
+    },
+    {
+      figure: pullLabel(m.ranksPerNode, m.pulls[0], m.fences[0]!.chunks),
+      rankd: measured('ms', summarize(m.pulls.map((p) => p.ms))),
+      goals: [],
+    },
+    {
+      figure: `controller during the fence (${size}): peak RSS`,
+      rankd: measured('MB', summarize(m.fences.map((f) => f.usage.peakRssMb))),
+      goals: [],
+    },
+    {
+      figure: `controller during the fence (${size}): CPU (share of one core)`,
+      rankd: measured('%', summarize(m.fences.map((f) => f.usage.cpuPercent))),
+      goals: [],
+    },
   ];
 }
 
@@ -95,7 +128,7 @@ function notesOf(m: Measured): string {
   const world = NODES * m.ranksPerNode;
   return [
     `${n(NODES)} × ${m.ranksPerNode} (${n(world)} ranks, ${m.fences[0]!.chunks} chunks): sends spread over ${med(m.fences.map((f) => f.sendSpreadMs)).toFixed(0)} ms per round (median);`,
-    `the controller spent ${med(m.fences.map((f) => f.usage.cpuMs)).toFixed(0)} ms of CPU per fence and ${n(Math.round(med(m.pulls.map((p) => p.usage.cpuMs))))} ms per allgather, sending ${(m.pulls[0]!.nodes * m.pulls[0]!.bytesPerNode / 2 ** 30).toFixed(1)} GiB (medians, CPU in 10-ms clock ticks), with RSS ${m.rssMb.rest.toFixed(0)} MB with the nodes connected and no job, ${m.rssMb.job.toFixed(0)} MB once the job ran, ${med(m.pulls.map((p) => p.usage.peakRssMb)).toFixed(0)} MB at the peak of a pull;`,
+    `the controller spent ${med(m.fences.map((f) => f.usage.cpuMs)).toFixed(0)} ms of CPU per fence and ${n(Math.round(med(m.pulls.map((p) => p.usage.cpuMs))))} ms per allgather, sending ${((m.pulls[0]!.nodes * m.pulls[0]!.bytesPerNode) / 2 ** 30).toFixed(1)} GiB (medians, CPU in 10-ms clock ticks), with RSS ${m.rssMb.rest.toFixed(0)} MB with the nodes connected and no job, ${m.rssMb.job.toFixed(0)} MB once the job ran, ${med(m.pulls.map((p) => p.usage.peakRssMb)).toFixed(0)} MB at the peak of a pull;`,
     `the job ended ${m.ended.replace(/\d{4,}/g, (d) => n(Number(d)))}.`,
   ].join(' ');
 }
@@ -107,7 +140,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     `The fence is a star: every node sends its ranks' puts to the controller once all its local ranks are in barrier_in; the controller keeps them per node and, when the last node has fenced, merges them in node order (${n(world)} pairs of ~${cardJson} bytes as JSON at 2,000 × 8, ~${mib(world * cardJson)} MiB) and answers every node.`,
     'The answer is encoded once and the same bytes go to every node; merged puts over 64 KiB are not pushed, the answer only says how many 256-KiB chunks hold them, and an agent pulls them (pmi.fetch → pmi.chunk, one at a time) when one of its ranks first asks for a key it lacks.',
     'So the barrier costs the decoding of the last fences, one merge and one chunking of every card, and 2,000 small frames out, all in one controller process on one core.',
-    'The deferred part is the allgather: MPICH gets every other rank\'s card after the fence, so every node that runs MPICH ranks pulls every chunk, and through a star that is nodes × merged size leaving one process (gigabytes at 2,000 nodes) — what the allgather row measures, bounded by the controller\'s socket writes on one core, and what a tree of agents (hydra\'s proxies, Flux\'s brokers) would spread over the nodes.',
+    "The deferred part is the allgather: MPICH gets every other rank's card after the fence, so every node that runs MPICH ranks pulls every chunk, and through a star that is nodes × merged size leaving one process (gigabytes at 2,000 nodes) — what the allgather row measures, bounded by the controller's socket writes on one core, and what a tree of agents (hydra's proxies, Flux's brokers) would spread over the nodes.",
   ];
   const notes: string[] = [];
   const report = (rows: Row[]): FigureReport => ({ rows, notes, limits: limits.join(' '), peersUsed: [] });
@@ -132,7 +165,10 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     // descriptors whatever the number of ranks, beside one socket per node
     const limit = openFileLimit(fleet.controller.pid) ?? 0;
     const needed = NODES + MAX_OPEN_LOG_FILES + FD_MARGIN;
-    if (limit < needed) notes.push(`The controller's open-file limit here is ${n(limit)}, under the ${n(needed)} it may need (${n(NODES)} sockets, ${n(MAX_OPEN_LOG_FILES)} log files, ${FD_MARGIN} more).`);
+    if (limit < needed)
+      notes.push(
+        `The controller's open-file limit here is ${n(limit)}, under the ${n(needed)} it may need (${n(NODES)} sockets, ${n(MAX_OPEN_LOG_FILES)} log files, ${FD_MARGIN} more).`,
+      );
     let m: Measured | null = null;
     let rows: Row[];
     try {

@@ -26,9 +26,24 @@ import type { JobRecord, RankRecord } from '#controller/jobs/job-records';
 import { JobsRepo } from '#controller/jobs/jobs-repo';
 import { waitFor } from '../lib/child.js';
 import { extractDump, listDumps } from '../lib/conformance.js';
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Goal,
+  type Row,
+} from '../lib/figure.js';
 import { MIN_ROUNDS } from '../lib/interleave.js';
-import { armedNodeOptions, formatFrames, saveProfile, startProfile, summarizeProfile, type ProfileSummary } from '../lib/node-profile.js';
+import {
+  armedNodeOptions,
+  formatFrames,
+  saveProfile,
+  startProfile,
+  summarizeProfile,
+  type ProfileSummary,
+} from '../lib/node-profile.js';
 import { clockTicksPerSecond, readProc, readRss, watchUsage } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
 import { api, jobState } from '../rankd/api.js';
@@ -98,7 +113,9 @@ class History {
     this.db = new Database(path.join(dataDir, 'rankd.db'), { readonly: true, fileMustExist: true });
     this.states = this.db.prepare("SELECT at, data FROM events WHERE subject = ? AND kind = 'job.state' ORDER BY id");
     // a rank's subject is JOB/RANK: the range [JOB/, JOB0) holds exactly those ('0' follows '/')
-    this.span = this.db.prepare('SELECT MIN(at) AS first, MAX(at) AS last, COUNT(*) AS count FROM events WHERE subject >= ? AND subject < ? AND kind = ?');
+    this.span = this.db.prepare(
+      'SELECT MIN(at) AS first, MAX(at) AS last, COUNT(*) AS count FROM events WHERE subject >= ? AND subject < ? AND kind = ?',
+    );
   }
 
   jobStates(id: string): Array<{ at: number; to: string; reason: string }> {
@@ -120,7 +137,13 @@ class History {
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'timed-out', 'lost']);
 
 /** `onEnd` runs as soon as the end is seen, before the checks (which read the job back through the API). */
-async function launch(fleet: Fleet, sims: SimFleet, history: History, placement: Record<string, unknown>, onEnd?: () => Promise<void>): Promise<Launch> {
+async function launch(
+  fleet: Fleet,
+  sims: SimFleet,
+  history: History,
+  placement: Record<string, unknown>,
+  onEnd?: () => Promise<void>,
+): Promise<Launch> {
   const load = os.loadavg()[0]!;
   const watch = watchUsage(fleet.controller.pid, 20);
   const t0 = Date.now();
@@ -135,27 +158,39 @@ async function launch(fleet: Fleet, sims: SimFleet, history: History, placement:
   if (answer.status !== 201) throw new Error(`POST /v1/jobs: ${answer.status} ${answer.text.slice(0, 300)}`);
   const job = JSON.parse(answer.text) as { id: string };
   let states: ReturnType<History['jobStates']> = [];
-  const ended = await waitFor(() => (states = history.jobStates(job.id)).some((s) => TERMINAL.has(s.to)), LAUNCH_TIMEOUT_MS, POLL_MS);
+  const ended = await waitFor(
+    () => (states = history.jobStates(job.id)).some((s) => TERMINAL.has(s.to)),
+    LAUNCH_TIMEOUT_MS,
+    POLL_MS,
+  );
   const usage = watch.stop();
   await onEnd?.();
-  if (!ended) throw new Error(`job ${job.id} did not end within ${LAUNCH_TIMEOUT_MS / 1000} s (its states: ${states.map((s) => s.to).join(' → ') || 'none'})`);
+  if (!ended)
+    throw new Error(
+      `job ${job.id} did not end within ${LAUNCH_TIMEOUT_MS / 1000} s (its states: ${states.map((s) => s.to).join(' → ') || 'none'})`,
+    );
   const final = states.find((s) => TERMINAL.has(s.to))!;
   if (final.to !== 'succeeded') throw new Error(`job ${job.id} ended ${final.to}: ${final.reason}`);
   const at = (to: string) => {
     const s = states.find((x) => x.to === to);
-    if (!s) throw new Error(`job ${job.id} has no job.state → ${to} in its history (${states.map((x) => x.to).join(' → ')})`);
+    if (!s)
+      throw new Error(`job ${job.id} has no job.state → ${to} in its history (${states.map((x) => x.to).join(' → ')})`);
     return s.at - t0;
   };
   const started = history.rankSpan(job.id, 'rank.started');
   const exited = history.rankSpan(job.id, 'rank.exited');
   const world = NODES * RANKS_PER_NODE;
-  if (started.count !== world || exited.count !== world) throw new Error(`job ${job.id}: ${started.count} rank.started and ${exited.count} rank.exited recorded, not ${world}`);
+  if (started.count !== world || exited.count !== world)
+    throw new Error(
+      `job ${job.id}: ${started.count} rank.started and ${exited.count} rank.exited recorded, not ${world}`,
+    );
   const got = await sims.collect('started', 60_000);
   const ranks = got.reduce((sum, e) => sum + Number(e.ranks), 0);
   if (ranks !== world) throw new Error(`the simulators were given ${ranks} ranks, not ${world}`);
   // and through the API, as a client sees it
   const summary = await jobState(fleet, job.id);
-  if (summary?.state !== 'succeeded') throw new Error(`GET /v1/jobs says job ${job.id} is ${summary?.state ?? 'missing'}`);
+  if (summary?.state !== 'succeeded')
+    throw new Error(`GET /v1/jobs says job ${job.id} is ${summary?.state ?? 'missing'}`);
   return {
     jobId: job.id,
     answeredMs,
@@ -189,12 +224,48 @@ function storeWrites(dir: string): { oneEachMs: number; batchedMs: number } {
       const jobs = new JobsRepo(db);
       const events = new EventsRepo(db);
       const now = Date.now();
-      const job: JobRecord = { id: 'j', name: null, idempotencyKey: null, owner: null, state: 'starting', reason: '', submit: { command: COMMAND }, rankMap: null, priority: 0, demand: null, allocation: null, exitCode: null, createdAt: now, startedAt: now, endedAt: null };
-      const ranks: RankRecord[] = Array.from({ length: world }, (_, rank) => ({ jobId: 'j', rank, node: `lsim${rank % 4}-${rank >> 3}`, state: 'pending', pid: null, startedAt: null, endedAt: null, exitCode: null, signal: null, binding: null, error: null, warnings: [], stdoutBytes: 0, stderrBytes: 0 }));
+      const job: JobRecord = {
+        id: 'j',
+        name: null,
+        idempotencyKey: null,
+        owner: null,
+        state: 'starting',
+        reason: '',
+        submit: { command: COMMAND },
+        rankMap: null,
+        priority: 0,
+        demand: null,
+        allocation: null,
+        exitCode: null,
+        createdAt: now,
+        startedAt: now,
+        endedAt: null,
+      };
+      const ranks: RankRecord[] = Array.from({ length: world }, (_, rank) => ({
+        jobId: 'j',
+        rank,
+        node: `lsim${rank % 4}-${rank >> 3}`,
+        state: 'pending',
+        pid: null,
+        startedAt: null,
+        endedAt: null,
+        exitCode: null,
+        signal: null,
+        binding: null,
+        error: null,
+        warnings: [],
+        stdoutBytes: 0,
+        stderrBytes: 0,
+      }));
       jobs.create(job);
       // what RankEvents.started writes for each rank
       const started = (r: RankRecord) => {
-        Object.assign(r, { state: 'running', pid: 100_000 + r.rank, startedAt: Date.now(), binding: { cpus: [r.rank % 16, (r.rank % 16) + 16], memNodes: [(r.rank % 16) >> 3], verified: true } });
+        Object.assign(r, {
+          state: 'running',
+          pid: 100_000 + r.rank,
+          startedAt: Date.now(),
+          binding: { cpus: [r.rank % 16, (r.rank % 16) + 16], memNodes: [(r.rank % 16) >> 3], verified: true },
+        });
         jobs.updateRank(r);
         events.append('rank.started', `j/${r.rank}`, { node: r.node, pid: r.pid });
       };
@@ -260,7 +331,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const loadAtStart = os.loadavg()[0]!;
   // before anything of the figure runs: the per-rank writes alone, for the limits
   const store = storeWrites(path.join(ctx.tmpDir, 'store'));
-  ctx.log(`scale-launch: ${n(NODES * RANKS_PER_NODE)} rank.started writes alone: ${ms(store.oneEachMs)} one transaction each, ${ms(store.batchedMs)} in transactions of ${BATCH}`);
+  ctx.log(
+    `scale-launch: ${n(NODES * RANKS_PER_NODE)} rank.started writes alone: ${ms(store.oneEachMs)} one transaction each, ${ms(store.batchedMs)} in transactions of ${BATCH}`,
+  );
   // the simulated nodes' facts: a captured dual-socket machine, or this one's with oversubscribe
   let simEnv: Record<string, string> = {};
   let placement: Record<string, unknown> = { nodes: NODES, ranksPerNode: RANKS_PER_NODE };
@@ -278,7 +351,11 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   let fleet: Fleet;
   try {
     // the inspector port armed (closed until SIGUSR1) so that one launch can be profiled
-    fleet = await startFleet(ctx, { agents: 0, prefix: 'launch', controllerEnv: { ...process.env, NODE_OPTIONS: armedNodeOptions(process.env) } });
+    fleet = await startFleet(ctx, {
+      agents: 0,
+      prefix: 'launch',
+      controllerEnv: { ...process.env, NODE_OPTIONS: armedNodeOptions(process.env) },
+    });
   } catch (err) {
     return notRun(`the controller did not start: ${(err as Error).message}`);
   }
@@ -287,9 +364,15 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   try {
     sims = await startSims(ctx, fleet, { agents: NODES, processes: SIM_PROCESSES, prefix: 'lsim', env: simEnv });
     history = new History(fleet.dataDir);
-    const plan = await api<{ worldSize: number; nodes: unknown[]; schedule: { startsNow: boolean; reason: string | null } }>(fleet, 'POST', '/v1/plan', placement);
+    const plan = await api<{
+      worldSize: number;
+      nodes: unknown[];
+      schedule: { startsNow: boolean; reason: string | null };
+    }>(fleet, 'POST', '/v1/plan', placement);
     if (plan.worldSize !== world || plan.nodes.length !== NODES || !plan.schedule.startsNow) {
-      throw new Error(`POST /v1/plan gave ${plan.worldSize} ranks on ${plan.nodes.length} nodes (starts now: ${plan.schedule.startsNow}, ${plan.schedule.reason ?? ''}), not ${world} on ${NODES}`);
+      throw new Error(
+        `POST /v1/plan gave ${plan.worldSize} ranks on ${plan.nodes.length} nodes (starts now: ${plan.schedule.startsNow}, ${plan.schedule.reason ?? ''}), not ${world} on ${NODES}`,
+      );
     }
     ctx.log(`scale-launch: ${NODES} simulated agents ready; settling ${SETTLE_MS / 1000} s`);
     await sleep(SETTLE_MS);
@@ -343,11 +426,31 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const stat = (pick: (l: Launch) => number) => summarize(launches.map(pick));
     const rows = rowsOf((key) => {
       switch (key) {
-        case 'started': return measured('ms', stat((l) => l.startedMs));
-        case 'done': return measured('ms', stat((l) => l.doneMs));
-        case 'answered': return measured('ms', stat((l) => l.answeredMs));
-        case 'cpu': return measured('ms', stat((l) => l.cpuMs));
-        case 'rss': return measured('MB', stat((l) => l.peakRssMb));
+        case 'started':
+          return measured(
+            'ms',
+            stat((l) => l.startedMs),
+          );
+        case 'done':
+          return measured(
+            'ms',
+            stat((l) => l.doneMs),
+          );
+        case 'answered':
+          return measured(
+            'ms',
+            stat((l) => l.answeredMs),
+          );
+        case 'cpu':
+          return measured(
+            'ms',
+            stat((l) => l.cpuMs),
+          );
+        case 'rss':
+          return measured(
+            'MB',
+            stat((l) => l.peakRssMb),
+          );
       }
     });
     const m = (pick: (l: Launch) => number) => ms(med(launches.map(pick)));
@@ -375,7 +478,11 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 }
 
 /** What bounds the launch, from the profile's own numbers where there is one. */
-function limitsText(launches: Launch[], profile: ProfileSummary | null, store: { oneEachMs: number; batchedMs: number }): string {
+function limitsText(
+  launches: Launch[],
+  profile: ProfileSummary | null,
+  store: { oneEachMs: number; batchedMs: number },
+): string {
   const world = NODES * RANKS_PER_NODE;
   const started = med(launches.map((l) => l.startedMs));
   const done = med(launches.map((l) => l.doneMs));
@@ -394,12 +501,18 @@ function limitsText(launches: Launch[], profile: ProfileSummary | null, store: {
       ? `What bounds it is that CPU time, spread thin: in the profile of one launch, better-sqlite3's Statement#run (\`run\`, native: the statements, commits included) is ${(run.share * 100).toFixed(0)}% of the controller's busy time${gc ? ` and the garbage collector ${(gc.share * 100).toFixed(0)}%` : ''}; the rest is decoding and validating ${n(2 * world)} frames, TLS, and the submit's planning and serialization (top frames below).`
       : 'Without a profile, what bounds it is not named here.',
     `The same ${n(world)} rank.started writes alone, with the controller's own store code on this machine, took ${ms(store.oneEachMs)} one transaction each and ${ms(store.batchedMs)} in transactions of ${BATCH} ranks. That is why the controller commits what agents report once per event-loop turn (store/write-batch.ts), holding its messages to agents until that commit and committing before any REST answer leaves, so nothing is told what a crash could undo.`,
-    `The submit's own work (job.state → starting, median ${ms(dispatched)}) is planning, the ranks' rows and the rank map in one transaction, and ${n(NODES)} job.start frames (each node's shared environment once) built and written, the first received ${ms(firstStart)} and the last ${ms(lastStart)} after the submit. POST /v1/jobs answers with the whole job (its rank map and every rank, ${mb.toFixed(1)} MB), serialized with JSON.stringify around the rank map's JSON the store already made (fast-json-stringify took about ten times as long at this size); its last byte arrives ${ms(answered)} after the submit${answered > done ? ', after the job has ended, because it is written while the agents\' frames pour in; `rankd run` reads that answer before it follows the job, so at this size it hears of the start after the end (its output is stored and replayed, not lost)' : ''}.`,
+    `The submit's own work (job.state → starting, median ${ms(dispatched)}) is planning, the ranks' rows and the rank map in one transaction, and ${n(NODES)} job.start frames (each node's shared environment once) built and written, the first received ${ms(firstStart)} and the last ${ms(lastStart)} after the submit. POST /v1/jobs answers with the whole job (its rank map and every rank, ${mb.toFixed(1)} MB), serialized with JSON.stringify around the rank map's JSON the store already made (fast-json-stringify took about ten times as long at this size); its last byte arrives ${ms(answered)} after the submit${answered > done ? ", after the job has ended, because it is written while the agents' frames pour in; `rankd run` reads that answer before it follows the job, so at this size it hears of the start after the end (its output is stored and replayed, not lost)" : ''}.`,
   ];
   if (profile) parts.push(`The profile's top frames by self time: ${formatFrames(profile.self.slice(0, 6))}.`);
   const gaps: string[] = [];
-  if (started >= STARTED_GOAL.value) gaps.push(`every rank started ${ms(started - STARTED_GOAL.value)} over the 1-s goal (${(started / STARTED_GOAL.value).toFixed(1)}×)`);
-  if (done >= DONE_GOAL.value) gaps.push(`the job's end ${ms(done - DONE_GOAL.value)} over the 3-s goal (${(done / DONE_GOAL.value).toFixed(1)}×)`);
+  if (started >= STARTED_GOAL.value)
+    gaps.push(
+      `every rank started ${ms(started - STARTED_GOAL.value)} over the 1-s goal (${(started / STARTED_GOAL.value).toFixed(1)}×)`,
+    );
+  if (done >= DONE_GOAL.value)
+    gaps.push(
+      `the job's end ${ms(done - DONE_GOAL.value)} over the 3-s goal (${(done / DONE_GOAL.value).toFixed(1)}×)`,
+    );
   if (gaps.length > 0) parts.push(`Missed: ${gaps.join('; ')}.`);
   return parts.join(' ');
 }

@@ -8,7 +8,14 @@
 // address and data directory, and every simulated agent reconnects with the real agent's
 // backoff; timed from the new controller's spawn to the last node welcomed again.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Row } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Row,
+} from '../lib/figure.js';
 import { MIN_ROUNDS } from '../lib/interleave.js';
 import { sampleUsage, watchUsage } from '../lib/proc-sampling.js';
 import { summarize } from '../lib/stats.js';
@@ -34,9 +41,21 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const storm = `controller restart under ${SCALE_AGENTS.toLocaleString('en-US')} mTLS agents`;
   const rows = (rss: Row['rankd'], cpu: Row['rankd'], back: Row['rankd'], peak: Row['rankd']): Row[] => [
     { figure: `${label}: RSS`, rankd: rss, goals: [{ on: 'rankd', op: '<', value: 500, text: 'RSS < 500 MB' }] },
-    { figure: `${label}: CPU at rest`, rankd: cpu, goals: [{ on: 'rankd', op: '<', value: 10, text: 'CPU < 10% of one core' }] },
-    { figure: `${storm}: spawn → all reconnected`, rankd: back, goals: [{ on: 'rankd', op: '<', value: 15_000, text: 'all back < 15 s' }] },
-    { figure: `${storm}: peak RSS of the new controller`, rankd: peak, goals: [{ on: 'rankd', op: '<', value: 500, text: 'RSS < 500 MB' }] },
+    {
+      figure: `${label}: CPU at rest`,
+      rankd: cpu,
+      goals: [{ on: 'rankd', op: '<', value: 10, text: 'CPU < 10% of one core' }],
+    },
+    {
+      figure: `${storm}: spawn → all reconnected`,
+      rankd: back,
+      goals: [{ on: 'rankd', op: '<', value: 15_000, text: 'all back < 15 s' }],
+    },
+    {
+      figure: `${storm}: peak RSS of the new controller`,
+      rankd: peak,
+      goals: [{ on: 'rankd', op: '<', value: 500, text: 'RSS < 500 MB' }],
+    },
   ];
   const limits =
     'At rest, bounded by per-connection memory (socket buffers, session state, and the last facts of each node, kept in memory and in SQLite) and by the heartbeat rate (400 per second at 2,000 agents and 5 s) times the cost of decoding, validating and recording one heartbeat; heartbeat times are written to SQLite in one batch per sweep, not one write per beat. ' +
@@ -60,7 +79,11 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const rss: number[] = [];
     const cpu: number[] = [];
     for (let w = 0; w < Math.max(MIN_ROUNDS, ctx.rounds); w++) {
-      const usage = await sampleUsage(fleet.controller.pid, { durationMs: WINDOW_MS, intervalMs: 1000, includeChildren: false });
+      const usage = await sampleUsage(fleet.controller.pid, {
+        durationMs: WINDOW_MS,
+        intervalMs: 1000,
+        includeChildren: false,
+      });
       rss.push(usage.rssMb.median);
       cpu.push(usage.cpuPercent);
     }
@@ -75,7 +98,12 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     } catch (err) {
       back = peak = notMeasured((err as Error).message);
     }
-    return { rows: rows(measured('MB', summarize(rss)), measured('%', summarize(cpu)), back, peak), notes, limits, peersUsed: [] };
+    return {
+      rows: rows(measured('MB', summarize(rss)), measured('%', summarize(cpu)), back, peak),
+      notes,
+      limits,
+      peersUsed: [],
+    };
   } finally {
     await sims?.stop();
     await fleet.stop();
@@ -88,7 +116,11 @@ function nothing(why: string): [Row['rankd'], Row['rankd'], Row['rankd'], Row['r
 }
 
 /** Restarts the controller STORM_ROUNDS times under the connected simulators. */
-async function restartStorms(ctx: BenchContext, fleet: Fleet, sims: SimFleet): Promise<{ ms: number[]; peakMb: number[] }> {
+async function restartStorms(
+  ctx: BenchContext,
+  fleet: Fleet,
+  sims: SimFleet,
+): Promise<{ ms: number[]; peakMb: number[] }> {
   const ms: number[] = [];
   const peakMb: number[] = [];
   for (let round = 0; round < STORM_ROUNDS; round++) {

@@ -22,7 +22,15 @@ import { allocationOf, planRankMap, type PlannerNode } from '@rankd/planner';
 import { readFacts } from '@rankd/topology';
 import { timeCall } from '../lib/clock.js';
 import { conformanceDir, dumpName, extractDump, listDumps } from '../lib/conformance.js';
-import { measured, notMeasured, type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
+import {
+  measured,
+  notMeasured,
+  type BenchContext,
+  type FigureDescriptor,
+  type FigureReport,
+  type Goal,
+  type Row,
+} from '../lib/figure.js';
 import { repeat } from '../lib/interleave.js';
 import { summarize } from '../lib/stats.js';
 import { seededRandom } from '../shared/seeded-random.js';
@@ -41,16 +49,30 @@ export const scheduleFigure: FigureDescriptor = {
 
 async function run(ctx: BenchContext): Promise<FigureReport> {
   const notes: string[] = [];
-  const labels = [`pass, cluster full (${QUEUED.toLocaleString('en-US')} queued × ${NODES.toLocaleString('en-US')} nodes)`, `pass, half the nodes free (${QUEUED.toLocaleString('en-US')} queued × ${NODES.toLocaleString('en-US')} nodes)`];
-  const skip = (why: string): FigureReport => ({ rows: labels.map((figure) => ({ figure, rankd: notMeasured(why), goals: [GOAL] })), notes, limits: '', peersUsed: [] });
+  const labels = [
+    `pass, cluster full (${QUEUED.toLocaleString('en-US')} queued × ${NODES.toLocaleString('en-US')} nodes)`,
+    `pass, half the nodes free (${QUEUED.toLocaleString('en-US')} queued × ${NODES.toLocaleString('en-US')} nodes)`,
+  ];
+  const skip = (why: string): FigureReport => ({
+    rows: labels.map((figure) => ({ figure, rankd: notMeasured(why), goals: [GOAL] })),
+    notes,
+    limits: '',
+    peersUsed: [],
+  });
   const dump = listDumps(ctx.repoRoot)?.find((d) => d.tarball === SOURCE_DUMP);
   if (!dump) return skip(`${SOURCE_DUMP} is not in the hwloc corpus (${conformanceDir(ctx.repoRoot)})`);
   const facts = readFacts({ root: await extractDump(ctx.repoRoot, dump, path.join(ctx.tmpDir, 'dumps')) });
   const nodes: PlannerNode[] = Array.from({ length: NODES }, (_, i) => {
     const name = `node${String(i).padStart(4, '0')}`;
-    return { name, address: `127.${1 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, facts: { ...facts, host: { ...facts.host, hostname: name } } };
+    return {
+      name,
+      address: `127.${1 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`,
+      facts: { ...facts, host: { ...facts.host, hostname: name } },
+    };
   });
-  notes.push(`Facts of every node: ${dumpName(dump)} (${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes), renamed per node.`);
+  notes.push(
+    `Facts of every node: ${dumpName(dump)} (${facts.cpu.cores} cores, ${facts.numa.nodes.length} NUMA nodes), renamed per node.`,
+  );
 
   const rnd = seededRandom(14); // seeded: the same job mix in every run
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
@@ -62,7 +84,12 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const exclusive = rnd() < 0.1;
     const submit: JobSubmit = {
       command: ['true'],
-      placement: { nodes: pick([1, 1, 2, 4, 8, 16, 32, 64]), ranksPerNode: pick([1, 2, 4, 8]), cpusPerRank: pick([1, 2]), ...(exclusive ? { exclusive: true } : {}) },
+      placement: {
+        nodes: pick([1, 1, 2, 4, 8, 16, 32, 64]),
+        ranksPerNode: pick([1, 2, 4, 8]),
+        cpusPerRank: pick([1, 2]),
+        ...(exclusive ? { exclusive: true } : {}),
+      },
       priority: pick([0, 0, 0, 10, -10]),
       ...(rnd() < 0.5 ? { timeout: pick([600, 1800, 3600, 7200]) } : {}),
     };
@@ -71,7 +98,9 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     shapes.add(JSON.stringify(submit.placement));
   }
   queued.sort(queueOrder);
-  notes.push(`${QUEUED} queued jobs of ${shapes.size} distinct specs; 10 % --exclusive, half with a --timeout of 10 min to 2 h, priorities -10, 0 and 10.`);
+  notes.push(
+    `${QUEUED} queued jobs of ${shapes.size} distinct specs; 10 % --exclusive, half with a --timeout of 10 min to 2 h, priorities -10, 0 and 10.`,
+  );
 
   const factsOf = (_name: string) => facts;
   const ledgerWith = (held: number): AllocationLedger => {
@@ -84,12 +113,18 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     return ledger;
   };
   const rows: Row[] = [];
-  for (const [label, held] of [[labels[0]!, NODES], [labels[1]!, NODES / 2]] as const) {
+  for (const [label, held] of [
+    [labels[0]!, NODES],
+    [labels[1]!, NODES / 2],
+  ] as const) {
     const ledger = ledgerWith(held);
-    const pass = (): PassResult => schedulingPass({ queue: queued, ledger, nodes, drained: [], options, limits: {}, usageOf: () => undefined, now });
+    const pass = (): PassResult =>
+      schedulingPass({ queue: queued, ledger, nodes, drained: [], options, limits: {}, usageOf: () => undefined, now });
     const result = pass();
     ctx.log(`schedule: ${label}: ${result.starts.length} jobs would start`);
-    notes.push(`${label}: the pass starts ${result.starts.length} jobs (${result.starts.reduce((n, s) => n + Object.keys(s.alloc.nodes).length, 0)} nodes) and leaves ${result.waits.size} waiting; the ledger is not changed, so every round is the same pass.`);
+    notes.push(
+      `${label}: the pass starts ${result.starts.length} jobs (${result.starts.reduce((n, s) => n + Object.keys(s.alloc.nodes).length, 0)} nodes) and leaves ${result.waits.size} waiting; the ledger is not changed, so every round is the same pass.`,
+    );
     const samples = await repeat(() => timeCall(pass), { samples: ctx.rounds * 3, warmup: 2 });
     rows.push({ figure: label, rankd: measured('ms', summarize(samples)), goals: [GOAL] });
   }

@@ -36,7 +36,11 @@ export async function traceWindow(browser: Browser, page: Page, ms: number, topN
 
 export function summarizeTrace(events: readonly TraceEvent[], wallMs: number, topN: number): TraceSummary {
   // the renderer main threads by their metadata name; the busiest one is the page's
-  const mainThreads = new Set(events.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
+  const mainThreads = new Set(
+    events
+      .filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain')
+      .map((e) => `${e.pid}:${e.tid}`),
+  );
   const byThread = new Map<string, TraceEvent[]>();
   for (const e of events) {
     const key = `${e.pid}:${e.tid}`;
@@ -52,7 +56,8 @@ export function summarizeTrace(events: readonly TraceEvent[], wallMs: number, to
   const sorted = [...busiest].sort((a, b) => a.ts - b.ts || b.dur! - a.dur!);
   const self = new Map<string, number>();
   const stack: Array<{ end: number; name: string; children: number; dur: number }> = [];
-  const close = (frame: { name: string; children: number; dur: number }) => self.set(frame.name, (self.get(frame.name) ?? 0) + Math.max(0, frame.dur - frame.children));
+  const close = (frame: { name: string; children: number; dur: number }) =>
+    self.set(frame.name, (self.get(frame.name) ?? 0) + Math.max(0, frame.dur - frame.children));
   for (const e of sorted) {
     while (stack.length > 0 && stack.at(-1)!.end <= e.ts) close(stack.pop()!);
     if (stack.length > 0) stack.at(-1)!.children += e.dur!;

@@ -62,7 +62,11 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 }
 
 /** Polls `check` until it returns true; false once timeoutMs has passed. */
-export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 200): Promise<boolean> {
+export async function waitFor(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  everyMs = 200,
+): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (await check()) return true;

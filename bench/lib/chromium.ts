@@ -42,4 +42,3 @@ export function isRenderer(pid: number): boolean {
     return false;
   }
 }
-

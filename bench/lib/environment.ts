@@ -8,7 +8,6 @@
 import { MIN_ROUNDS } from './interleave.js';
 import { medianProcessMs } from './process-timing.js';
 
-
 export async function neutralizeEnvironment(log: (s: string) => void): Promise<string[]> {
   const notes: string[] = [];
   const bundle = process.env.NODE_EXTRA_CA_CERTS;

@@ -69,7 +69,8 @@ export interface FigureDescriptor {
 /** Named as the command is (mpirun is Open MPI's mpirun.openmpi; see peers/install.ts). */
 export type PeerCommand = 'lstopo' | 'mpirun' | 'mpiexec.hydra' | 'mpicc.openmpi' | 'srun' | 'ansible';
 
-export type Verdict = { kind: 'met' } | { kind: 'missed'; gap: string } | { kind: 'not-measured' } | { kind: 'no-goal' };
+export type Verdict =
+  { kind: 'met' } | { kind: 'missed'; gap: string } | { kind: 'not-measured' } | { kind: 'no-goal' };
 
 export function measured(unit: string, stat: Stat, higherIsBetter = false): Side {
   return { measure: { unit, stat, ...(higherIsBetter ? { higherIsBetter } : {}) } };
@@ -81,10 +82,14 @@ export function notMeasured(why: string): Side {
 
 function compare(value: number, op: Comparison, bound: number): boolean {
   switch (op) {
-    case '<': return value < bound;
-    case '<=': return value <= bound;
-    case '>=': return value >= bound;
-    case '>': return value > bound;
+    case '<':
+      return value < bound;
+    case '<=':
+      return value <= bound;
+    case '>=':
+      return value >= bound;
+    case '>':
+      return value > bound;
   }
 }
 

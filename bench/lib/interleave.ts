@@ -57,9 +57,11 @@ export async function interleave(arms: readonly Arm[], opts: InterleaveOptions):
   }
   for (let r = 0; r < rounds; r++) {
     for (let i = 0; i < arms.length; i++) if (live.has(i)) await turn(i, true);
-    opts.log?.(`  round ${r + 1}/${rounds}: ${arms
-      .map((a, i) => `${a.name} ${live.has(i) ? round3(results[i]!.samples[r]) : '—'}`)
-      .join(', ')}`);
+    opts.log?.(
+      `  round ${r + 1}/${rounds}: ${arms
+        .map((a, i) => `${a.name} ${live.has(i) ? round3(results[i]!.samples[r]) : '—'}`)
+        .join(', ')}`,
+    );
   }
   for (const res of results) if (res.samples.length > 0) res.stat = summarize(res.samples);
   return { rounds, arms: results };

@@ -51,7 +51,10 @@ export async function startProfile(pid: number, logFile: string, intervalUs: num
     url = /Debugger listening on (ws:\/\/127\.0\.0\.1:\d+\/[\w-]+)/.exec(readLog(logFile).slice(before))?.[1];
     if (!url) await sleep(50);
   }
-  if (!url) throw new Error(`process ${pid} did not open its inspector within ${OPEN_TIMEOUT_MS / 1000} s (was it started with --inspect-port?)`);
+  if (!url)
+    throw new Error(
+      `process ${pid} did not open its inspector within ${OPEN_TIMEOUT_MS / 1000} s (was it started with --inspect-port?)`,
+    );
   const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 1024 * 1024 * 1024 });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the inspector at ${url} did not answer`)), OPEN_TIMEOUT_MS);
@@ -59,7 +62,10 @@ export async function startProfile(pid: number, logFile: string, intervalUs: num
     ws.once('error', (err) => (clearTimeout(timer), reject(err)));
   });
   let seq = 0;
-  const waiting = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  const waiting = new Map<
+    number,
+    { resolve: (r: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
   ws.on('message', (data: Buffer) => {
     const m = JSON.parse(data.toString('utf8')) as { id?: number; result?: unknown; error?: { message: string } };
     const w = m.id === undefined ? undefined : waiting.get(m.id);
@@ -72,7 +78,10 @@ export async function startProfile(pid: number, logFile: string, intervalUs: num
   const call = <T>(method: string, params: Record<string, unknown> = {}): Promise<T> =>
     new Promise((resolve, reject) => {
       const id = ++seq;
-      const timer = setTimeout(() => (waiting.delete(id), reject(new Error(`${method}: no answer within ${CALL_TIMEOUT_MS / 1000} s`))), CALL_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => (waiting.delete(id), reject(new Error(`${method}: no answer within ${CALL_TIMEOUT_MS / 1000} s`))),
+        CALL_TIMEOUT_MS,
+      );
       waiting.set(id, { resolve: resolve as (r: unknown) => void, reject, timer });
       ws.send(JSON.stringify({ id, method, params }));
     });
@@ -130,7 +139,11 @@ export interface ProfileSummary {
  * time per package. `totalOf` keeps the total-time list to the code one cares for (by URL):
  * without it, Node's stream and event plumbing, on every stack, tops it.
  */
-export function summarizeProfile(profile: CpuProfile, topN: number, totalOf: (url: string) => boolean = () => true): ProfileSummary {
+export function summarizeProfile(
+  profile: CpuProfile,
+  topN: number,
+  totalOf: (url: string) => boolean = () => true,
+): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -169,7 +182,14 @@ export function summarizeProfile(profile: CpuProfile, topN: number, totalOf: (ur
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
       .map(([what, us]) => ({ what, ms: us / 1000, share: busyUs > 0 ? us / busyUs : 0 }));
-  return { wallMs: wallUs / 1000, busyMs: busyUs / 1000, idleMs: idleUs / 1000, self: top(self, topN), total: top(total, topN), packages: top(packages, topN) };
+  return {
+    wallMs: wallUs / 1000,
+    busyMs: busyUs / 1000,
+    idleMs: idleUs / 1000,
+    self: top(self, topN),
+    total: top(total, topN),
+    packages: top(packages, topN),
+  };
 }
 
 function add(m: Map<string, number>, key: string, us: number): void {

@@ -122,7 +122,11 @@ export async function timeProcess(argv: readonly string[], opts: ProcessOptions)
 }
 
 /** Median wall time of `rounds` runs of argv, one after the other (for floors and probes, not comparisons). */
-export async function medianProcessMs(argv: readonly string[], rounds: number, opts: Partial<ProcessOptions> = {}): Promise<number> {
+export async function medianProcessMs(
+  argv: readonly string[],
+  rounds: number,
+  opts: Partial<ProcessOptions> = {},
+): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < rounds; i++) times.push((await timeProcess(argv, { timeoutMs: 60_000, ...opts })).ms);
   return summarize(times).median;

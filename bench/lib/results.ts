@@ -41,7 +41,11 @@ export function loadResults(file: string): FigureResult[] {
 }
 
 /** Replaces the entries of the figures just run, keeps the rest, orders them as `order` lists. */
-export function mergeResults(previous: FigureResult[], fresh: FigureResult[], order: readonly string[]): FigureResult[] {
+export function mergeResults(
+  previous: FigureResult[],
+  fresh: FigureResult[],
+  order: readonly string[],
+): FigureResult[] {
   const byName = new Map(previous.map((f) => [f.name, f]));
   for (const f of fresh) byName.set(f.name, f);
   const rank = (name: string) => {
@@ -76,7 +80,9 @@ export function renderResults(figures: readonly FigureResult[]): string {
   out.push('## What limits each figure', '');
   for (const f of figures) {
     out.push(`### ${f.name}: ${f.title}`, '');
-    const load = f.load ? ` Load average ${f.load.start.toFixed(1)} at the start, ${f.load.end.toFixed(1)} at the end, on ${f.machine.cpus} CPUs.` : '';
+    const load = f.load
+      ? ` Load average ${f.load.start.toFixed(1)} at the start, ${f.load.end.toFixed(1)} at the end, on ${f.machine.cpus} CPUs.`
+      : '';
     out.push(`Measured ${f.measuredAt.slice(0, 16).replace('T', ' ')} UTC, ${f.rounds} rounds.${load}`, '');
     out.push(f.limits, '');
     for (const note of f.notes) out.push(`- ${note}`);
@@ -103,7 +109,10 @@ function renderStanding(figures: readonly FigureResult[]): string[] {
     }
   }
   const out = ['## Where rankd stands', ''];
-  out.push(`Rows whose goals are met: ${met.length}. Rows that miss a goal: ${missed.length}. Rows not measured yet: ${pending.size}.`, '');
+  out.push(
+    `Rows whose goals are met: ${met.length}. Rows that miss a goal: ${missed.length}. Rows not measured yet: ${pending.size}.`,
+    '',
+  );
   // judged at the start: the load a figure itself makes (32 agents, 2,000 connections) is not "other work"
   const busy = figures.filter((f) => f.load && f.load.start > f.machine.cpus);
   if (busy.length > 0) {
@@ -161,10 +170,13 @@ function day(iso: string): string {
 function renderRow(row: Row): string {
   const verdict = judge(row);
   const met =
-    verdict.kind === 'met' ? 'yes'
-    : verdict.kind === 'missed' ? `**no**: ${verdict.gap}`
-    : verdict.kind === 'not-measured' ? 'not measured'
-    : '—';
+    verdict.kind === 'met'
+      ? 'yes'
+      : verdict.kind === 'missed'
+        ? `**no**: ${verdict.gap}`
+        : verdict.kind === 'not-measured'
+          ? 'not measured'
+          : '—';
   const peer = row.peer ? `${row.peer.name}: ${renderSide(row.peer.side)}` : '—';
   const ratio = row.ratio ? renderRatio(row.ratio) : '—';
   const goal = row.goals.length > 0 ? row.goals.map((g) => g.text).join(', ') : '—';

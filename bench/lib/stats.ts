@@ -23,7 +23,10 @@ export function summarize(samples: readonly number[]): Stat {
 /** Linear interpolation between closest ranks, so the median of an even count is the mean of the middle two. */
 export function quantile(samples: readonly number[], q: number): number {
   if (samples.length === 0) throw new RangeError('quantile: no samples');
-  return quantileOfSorted([...samples].sort((a, b) => a - b), q);
+  return quantileOfSorted(
+    [...samples].sort((a, b) => a - b),
+    q,
+  );
 }
 
 function quantileOfSorted(sorted: readonly number[], q: number): number {

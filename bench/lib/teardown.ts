@@ -44,7 +44,10 @@ let installed = false;
 export function teardownOnSignals(log: (m: string) => void): void {
   if (installed) return;
   installed = true;
-  for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [sig, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.once(sig, () => {
       log(`${sig}: stopping what this run started`);
       void teardownAll(log).finally(() => process.exit(code));

@@ -20,7 +20,10 @@ export function prepareAnsible(dir: string, count: number): AnsibleSetup {
   const hosts = Array.from({ length: count }, (_, i) => `bench-host-${String(i + 1).padStart(2, '0')}`);
   const inventory = path.join(dir, 'inventory.ini');
   const vars = 'ansible_connection=local ansible_python_interpreter=/usr/bin/python3';
-  writeFileSync(inventory, ['[bench]', ...hosts.map((h) => `${h} ${vars}`), '', '[local]', `localhost ${vars}`, ''].join('\n'));
+  writeFileSync(
+    inventory,
+    ['[bench]', ...hosts.map((h) => `${h} ${vars}`), '', '[local]', `localhost ${vars}`, ''].join('\n'),
+  );
   const home = path.join(dir, 'home');
   mkdirSync(home, { recursive: true });
   return {
@@ -41,7 +44,18 @@ export function prepareAnsible(dir: string, count: number): AnsibleSetup {
 
 /** `ansible all -m command -a true`, with as many forks as hosts: the peer at its fastest. */
 export function ansibleCommandArgv(setup: AnsibleSetup, command: string): string[] {
-  return ['ansible', 'bench', '-i', setup.inventory, '-m', 'command', '-a', command, '--forks', String(setup.hosts.length)];
+  return [
+    'ansible',
+    'bench',
+    '-i',
+    setup.inventory,
+    '-m',
+    'command',
+    '-a',
+    command,
+    '--forks',
+    String(setup.hosts.length),
+  ];
 }
 
 /** `ansible localhost -m setup`: Ansible's own facts gathering, the peer of `rankd facts`. */

@@ -16,8 +16,16 @@ import { which } from '../lib/which.js';
 export const PEER_PACKAGES: Record<PeerCommand, { pkgs: string[]; binaries: string[]; headers?: string[] }> = {
   lstopo: { pkgs: ['hwloc'], binaries: ['lstopo'] },
   mpirun: { pkgs: ['openmpi-bin'], binaries: ['mpirun.openmpi'] },
-  'mpicc.openmpi': { pkgs: ['openmpi-bin', 'libopenmpi-dev'], binaries: ['mpicc.openmpi'], headers: ['libopenmpi-dev'] },
-  'mpiexec.hydra': { pkgs: ['mpich', 'libmpich-dev'], binaries: ['mpiexec.hydra', 'mpicc.mpich'], headers: ['libmpich-dev'] },
+  'mpicc.openmpi': {
+    pkgs: ['openmpi-bin', 'libopenmpi-dev'],
+    binaries: ['mpicc.openmpi'],
+    headers: ['libopenmpi-dev'],
+  },
+  'mpiexec.hydra': {
+    pkgs: ['mpich', 'libmpich-dev'],
+    binaries: ['mpiexec.hydra', 'mpicc.mpich'],
+    headers: ['libmpich-dev'],
+  },
   srun: { pkgs: ['slurm-wlm'], binaries: ['srun', 'slurmctld', 'slurmd'] },
   ansible: { pkgs: ['ansible-core'], binaries: ['ansible'] },
 };
@@ -40,7 +48,13 @@ function isMissing(peer: PeerCommand): boolean {
 function dpkgInstalled(pkg: string): boolean {
   if (!which('dpkg-query')) return true;
   try {
-    return execFileSync('dpkg-query', ['-W', '-f=${db:Status-Status}', pkg], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 }).trim() === 'installed';
+    return (
+      execFileSync('dpkg-query', ['-W', '-f=${db:Status-Status}', pkg], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+        timeout: 10_000,
+      }).trim() === 'installed'
+    );
   } catch {
     return false;
   }
@@ -60,11 +74,12 @@ export async function ensurePeers(peers: readonly PeerCommand[], log: (m: string
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const lock = ['-o', 'DPkg::Lock::Timeout=300'];
   const update = await runProcess(['apt-get', ...lock, 'update', '-qq'], { timeoutMs: UPDATE_TIMEOUT_MS, env });
-  if (update.code !== 0) log(`apt-get update failed (${update.stderrTail.trim().split('\n').at(-1)}); trying the install anyway`);
-  const install = await runProcess(
-    ['apt-get', ...lock, 'install', '-y', '-qq', '--no-install-recommends', ...pkgs],
-    { timeoutMs: INSTALL_TIMEOUT_MS, env },
-  );
+  if (update.code !== 0)
+    log(`apt-get update failed (${update.stderrTail.trim().split('\n').at(-1)}); trying the install anyway`);
+  const install = await runProcess(['apt-get', ...lock, 'install', '-y', '-qq', '--no-install-recommends', ...pkgs], {
+    timeoutMs: INSTALL_TIMEOUT_MS,
+    env,
+  });
   const why = install.timedOut
     ? 'apt-get install timed out'
     : `apt-get install exited with ${install.code}: ${install.stderrTail.trim().split('\n').at(-1) ?? ''}`;

@@ -61,7 +61,9 @@ export function wrongHelloOutput(stdout: string, size: number): string | null {
     if (Number(m[2]) !== size) return `rank ${m[1]} said size=${m[2]}, not ${size}`;
     seen.set(Number(m[1]), (seen.get(Number(m[1])) ?? 0) + 1);
   }
-  for (let r = 0; r < size; r++) if (seen.get(r) !== 1) return `rank ${r} printed ${seen.get(r) ?? 0} lines, not 1 (output: ${JSON.stringify(stdout.slice(0, 200))})`;
+  for (let r = 0; r < size; r++)
+    if (seen.get(r) !== 1)
+      return `rank ${r} printed ${seen.get(r) ?? 0} lines, not 1 (output: ${JSON.stringify(stdout.slice(0, 200))})`;
   if (seen.size !== size) return `ranks ${[...seen.keys()].join(',')} printed, expected 0–${size - 1}`;
   return null;
 }

@@ -8,7 +8,8 @@ import { startLocalSlurm, type LocalSlurm } from './slurm.js';
 export type SlurmOrWhy = { slurm: LocalSlurm } | { why: string };
 
 export async function slurmForFigure(ctx: BenchContext, figure: string): Promise<SlurmOrWhy> {
-  if (!which('srun') || !which('slurmctld') || !which('slurmd')) return { why: 'Slurm is not installed (Debian package slurm-wlm)' };
+  if (!which('srun') || !which('slurmctld') || !which('slurmd'))
+    return { why: 'Slurm is not installed (Debian package slurm-wlm)' };
   try {
     return { slurm: await startLocalSlurm(path.join(ctx.tmpDir, `slurm-${figure}`), ctx.log) };
   } catch (err) {

@@ -93,9 +93,21 @@ export async function startLocalSlurm(dir: string, log: (m: string) => void): Pr
   };
 
   // -c: start from an empty state rather than one a previous run left in the same dir.
-  daemons.push(startDaemon('slurmctld', [which('slurmctld')!, '-D', '-c', '-f', confPath], { logFile: path.join(dir, 'slurmctld.out'), env }));
-  daemons.push(startDaemon('slurmd', [which('slurmd')!, '-D', '-N', 'localhost', '-f', confPath], { logFile: path.join(dir, 'slurmd.out'), env }));
-  log(`local slurm: slurmctld pid ${daemons[0]!.pid} port ${ports.ctld}, slurmd pid ${daemons[1]!.pid} port ${ports.slurmd}`);
+  daemons.push(
+    startDaemon('slurmctld', [which('slurmctld')!, '-D', '-c', '-f', confPath], {
+      logFile: path.join(dir, 'slurmctld.out'),
+      env,
+    }),
+  );
+  daemons.push(
+    startDaemon('slurmd', [which('slurmd')!, '-D', '-N', 'localhost', '-f', confPath], {
+      logFile: path.join(dir, 'slurmd.out'),
+      env,
+    }),
+  );
+  log(
+    `local slurm: slurmctld pid ${daemons[0]!.pid} port ${ports.ctld}, slurmd pid ${daemons[1]!.pid} port ${ports.slurmd}`,
+  );
 
   const ready = await waitFor(async () => {
     if (daemons.some((d) => d.exited)) return true;

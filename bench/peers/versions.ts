@@ -39,7 +39,7 @@ export async function peerVersions(peers: readonly string[], repoRoot: string): 
     try {
       const { stdout, stderr } = await run(probe.argv[0]!, probe.argv.slice(1), { timeout: 15_000 });
       const text = `${stdout}\n${stderr}`;
-      out[label] = probe.pick.exec(text)?.[1] ?? (text.trim().split('\n')[0] ?? 'unknown');
+      out[label] = probe.pick.exec(text)?.[1] ?? text.trim().split('\n')[0] ?? 'unknown';
     } catch (err) {
       out[label] = `unknown (${(err as Error).message.split('\n')[0]})`;
     }

@@ -57,7 +57,9 @@ let stopping = false;
 const emit = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const exitDelayMs = Number(process.env['SIM_EXIT_DELAY_MS'] ?? 0);
 if (!Number.isFinite(exitDelayMs) || exitDelayMs < 0) {
-  process.stderr.write(`agent-sim: SIM_EXIT_DELAY_MS must be a number of milliseconds ≥ 0, not "${process.env['SIM_EXIT_DELAY_MS']}"\n`);
+  process.stderr.write(
+    `agent-sim: SIM_EXIT_DELAY_MS must be a number of milliseconds ≥ 0, not "${process.env['SIM_EXIT_DELAY_MS']}"\n`,
+  );
   process.exit(64);
 }
 const jobs = new SimJobs(emit, process.env['SIM_SLEEP_RANKS'] === '1', exitDelayMs);
@@ -124,7 +126,14 @@ function connect(ca: string, id: Identity): Promise<void> {
     let simNode: SimNode | undefined;
     const open = (): void => {
       // mTLS: the node's own certificate, the controller verified against the pinned CA
-      const ws = new WebSocket(wsUrl, [SUBPROTOCOL], { ca, cert: id.cert, key: id.key, perMessageDeflate: false, maxPayload: MAX_FRAME_BYTES, handshakeTimeout: 60_000 });
+      const ws = new WebSocket(wsUrl, [SUBPROTOCOL], {
+        ca,
+        cert: id.cert,
+        key: id.key,
+        perMessageDeflate: false,
+        maxPayload: MAX_FRAME_BYTES,
+        handshakeTimeout: 60_000,
+      });
       sockets.add(ws);
       // one simulated node across its links: a reconnect re-points it at the new socket
       if (simNode) simNode.ws = ws;
@@ -132,13 +141,27 @@ function connect(ca: string, id: Identity): Promise<void> {
       const node = simNode;
       let seq = 0;
       let up = false;
-      ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', name: node.name, version: 'sim', capabilities: ['facts'], labels: { sim: 'true' }, facts })));
+      ws.on('open', () =>
+        ws.send(
+          JSON.stringify({
+            type: 'hello',
+            name: node.name,
+            version: 'sim',
+            capabilities: ['facts'],
+            labels: { sim: 'true' },
+            facts,
+          }),
+        ),
+      );
       ws.on('message', (data: Buffer) => {
         if (data.length > PEEK_ABOVE) {
           const id = CHUNK_HEAD.exec(data.toString('utf8', 0, 256))?.[1];
           if (id) return jobs.chunk(id, data);
         }
-        const msg = JSON.parse(data.toString()) as { type: string; id?: string; heartbeatMs?: number } & Record<string, unknown>;
+        const msg = JSON.parse(data.toString()) as { type: string; id?: string; heartbeatMs?: number } & Record<
+          string,
+          unknown
+        >;
         switch (msg.type) {
           case 'welcome': {
             up = true;
@@ -151,7 +174,10 @@ function connect(ca: string, id: Identity): Promise<void> {
             }
             // spread the beats over the interval, as independent agents would be
             heartbeat = setTimeout(() => {
-              heartbeat = setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), msg.heartbeatMs);
+              heartbeat = setInterval(
+                () => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })),
+                msg.heartbeatMs,
+              );
             }, Math.random() * msg.heartbeatMs!);
             if (first) {
               first = false;
@@ -234,7 +260,8 @@ commands.on('line', (line) => {
   if (line.trim() === '') return;
   const c = JSON.parse(line) as Command | { cmd: 'connect' };
   if (c.cmd === 'connect') {
-    if (!enrolled || connecting) return void fail(new Error(enrolled ? 'connect: already connecting' : 'connect before the names were enrolled'));
+    if (!enrolled || connecting)
+      return void fail(new Error(enrolled ? 'connect: already connecting' : 'connect before the names were enrolled'));
     connecting = true;
     const { ca, identities } = enrolled;
     connectAll(ca, identities).then(() => emit({ event: 'ready', welcomed }), fail);

@@ -10,7 +10,8 @@ function bundleDir(repoRoot: string): string {
 
 /** A sentence for the figure's notes: what rankd ran from. */
 export function ensureCliBundle(repoRoot: string): string {
-  if (!existsSync(path.join(bundleDir(repoRoot), 'rankd.js'))) throw new Error('the CLI is not bundled: run `npm run build` (npm run bench does)');
+  if (!existsSync(path.join(bundleDir(repoRoot), 'rankd.js')))
+    throw new Error('the CLI is not bundled: run `npm run build` (npm run bench does)');
   return 'rankd ran from its bundle (packages/cli/dist/bundle/, made by `npm run build`), as an installed rankd does.';
 }
 

@@ -37,26 +37,40 @@ const KINDS: ReadonlyArray<[string, RegExp]> = [
   // certificates first; the CLI verifies against RANKD_CA itself and adds none, so ~0 here
   ['TLS trust store', /^node:internal\/tls\/secure-context/],
   ['TLS', /^node:(_tls|tls|internal\/tls|crypto|internal\/crypto)/],
-  ['HTTP and sockets', /^node:(_http|http|https|net|internal\/http|internal\/net|internal\/stream_base_commons|dns|internal\/dns)/],
+  [
+    'HTTP and sockets',
+    /^node:(_http|http|https|net|internal\/http|internal\/net|internal\/stream_base_commons|dns|internal\/dns)/,
+  ],
   [
     'module loading',
     /^node:internal\/(modules|deps\/cjs-module-lexer|fs\/promises|url)|^(ModuleWrap|compileFunction|compileFunctionForCJSLoader|internalModuleStat|internalModuleReadJSON|openFileHandle|readFileUtf8|fstat|read|close|parse|realpath|lstat|stat)$/,
   ],
   ['Node start-up', /^node:internal\/(bootstrap|main|process|per_context|options)/],
   ["the CLI's own code", /^file:.*\/(packages\/|node_modules\/commander\/)/],
-  ['streams, events, buffers', /^node:(events|stream|buffer|internal\/(streams|event_target|async_hooks|fixed_queue|abort_controller|buffer))|^(writeLatin1String|writeUtf8String|writeBuffer|writev)$/],
+  [
+    'streams, events, buffers',
+    /^node:(events|stream|buffer|internal\/(streams|event_target|async_hooks|fixed_queue|abort_controller|buffer))|^(writeLatin1String|writeUtf8String|writeBuffer|writev)$/,
+  ],
   ["V8 and Node's C++, unattributed", /^\(program\)$/],
   ['garbage collection', /^\(garbage collector\)$/],
 ];
 
 /** Runs argv (node, script, args…) `runs` times under the CPU profiler; the run of median length. */
-export async function profileCli(argv: readonly string[], env: NodeJS.ProcessEnv, dir: string, runs = 5): Promise<CliProfile> {
+export async function profileCli(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  runs = 5,
+): Promise<CliProfile> {
   const [node, ...rest] = argv;
   const profiles: CliProfile[] = [];
   for (let i = 0; i < runs; i++) {
     const runDir = path.join(dir, `run-${i}`);
     mkdirSync(runDir, { recursive: true });
-    await timeProcess([node!, '--cpu-prof', '--cpu-prof-dir', runDir, '--cpu-prof-interval', '200', ...rest], { timeoutMs: 60_000, env });
+    await timeProcess([node!, '--cpu-prof', '--cpu-prof-dir', runDir, '--cpu-prof-interval', '200', ...rest], {
+      timeoutMs: 60_000,
+      env,
+    });
     const file = readdirSync(runDir).find((f) => f.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no CPU profile was written in ${runDir}`);
     profiles.push(summarizeProfile(JSON.parse(readFileSync(path.join(runDir, file), 'utf8')) as CpuProfile));

@@ -10,7 +10,12 @@
 import type { BrowserContext, Page } from 'playwright-core';
 
 // Browser globals used inside the functions the page runs; the bench project has no DOM types.
-declare const window: any, document: any, PerformanceObserver: any, MutationObserver: any, MessageChannel: any, requestAnimationFrame: any;
+declare const window: any,
+  document: any,
+  PerformanceObserver: any,
+  MutationObserver: any,
+  MessageChannel: any,
+  requestAnimationFrame: any;
 
 export interface Asset {
   /** The file's name as the page asked for it, e.g. app-7ZVTLCOL.js. */
@@ -79,20 +84,33 @@ export async function timeFleetLoad(page: Page, url: string, timeoutMs: number):
   try {
     await page.goto(url, { waitUntil: 'commit', timeout: timeoutMs });
     // polled every 100 ms, not every frame, so the wait itself costs the page next to nothing
-    await page.waitForFunction(() => window.__rankdBench?.rowPainted !== null && window.__rankdBench?.fcp !== null, undefined, { timeout: timeoutMs, polling: 100 });
+    await page.waitForFunction(
+      () => window.__rankdBench?.rowPainted !== null && window.__rankdBench?.fcp !== null,
+      undefined,
+      { timeout: timeoutMs, polling: 100 },
+    );
     const seen = await page.evaluate(() => ({
       marks: window.__rankdBench as Marks,
       heading: document.querySelector('h1')?.textContent ?? '',
-      resources: performance
-        .getEntriesByType('resource')
-        .map((e: any) => ({ name: e.name as string, encodedBytes: e.encodedBodySize as number, decodedBytes: e.decodedBodySize as number, transferBytes: e.transferSize as number })),
+      resources: performance.getEntriesByType('resource').map((e: any) => ({
+        name: e.name as string,
+        encodedBytes: e.encodedBodySize as number,
+        decodedBytes: e.decodedBodySize as number,
+        transferBytes: e.transferSize as number,
+      })),
     }));
     if (seen.heading !== 'Fleet') throw new Error(`the page shows "${seen.heading}", not the Fleet page`);
     const assets: Asset[] = [];
     for (const r of seen.resources) {
       const file = new URL(r.name).pathname.split('/').pop() ?? '';
       if (!/\.(js|css)$/.test(file)) continue;
-      assets.push({ file, encodedBytes: r.encodedBytes, decodedBytes: r.decodedBytes, transferBytes: r.transferBytes, encoding: encodings.get(file) ?? 'unknown' });
+      assets.push({
+        file,
+        encodedBytes: r.encodedBytes,
+        decodedBytes: r.decodedBytes,
+        transferBytes: r.transferBytes,
+        encoding: encodings.get(file) ?? 'unknown',
+      });
     }
     if (assets.length === 0) throw new Error('the page loaded no JS or CSS');
     return { fcpMs: seen.marks.fcp!, fleetMs: seen.marks.rowPainted!, rowInDomMs: seen.marks.rowInDom!, assets };

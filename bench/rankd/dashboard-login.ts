@@ -9,8 +9,13 @@ import type { Fleet } from './fleet.js';
 const CLI_TIMEOUT_MS = 30_000;
 
 export async function dashboardLoginUrl(ctx: BenchContext, fleet: Fleet): Promise<string> {
-  const run = await timeProcess(rankdArgv(ctx.repoRoot, ['dashboard']), { timeoutMs: CLI_TIMEOUT_MS, env: fleet.clientEnv, captureStdout: true });
+  const run = await timeProcess(rankdArgv(ctx.repoRoot, ['dashboard']), {
+    timeoutMs: CLI_TIMEOUT_MS,
+    env: fleet.clientEnv,
+    captureStdout: true,
+  });
   const url = run.stdout.trim();
-  if (!/^https:\/\/[^/]+\/ui\/#login=[A-Za-z0-9_-]+$/.test(url)) throw new Error(`rankd dashboard printed ${JSON.stringify(url.slice(0, 200))}, not a login URL`);
+  if (!/^https:\/\/[^/]+\/ui\/#login=[A-Za-z0-9_-]+$/.test(url))
+    throw new Error(`rankd dashboard printed ${JSON.stringify(url.slice(0, 200))}, not a login URL`);
   return url;
 }

@@ -71,7 +71,10 @@ export async function openFollowingJobPage(browser: Browser, loginUrl: string, j
     const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
     let status = await logStatus(page);
     while (!(status.state === 'following' && status.lines > 0)) {
-      if (Date.now() > deadline) throw new Error(`the job page did not follow output within ${FOLLOW_TIMEOUT_MS / 1000} s (status: ${status.lines} lines, ${status.state})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the job page did not follow output within ${FOLLOW_TIMEOUT_MS / 1000} s (status: ${status.lines} lines, ${status.state})`,
+        );
       await new Promise((r) => setTimeout(r, 200));
       status = await logStatus(page);
     }
@@ -106,7 +109,12 @@ export async function measureLogWindow(fleet: Fleet, following: FollowingPage, w
   const after = await metrics(cdp);
   const end = await logStatus(page);
   const seconds = (performance.now() - startAt) / 1000;
-  const usage = { controller: cpu.controller.stop(), agent: cpu.agent.stop(), chromium: cpu.chromium.stop(), renderer: cpu.renderer.stop() };
+  const usage = {
+    controller: cpu.controller.stop(),
+    agent: cpu.agent.stop(),
+    chromium: cpu.chromium.stop(),
+    renderer: cpu.renderer.stop(),
+  };
   if (end.state !== 'following') throw new Error(`the page stopped following during the window (${end.state})`);
   // Timestamp is the browser's own monotonic clock at each read, so busy time and wall time share one clock
   const wall = (after.get('Timestamp') ?? 0) - (before.get('Timestamp') ?? 0);

@@ -77,10 +77,24 @@ export async function startFleet(
     const spawnController = (listen: string): Daemon => {
       // every simulated node connects from 127.0.0.1, where a real fleet has an address each:
       // the per-address cap on connections still in their handshake would stand for 2,000 hosts
-      const controller = startDaemon('rankd controller', [...rankdArgv(ctx.repoRoot, ['controller', '--listen', listen, '--data-dir', dataDir, '--max-conns-per-source', '100000'])], {
-        logFile: path.join(dir, 'controller.log'),
-        ...(opts.controllerEnv ? { env: opts.controllerEnv } : {}),
-      });
+      const controller = startDaemon(
+        'rankd controller',
+        [
+          ...rankdArgv(ctx.repoRoot, [
+            'controller',
+            '--listen',
+            listen,
+            '--data-dir',
+            dataDir,
+            '--max-conns-per-source',
+            '100000',
+          ]),
+        ],
+        {
+          logFile: path.join(dir, 'controller.log'),
+          ...(opts.controllerEnv ? { env: opts.controllerEnv } : {}),
+        },
+      );
       daemons[0] = controller;
       return controller;
     };
@@ -97,43 +111,82 @@ export async function startFleet(
     }, 30_000);
     if (!up || controller.exited) throw new Error(`the controller did not come up (see ${controller.logFile})`);
     const { url, ca: caFile, caHash } = state as { url: string; ca: string; caHash: string };
-    if (!url.startsWith('https://')) throw new Error(`the controller's controller.json names ${url}, not an https:// URL`);
+    if (!url.startsWith('https://'))
+      throw new Error(`the controller's controller.json names ${url}, not an https:// URL`);
     const ca = readFileSync(caFile, 'utf8');
     const apiToken = readFileSync(path.join(dataDir, 'api-token'), 'utf8').trim();
-    const clientEnv = { ...process.env, RANKD_URL: url, RANKD_TOKEN: apiToken, RANKD_CA: caFile, RANKD_HOME: path.join(dir, 'client-home') };
+    const clientEnv = {
+      ...process.env,
+      RANKD_URL: url,
+      RANKD_TOKEN: apiToken,
+      RANKD_CA: caFile,
+      RANKD_HOME: path.join(dir, 'client-home'),
+    };
     const rest = { url, ca, apiToken };
     const mintJoinToken = async (uses: number, description: string): Promise<string> => {
-      const minted = await restJson<{ token: string }>(rest, 'POST', '/v1/join-tokens', { ttlSeconds: 86_400, uses, description: description.slice(0, 200) }, 30_000);
+      const minted = await restJson<{ token: string }>(
+        rest,
+        'POST',
+        '/v1/join-tokens',
+        { ttlSeconds: 86_400, uses, description: description.slice(0, 200) },
+        30_000,
+      );
       return minted.token;
     };
 
-    const agentNames = Array.from({ length: opts.agents }, (_, i) => `${opts.prefix}-${String(i + 1).padStart(2, '0')}`);
+    const agentNames = Array.from(
+      { length: opts.agents },
+      (_, i) => `${opts.prefix}-${String(i + 1).padStart(2, '0')}`,
+    );
     // One token for the whole fleet, one use per agent: what `rankd join-command --uses N` prints.
     const joinToken = opts.agents > 0 ? await mintJoinToken(opts.agents, `bench fleet ${opts.prefix}`) : '';
     for (const name of agentNames) {
       const spool = path.join(dir, 'spool', name);
       const stateDir = path.join(dir, 'state', name);
       mkdirSync(spool, { recursive: true });
-      const args = ['agent', '--controller', url, '--ca-hash', caHash, '--state-dir', stateDir, '--name', name, '--config', '/dev/null', '--spool-dir', spool];
+      const args = [
+        'agent',
+        '--controller',
+        url,
+        '--ca-hash',
+        caHash,
+        '--state-dir',
+        stateDir,
+        '--name',
+        name,
+        '--config',
+        '/dev/null',
+        '--spool-dir',
+        spool,
+      ];
       // The bench runs as root on CI; ranks then run as root too, which the agent refuses unless told.
       if (process.getuid?.() === 0) args.push('--allow-root');
       // the token by environment, as agents take it: never in argv (docs/security.md)
-      daemons.push(startDaemon(`rankd agent ${name}`, rankdArgv(ctx.repoRoot, args), { logFile: path.join(dir, `${name}.log`), env: { ...process.env, RANKD_JOIN_TOKEN: joinToken } }));
+      daemons.push(
+        startDaemon(`rankd agent ${name}`, rankdArgv(ctx.repoRoot, args), {
+          logFile: path.join(dir, `${name}.log`),
+          env: { ...process.env, RANKD_JOIN_TOKEN: joinToken },
+        }),
+      );
     }
     ctx.log(`rankd fleet: controller pid ${controller.pid} at ${url}, ${opts.agents} agent(s) starting`);
     const wanted = new Set(agentNames);
     let ready = 0;
-    const allReady = await waitFor(async () => {
-      const dead = daemons.find((d) => d.exited);
-      if (dead) throw new Error(`${dead.name} exited at start (see ${dead.logFile})`);
-      try {
-        const body = await restJson<{ nodes: NodeView[] }>(rest, 'GET', '/v1/nodes', undefined, 5000);
-        ready = body.nodes.filter((n) => wanted.has(n.name) && n.state === 'ready' && n.connected).length;
-        return ready === opts.agents;
-      } catch {
-        return false;
-      }
-    }, 60_000 + 3_000 * opts.agents, 250);
+    const allReady = await waitFor(
+      async () => {
+        const dead = daemons.find((d) => d.exited);
+        if (dead) throw new Error(`${dead.name} exited at start (see ${dead.logFile})`);
+        try {
+          const body = await restJson<{ nodes: NodeView[] }>(rest, 'GET', '/v1/nodes', undefined, 5000);
+          ready = body.nodes.filter((n) => wanted.has(n.name) && n.state === 'ready' && n.connected).length;
+          return ready === opts.agents;
+        } catch {
+          return false;
+        }
+      },
+      60_000 + 3_000 * opts.agents,
+      250,
+    );
     if (!allReady) throw new Error(`only ${ready} of ${opts.agents} agents became ready`);
     const restartController = async (): Promise<number> => {
       const old = daemons[0]!;

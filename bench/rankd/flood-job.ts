@@ -60,10 +60,15 @@ export async function startFloodJob(fleet: Fleet, node: string, seconds: number)
     await api(fleet, 'POST', `/v1/jobs/${job.id}/cancel`).catch(async (err: unknown) => {
       if (!(await ended())) throw err;
     });
-    if (!(await waitFor(ended, END_TIMEOUT_MS, 250))) throw new Error(`flood job ${job.id} did not end within ${END_TIMEOUT_MS / 1000} s of its cancel`);
+    if (!(await waitFor(ended, END_TIMEOUT_MS, 250)))
+      throw new Error(`flood job ${job.id} did not end within ${END_TIMEOUT_MS / 1000} s of its cancel`);
   });
   let state = '';
-  const running = await waitFor(async () => (state = (await jobState(fleet, job.id))?.state ?? 'missing') === 'running', START_TIMEOUT_MS, 100);
+  const running = await waitFor(
+    async () => (state = (await jobState(fleet, job.id))?.state ?? 'missing') === 'running',
+    START_TIMEOUT_MS,
+    100,
+  );
   if (!running) {
     await stop();
     throw new Error(`flood job ${job.id} is ${state}, not running, after ${START_TIMEOUT_MS / 1000} s`);

@@ -11,7 +11,16 @@ export interface HttpsAnswer {
 /** One request, bounded by `timeoutMs` for the whole exchange (body included). */
 export function httpsRequest(
   url: string,
-  opts: { ca: string; method?: string; headers?: Record<string, string>; body?: string; timeoutMs: number; agent?: https.Agent; cert?: string; key?: string },
+  opts: {
+    ca: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    timeoutMs: number;
+    agent?: https.Agent;
+    cert?: string;
+    key?: string;
+  },
 ): Promise<HttpsAnswer> {
   return new Promise((resolve, reject) => {
     const payload = opts.body === undefined ? undefined : Buffer.from(opts.body);
@@ -45,7 +54,10 @@ export async function restJson<T>(
   const res = await httpsRequest(`${target.url}${path}`, {
     ca: target.ca,
     method,
-    headers: { authorization: `Bearer ${target.apiToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${target.apiToken}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     timeoutMs,
   });

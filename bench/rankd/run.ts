@@ -27,7 +27,12 @@ export type RunPlacement = { nodes: number; ranksPerNode: number; oversubscribe?
  * quiet (the default here) drops the rank-map header; `quiet: false` is what a user gets
  * who types `rankd run` with no flag.
  */
-export function rankdRunArgv(ctx: BenchContext, placement: RunPlacement, command: readonly string[], opts: { label?: boolean; quiet?: boolean } = {}): string[] {
+export function rankdRunArgv(
+  ctx: BenchContext,
+  placement: RunPlacement,
+  command: readonly string[],
+  opts: { label?: boolean; quiet?: boolean } = {},
+): string[] {
   return rankdArgv(ctx.repoRoot, [
     'run',
     ...(opts.quiet === false ? [] : ['-q']),
@@ -35,11 +40,14 @@ export function rankdRunArgv(ctx: BenchContext, placement: RunPlacement, command
     ...('ntasks' in placement
       ? ['-n', String(placement.ntasks)]
       : [
-          '-N', String(placement.nodes),
-          '--ranks-per-node', String(placement.ranksPerNode),
+          '-N',
+          String(placement.nodes),
+          '--ranks-per-node',
+          String(placement.ranksPerNode),
           ...(placement.oversubscribe ? ['--oversubscribe'] : []),
         ]),
-    '--', ...command,
+    '--',
+    ...command,
   ]);
 }
 

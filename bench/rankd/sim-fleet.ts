@@ -47,16 +47,22 @@ export async function startSims(
   const queues: SimEvent[][] = [];
   // `rankd join-command --uses N`: one token, one use per simulated node
   const joinToken = await fleet.mintJoinToken(opts.agents, `bench simulated agents ${opts.prefix}`);
-  const stop = onTeardown(`agent simulators ${opts.prefix}`, () => Promise.all(processes.map((p) => p.stop())).then(() => undefined));
+  const stop = onTeardown(`agent simulators ${opts.prefix}`, () =>
+    Promise.all(processes.map((p) => p.stop())).then(() => undefined),
+  );
   const perProcess = Math.ceil(opts.agents / opts.processes);
   for (let p = 0; p < opts.processes; p++) {
     const count = Math.min(perProcess, opts.agents - p * perProcess);
-    const daemon = startDaemon(`agent-sim ${opts.prefix}${p}`, [process.execPath, SIM, fleet.url, fleet.caHash, String(count), `${opts.prefix}${p}`], {
-      logFile: path.join(ctx.tmpDir, `agent-sim-${opts.prefix}${p}.log`),
-      // the join token goes by environment, off the command line
-      env: { ...process.env, ...opts.env, SIM_JOIN_TOKEN: joinToken },
-      pipes: true,
-    });
+    const daemon = startDaemon(
+      `agent-sim ${opts.prefix}${p}`,
+      [process.execPath, SIM, fleet.url, fleet.caHash, String(count), `${opts.prefix}${p}`],
+      {
+        logFile: path.join(ctx.tmpDir, `agent-sim-${opts.prefix}${p}.log`),
+        // the join token goes by environment, off the command line
+        env: { ...process.env, ...opts.env, SIM_JOIN_TOKEN: joinToken },
+        pipes: true,
+      },
+    );
     processes.push(daemon);
     const queue: SimEvent[] = [];
     queues.push(queue);
@@ -71,17 +77,22 @@ export async function startSims(
 
   const collect = async (event: string, timeoutMs: number): Promise<SimEvent[]> => {
     const found: Array<SimEvent | undefined> = processes.map(() => undefined);
-    const done = await waitFor(() => {
-      for (let p = 0; p < processes.length; p++) {
-        while (!found[p] && queues[p]!.length > 0) {
-          const e = queues[p]!.shift()!;
-          if (e.event === 'error') throw new Error(`${processes[p]!.name}: ${String(e.message)}`);
-          if (e.event === event) found[p] = e;
+    const done = await waitFor(
+      () => {
+        for (let p = 0; p < processes.length; p++) {
+          while (!found[p] && queues[p]!.length > 0) {
+            const e = queues[p]!.shift()!;
+            if (e.event === 'error') throw new Error(`${processes[p]!.name}: ${String(e.message)}`);
+            if (e.event === event) found[p] = e;
+          }
+          if (!found[p] && processes[p]!.exited)
+            throw new Error(`${processes[p]!.name} exited (see ${processes[p]!.logFile})`);
         }
-        if (!found[p] && processes[p]!.exited) throw new Error(`${processes[p]!.name} exited (see ${processes[p]!.logFile})`);
-      }
-      return found.every(Boolean);
-    }, timeoutMs, 5);
+        return found.every(Boolean);
+      },
+      timeoutMs,
+      5,
+    );
     if (!done) throw new Error(`not every simulator reported "${event}" within ${timeoutMs / 1000} s`);
     return found as SimEvent[];
   };
@@ -96,15 +107,31 @@ export async function startSims(
       processes: processes.length,
       inFlight: Number(enrolled[0]!.inFlight),
     };
-    ctx.log(`agent simulators ${opts.prefix}: ${names} names enrolled in ${(enrollment.ms / 1000).toFixed(1)} s; connecting over mTLS`);
+    ctx.log(
+      `agent simulators ${opts.prefix}: ${names} names enrolled in ${(enrollment.ms / 1000).toFixed(1)} s; connecting over mTLS`,
+    );
     const line = `${JSON.stringify({ cmd: 'connect' })}\n`;
     for (const p of processes) p.child.stdin!.write(line);
     const ready = await collect('ready', REGISTER_TIMEOUT_MS);
-    const registered = await waitFor(async () => {
-      const { nodes } = await restJson<{ nodes: Array<{ name: string; state: string; connected: boolean }> }>(fleet, 'GET', '/v1/nodes', undefined, 30_000);
-      return nodes.filter((n) => n.name.startsWith(opts.prefix) && n.state === 'ready' && n.connected).length >= opts.agents;
-    }, REGISTER_TIMEOUT_MS, 1000);
-    if (!registered) throw new Error(`fewer than ${opts.agents} simulated agents registered within ${REGISTER_TIMEOUT_MS / 1000} s`);
+    const registered = await waitFor(
+      async () => {
+        const { nodes } = await restJson<{ nodes: Array<{ name: string; state: string; connected: boolean }> }>(
+          fleet,
+          'GET',
+          '/v1/nodes',
+          undefined,
+          30_000,
+        );
+        return (
+          nodes.filter((n) => n.name.startsWith(opts.prefix) && n.state === 'ready' && n.connected).length >=
+          opts.agents
+        );
+      },
+      REGISTER_TIMEOUT_MS,
+      1000,
+    );
+    if (!registered)
+      throw new Error(`fewer than ${opts.agents} simulated agents registered within ${REGISTER_TIMEOUT_MS / 1000} s`);
     return {
       processes,
       ready,

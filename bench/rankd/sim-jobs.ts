@@ -25,7 +25,10 @@ export const now = (): number => performance.timeOrigin + performance.now();
 /** A business card: about what MPICH over UCX puts per rank (a hex-encoded address). */
 export const CARD_BYTES = 400;
 export function card(rank: number): string {
-  return rank.toString(16).padStart(8, '0').repeat(CARD_BYTES / 8);
+  return rank
+    .toString(16)
+    .padStart(8, '0')
+    .repeat(CARD_BYTES / 8);
 }
 
 /** Bounds of every wait, so that a lost answer ends a round with a reason instead of hanging. */
@@ -80,7 +83,10 @@ export interface SimNode {
 
 export class SimJobs {
   private readonly nodes: SimNode[] = [];
-  private readonly fetches = new Map<string, { resolve: (frame: Buffer) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly fetches = new Map<
+    string,
+    { resolve: (frame: Buffer) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
+  >();
   private fetchSeq = 0;
   private fenceWait: { epoch: number; done: () => void } | null = null;
   /** Per job, the nodes of this process that got its job.start so far: "started" is reported once all have. */
@@ -109,7 +115,15 @@ export class SimJobs {
     const startedAt = new Date().toISOString();
     for (const r of m.ranks) {
       // binding as planned and verified: what an agent reports once /proc matched the plan
-      send(node.ws, { type: 'rank.started', jobId: m.jobId, rank: r.rank, pid: 100_000 + r.rank, startedAt, binding: { cpus: r.cpus, memNodes: r.memNodes, verified: true }, warnings: [] });
+      send(node.ws, {
+        type: 'rank.started',
+        jobId: m.jobId,
+        rank: r.rank,
+        pid: 100_000 + r.rank,
+        startedAt,
+        binding: { cpus: r.cpus, memNodes: r.memNodes, verified: true },
+        warnings: [],
+      });
     }
     const [program, ...args] = m.ranks[0]?.argv ?? [];
     const own = program === undefined ? undefined : ownEnd(program, args);
@@ -139,8 +153,17 @@ export class SimJobs {
     const endedAt = new Date().toISOString();
     const bytes = own.stdout?.length ?? 0;
     for (const rank of job.ranks) {
-      if (own.stdout) node.ws.send(encodeBinaryFrame({ type: 'rank.output', jobId, rank, stream: 'stdout', offset: 0 }, own.stdout));
-      send(node.ws, { type: 'rank.exit', jobId, rank, code: own.code, signal: null, endedAt, outputBytes: { stdout: bytes, stderr: 0 } });
+      if (own.stdout)
+        node.ws.send(encodeBinaryFrame({ type: 'rank.output', jobId, rank, stream: 'stdout', offset: 0 }, own.stdout));
+      send(node.ws, {
+        type: 'rank.exit',
+        jobId,
+        rank,
+        code: own.code,
+        signal: null,
+        endedAt,
+        outputBytes: { stdout: bytes, stderr: 0 },
+      });
     }
   }
 
@@ -154,7 +177,8 @@ export class SimJobs {
     if (!job) return;
     node.jobs.delete(jobId);
     const endedAt = new Date().toISOString();
-    for (const rank of job.ranks) send(node.ws, { type: 'rank.exit', jobId, rank, code, signal, endedAt, outputBytes: { stdout: 0, stderr: 0 } });
+    for (const rank of job.ranks)
+      send(node.ws, { type: 'rank.exit', jobId, rank, code, signal, endedAt, outputBytes: { stdout: 0, stderr: 0 } });
   }
 
   fenced(node: SimNode, m: { jobId: string; epoch: number; chunks: number }): void {
@@ -194,7 +218,15 @@ export class SimJobs {
   private async fence(jobId: string, epoch: number): Promise<void> {
     const nodes = this.withJob(jobId);
     const all = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`fence ${epoch}: ${nodes.filter((n) => n.jobs.get(jobId)!.fence?.fencedAt == null).length} of ${nodes.length} nodes got no pmi.fenced within ${FENCE_TIMEOUT_MS / 1000} s`)), FENCE_TIMEOUT_MS);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `fence ${epoch}: ${nodes.filter((n) => n.jobs.get(jobId)!.fence?.fencedAt == null).length} of ${nodes.length} nodes got no pmi.fenced within ${FENCE_TIMEOUT_MS / 1000} s`,
+            ),
+          ),
+        FENCE_TIMEOUT_MS,
+      );
       this.fenceWait = { epoch, done: () => (clearTimeout(timer), resolve()) };
     });
     for (const node of nodes) {
@@ -209,7 +241,15 @@ export class SimJobs {
     } finally {
       this.fenceWait = null;
     }
-    this.emit({ event: 'fenced', jobId, epoch, nodes: nodes.map((n) => { const f = n.jobs.get(jobId)!.fence!; return [f.sentAt, f.fencedAt, f.chunks]; }) });
+    this.emit({
+      event: 'fenced',
+      jobId,
+      epoch,
+      nodes: nodes.map((n) => {
+        const f = n.jobs.get(jobId)!.fence!;
+        return [f.sentAt, f.fencedAt, f.chunks];
+      }),
+    });
   }
 
   /**
@@ -237,7 +277,9 @@ export class SimJobs {
           }
         }
         const end = now();
-        const wrong = seen ? [...seen].filter(([k, v]) => !/^card-\d+$/.test(k) || v !== card(Number(k.slice(5)))).length : null;
+        const wrong = seen
+          ? [...seen].filter(([k, v]) => !/^card-\d+$/.test(k) || v !== card(Number(k.slice(5)))).length
+          : null;
         return { start, end, bytes, ...(seen ? { pairs, keys: seen.size, wrong } : {}) };
       }),
     );
@@ -249,7 +291,9 @@ export class SimJobs {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.fetches.delete(id);
-        reject(new Error(`${node.name}: chunk ${chunk} of fence ${epoch} did not come within ${FETCH_TIMEOUT_MS / 1000} s`));
+        reject(
+          new Error(`${node.name}: chunk ${chunk} of fence ${epoch} did not come within ${FETCH_TIMEOUT_MS / 1000} s`),
+        );
       }, FETCH_TIMEOUT_MS);
       this.fetches.set(id, { resolve, reject, timer });
       send(node.ws, { type: 'pmi.fetch', id, jobId, epoch, chunk });
@@ -262,7 +306,15 @@ export class SimJobs {
     let ranks = 0;
     for (const node of this.withJob(jobId)) {
       for (const rank of node.jobs.get(jobId)!.ranks) {
-        send(node.ws, { type: 'rank.exit', jobId, rank, code: 0, signal: null, endedAt, outputBytes: { stdout: 0, stderr: 0 } });
+        send(node.ws, {
+          type: 'rank.exit',
+          jobId,
+          rank,
+          code: 0,
+          signal: null,
+          endedAt,
+          outputBytes: { stdout: 0, stderr: 0 },
+        });
         ranks++;
       }
       node.jobs.delete(jobId);

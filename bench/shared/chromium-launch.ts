@@ -19,11 +19,18 @@ export function spkiPin(url: string, ca: string): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     // No servername for an IP address: SNI carries host names only (Node warns otherwise).
-    const socket = connect({ host: hostname, port: Number(port), ca, servername: hostname === '127.0.0.1' ? undefined : hostname }, () => {
-      const cert = new X509Certificate(socket.getPeerCertificate().raw);
-      socket.end();
-      resolve(createHash('sha256').update(cert.publicKey.export({ type: 'spki', format: 'der' })).digest('base64'));
-    });
+    const socket = connect(
+      { host: hostname, port: Number(port), ca, servername: hostname === '127.0.0.1' ? undefined : hostname },
+      () => {
+        const cert = new X509Certificate(socket.getPeerCertificate().raw);
+        socket.end();
+        resolve(
+          createHash('sha256')
+            .update(cert.publicKey.export({ type: 'spki', format: 'der' }))
+            .digest('base64'),
+        );
+      },
+    );
     socket.once('error', reject);
     socket.setTimeout(5000, () => socket.destroy(new Error('TLS handshake timed out')));
   });

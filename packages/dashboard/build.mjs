@@ -35,5 +35,8 @@ writeFileSync(join(dist, 'index.html'), html);
 for (const file of [js, css, 'index.html']) {
   const body = readFileSync(join(dist, file));
   writeFileSync(join(dist, `${file}.gz`), gzipSync(body, { level: 9 }));
-  writeFileSync(join(dist, `${file}.br`), brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }));
+  writeFileSync(
+    join(dist, `${file}.br`),
+    brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }),
+  );
 }

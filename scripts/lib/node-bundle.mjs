@@ -18,7 +18,9 @@ export const nodeEsm = {
   platform: 'node',
   target: 'node20',
   // commander, ws and pino are CommonJS: their require() of Node's modules needs a require here
-  banner: { js: "import { createRequire as __rankdCreateRequire } from 'node:module'; const require = __rankdCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __rankdCreateRequire } from 'node:module'; const require = __rankdCreateRequire(import.meta.url);",
+  },
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

@@ -26,8 +26,12 @@ async function found(bundle: string) {
   return d.findSupervisor();
 }
 
-t.test('in a checkout the bundle uses the built supervisor and the sources\' version', { skip }, async (t) => {
-  t.same(await found(BUNDLE), { path: join(NATIVE, 'rank-supervisor'), version: expectedSupervisorVersion(), problem: null });
+t.test("in a checkout the bundle uses the built supervisor and the sources' version", { skip }, async (t) => {
+  t.same(await found(BUNDLE), {
+    path: join(NATIVE, 'rank-supervisor'),
+    version: expectedSupervisorVersion(),
+    problem: null,
+  });
 });
 
 t.test('in an installed copy without src the bundle uses what dist holds', { skip }, async (t) => {
@@ -37,5 +41,9 @@ t.test('in an installed copy without src the bundle uses what dist holds', { ski
     mkdirSync(join(dist, rel, '..'), { recursive: true });
     cpSync(join(AGENT, 'dist', rel), join(dist, rel), { recursive: true });
   }
-  t.same(await found(join(dist, 'bundle/daemon.js')), { path: join(dist, 'native/rank-supervisor'), version: expectedSupervisorVersion(), problem: null });
+  t.same(await found(join(dist, 'bundle/daemon.js')), {
+    path: join(dist, 'native/rank-supervisor'),
+    version: expectedSupervisorVersion(),
+    problem: null,
+  });
 });

@@ -12,16 +12,26 @@ const declared = (answer: unknown) => Value.Clean(JobView, structuredClone(answe
 
 t.test('submit, inspect, signal and cancel answer with the schema, nothing more', async (t) => {
   const { controller } = await localCluster(t, ['solo']);
-  const submitted = await controller.api<{ id: string }>('/v1/jobs', { method: 'POST', body: { command: ['sleep', '30'], placement: { ntasks: 2 }, env: { FROM_TEST: 'yes' } } });
+  const submitted = await controller.api<{ id: string }>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['sleep', '30'], placement: { ntasks: 2 }, env: { FROM_TEST: 'yes' } },
+  });
   t.equal(submitted.status, 201);
   t.ok(Value.Check(JobView, submitted.body), 'the submit answer is a JobView');
   t.strictSame(submitted.body, declared(submitted.body), 'and holds nothing JobView does not declare');
   const id = submitted.body.id;
   t.teardown(() => controller.api(`/v1/jobs/${id}/cancel`, { method: 'POST' }));
 
-  await waitUntil('job running', 20_000, async () => (await controller.api<{ state: string }>(`/v1/jobs/${id}`)).body.state === 'running');
+  await waitUntil(
+    'job running',
+    20_000,
+    async () => (await controller.api<{ state: string }>(`/v1/jobs/${id}`)).body.state === 'running',
+  );
   const running = await controller.api<{ ranks: Array<{ actual: unknown }> }>(`/v1/jobs/${id}`);
-  t.ok(running.body.ranks.every((r) => r.actual !== null), 'the running view carries each rank’s actual binding');
+  t.ok(
+    running.body.ranks.every((r) => r.actual !== null),
+    'the running view carries each rank’s actual binding',
+  );
   t.ok(Value.Check(JobView, running.body));
   t.strictSame(running.body, declared(running.body));
 

@@ -6,7 +6,12 @@ import { OpenStreams, type StreamEnd, type StreamOwner } from '#controller/strea
 
 const logged: string[] = [];
 const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(line) });
-const owner = (accessor: string, user: string, session: string | null = null, expiresAt: number | null = null): StreamOwner => ({ accessor, user, session, expiresAt });
+const owner = (
+  accessor: string,
+  user: string,
+  session: string | null = null,
+  expiresAt: number | null = null,
+): StreamOwner => ({ accessor, user, session, expiresAt });
 
 function tracked(streams: OpenStreams, o: StreamOwner): { ends: StreamEnd[]; forget: () => void } {
   const ends: StreamEnd[] = [];
@@ -24,7 +29,10 @@ t.test('a revoked token, a removed user and a signed-out session end their own s
   t.equal(streams.size, 5);
 
   t.equal(streams.revokeToken('aaaa'), 2, "token aaaa's bearer stream and the session it opened");
-  t.same(aliceA.ends.map((e) => e.code), ['RANKD_CREDENTIAL_REVOKED']);
+  t.same(
+    aliceA.ends.map((e) => e.code),
+    ['RANKD_CREDENTIAL_REVOKED'],
+  );
   t.match(aliceA.ends[0]!.message, /its API token aaaa was revoked/);
   t.equal(aliceSession.ends.length, 1);
   t.equal(aliceB.ends.length, 0, "alice's other token keeps its stream");

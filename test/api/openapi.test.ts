@@ -42,7 +42,11 @@ function thirtyOnlyForms(node: unknown, at = '#'): string[] {
     const here = `${at}/${key}`;
     // keys of `properties` name fields, not keywords
     const isKeyword = !at.endsWith('/properties');
-    const found = isKeyword && (key === 'nullable' || ((key === 'exclusiveMinimum' || key === 'exclusiveMaximum') && typeof value === 'boolean')) ? [here] : [];
+    const found =
+      isKeyword &&
+      (key === 'nullable' || ((key === 'exclusiveMinimum' || key === 'exclusiveMaximum') && typeof value === 'boolean'))
+        ? [here]
+        : [];
     return [...found, ...thirtyOnlyForms(value, here)];
   });
 }
@@ -52,8 +56,16 @@ t.test('the served document is valid OpenAPI 3.1', async (t) => {
   t.equal(doc.openapi, '3.1.0');
   const validator = new Validator();
   const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>);
-  t.equal(result.valid, true, `valid against the OpenAPI ${validator.version} schema${result.valid ? '' : `: ${JSON.stringify(result.errors, null, 2)}`}`);
-  t.same(thirtyOnlyForms(doc), [], 'no OpenAPI 3.0 forms (nullable, boolean exclusiveMinimum/Maximum) left in the schemas');
+  t.equal(
+    result.valid,
+    true,
+    `valid against the OpenAPI ${validator.version} schema${result.valid ? '' : `: ${JSON.stringify(result.errors, null, 2)}`}`,
+  );
+  t.same(
+    thirtyOnlyForms(doc),
+    [],
+    'no OpenAPI 3.0 forms (nullable, boolean exclusiveMinimum/Maximum) left in the schemas',
+  );
 });
 
 t.test('every route of the route table is documented, with tags and a summary', async (t) => {
@@ -79,8 +91,13 @@ t.test('every operation documents its answer, not only its refusals', async (t) 
       t.ok(answers.length > 0, `${method.toUpperCase()} ${path} documents its answer`);
     }
   }
-  const logs = doc.paths['/v1/jobs/{id}/logs']?.get?.responses?.['200'] as { content?: Record<string, unknown> } | undefined;
-  t.same(Object.keys(logs?.content ?? {}).sort(), ['application/vnd.rankd.log-frames', 'application/x-ndjson', 'text/event-stream', 'text/plain'], 'the logs route names each of its formats');
+  const logs = doc.paths['/v1/jobs/{id}/logs']?.get?.responses?.['200'] as
+    { content?: Record<string, unknown> } | undefined;
+  t.same(
+    Object.keys(logs?.content ?? {}).sort(),
+    ['application/vnd.rankd.log-frames', 'application/x-ndjson', 'text/event-stream', 'text/plain'],
+    'the logs route names each of its formats',
+  );
 });
 
 t.test('the WebSockets: the shell is an operation, the agent link is described', async (t) => {
@@ -96,7 +113,10 @@ t.test('the WebSockets: the shell is an operation, the agent link is described',
 
 t.test('the document needs a token, any role', async (t) => {
   t.equal((await controller.api('/v1/openapi.json', { token: null })).status, 401, 'anonymous: 401');
-  const reader = await controller.api<{ token: string }>('/v1/users', { method: 'POST', body: { name: 'rita', role: 'reader' } });
+  const reader = await controller.api<{ token: string }>('/v1/users', {
+    method: 'POST',
+    body: { name: 'rita', role: 'reader' },
+  });
   t.equal(reader.status, 201);
   t.equal((await controller.api('/v1/openapi.json', { token: reader.body.token })).status, 200, 'a reader reads it');
 });
@@ -111,7 +131,14 @@ t.test("the dashboard's client types are generated from this document", async (t
   const line = ours.findIndex((text, i) => text !== theirs[i]);
   const at = line === -1 ? ours.length : line;
   const headerLines = file.split('\n').length - ours.length;
-  t.fail(`${script.SCHEMA_FILE} is out of date with the API: run \`npm run openapi-types -w @rankd/dashboard\` and commit it`, {
-    firstDifference: { line: headerLines + at + 1, committed: ours[at] ?? '(end of file)', live: theirs[at] ?? '(end of file)' },
-  });
+  t.fail(
+    `${script.SCHEMA_FILE} is out of date with the API: run \`npm run openapi-types -w @rankd/dashboard\` and commit it`,
+    {
+      firstDifference: {
+        line: headerLines + at + 1,
+        committed: ours[at] ?? '(end of file)',
+        live: theirs[at] ?? '(end of file)',
+      },
+    },
+  );
 });

@@ -10,7 +10,8 @@ const ROOT = join(import.meta.dirname, '../..');
 const SHIM = 'packages/cli/bin/rankd.js';
 const run = promisify(execFile);
 
-const binOf = (packageJson: string) => (JSON.parse(readFileSync(join(ROOT, packageJson), 'utf8')) as { bin: Record<string, string> }).bin['rankd'];
+const binOf = (packageJson: string) =>
+  (JSON.parse(readFileSync(join(ROOT, packageJson), 'utf8')) as { bin: Record<string, string> }).bin['rankd'];
 
 t.test('the root and the cli package both link rankd to the shim', async (t) => {
   t.equal(binOf('package.json'), SHIM);

@@ -9,6 +9,10 @@ t.test('sizes', async (t) => {
   t.equal(byteSize('64MiB'), 64 * 1024 * 1024);
   t.equal(byteSize('1G'), 1024 ** 3);
   t.equal(byteSize('500 kb'), 500 * 1024);
-  for (const bad of ['0', '-1', '1.5M', '64 MB extra', 'lots', '', '9T']) t.throws(() => byteSize(bad), { message: `"${bad}" is not a size (e.g. 64MiB, 500k, 1G)` }, `${JSON.stringify(bad)} is refused`);
+  for (const bad of ['0', '-1', '1.5M', '64 MB extra', 'lots', '', '9T'])
+    t.throws(
+      () => byteSize(bad),
+      { message: `"${bad}" is not a size (e.g. 64MiB, 500k, 1G)` },
+      `${JSON.stringify(bad)} is refused`,
+    );
 });
-

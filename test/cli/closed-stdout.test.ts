@@ -32,7 +32,14 @@ interface Piped {
 function pipeToHead(args: string[], env: NodeJS.ProcessEnv, both = false, timeoutMs = 60_000): Promise<Piped> {
   const quoted = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   const stderr = both ? '2>&1' : '2>"$RANKD_TEST_ERR"';
-  return capture(spawn('bash', ['-c', `${quoted} ${stderr} | head -1; echo "status=\${PIPESTATUS[0]}" >&2`], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }), timeoutMs, true);
+  return capture(
+    spawn('bash', ['-c', `${quoted} ${stderr} | head -1; echo "status=\${PIPESTATUS[0]}" >&2`], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+    timeoutMs,
+    true,
+  );
 }
 
 /**
@@ -41,7 +48,10 @@ function pipeToHead(args: string[], env: NodeJS.ProcessEnv, both = false, timeou
  * before rankd ends, and nothing would be tested; this makes its first write the one that fails.
  */
 function closedStdout(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<Piped> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout.destroy();
   return capture(child, timeoutMs, false);
 }
@@ -97,7 +107,20 @@ t.test('a closed stdout ends every command quietly with 141', async (t) => {
 
   await t.test('rankd run … | head -1 cancels the job and waits for its ranks', async (t) => {
     const r = await pipeToHead(
-      ['run', '-q', '-n', '2', '--grace', '2', '--name', 'endless', '--', 'sh', '-c', 'while :; do echo "tick $RANK"; sleep 0.02; done'],
+      [
+        'run',
+        '-q',
+        '-n',
+        '2',
+        '--grace',
+        '2',
+        '--name',
+        'endless',
+        '--',
+        'sh',
+        '-c',
+        'while :; do echo "tick $RANK"; sleep 0.02; done',
+      ],
       { ...env, RANKD_TEST_ERR: errFile('run') },
     );
     t.match(r.stdout, /^[01]: tick [01]\n$/, 'head got one line');
@@ -118,18 +141,53 @@ t.test('a closed stdout ends every command quietly with 141', async (t) => {
   });
 
   await t.test('rankd run … 2>&1 | head -1: a rank that writes only to stderr', async (t) => {
-    const r = await pipeToHead(['run', '-q', '-n', '1', '--grace', '2', '--name', 'stderr-only', '--', 'sh', '-c', 'while :; do echo oops >&2; sleep 0.02; done'], env, true);
+    const r = await pipeToHead(
+      [
+        'run',
+        '-q',
+        '-n',
+        '1',
+        '--grace',
+        '2',
+        '--name',
+        'stderr-only',
+        '--',
+        'sh',
+        '-c',
+        'while :; do echo oops >&2; sleep 0.02; done',
+      ],
+      env,
+      true,
+    );
     t.equal(r.stdout, '0: oops\n', 'head got one line');
     t.equal(r.code, SIGPIPE_STATUS);
     t.equal(r.stderr, '', 'bash itself saw nothing else');
     const { body: jobs } = await controller.api<{ jobs: JobLike[] }>('/v1/jobs');
-    const { body: job } = await controller.api<JobLike>(`/v1/jobs/${jobs.jobs.find((j) => j.name === 'stderr-only')!.id}`);
+    const { body: job } = await controller.api<JobLike>(
+      `/v1/jobs/${jobs.jobs.find((j) => j.name === 'stderr-only')!.id}`,
+    );
     t.equal(job.state, 'cancelled');
     t.notOk(processAlive(job.ranks[0]!.pid!), 'the rank is gone');
   });
 
   await t.test('rankd run with its reader gone from the start', async (t) => {
-    const r = await closedStdout(['run', '-q', '-n', '1', '--grace', '2', '--name', 'unread', '--', 'sh', '-c', 'while :; do echo tick; sleep 0.02; done'], env);
+    const r = await closedStdout(
+      [
+        'run',
+        '-q',
+        '-n',
+        '1',
+        '--grace',
+        '2',
+        '--name',
+        'unread',
+        '--',
+        'sh',
+        '-c',
+        'while :; do echo tick; sleep 0.02; done',
+      ],
+      env,
+    );
     t.equal(r.code, SIGPIPE_STATUS);
     t.equal(r.stderr, '');
     const { body: jobs } = await controller.api<{ jobs: JobLike[] }>('/v1/jobs');

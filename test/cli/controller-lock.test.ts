@@ -37,79 +37,126 @@ function freePort(): Promise<number> {
 
 /** System calls of a trace that created, wrote, renamed or removed something under `dir` (failed calls aside). */
 function writesUnder(trace: string, dir: string): string[] {
-  const mutating = /\b(creat|mkdirat|mkdir|unlinkat|unlink|renameat2|renameat|rename|linkat|link)\(|O_WRONLY|O_RDWR|O_CREAT/;
+  const mutating =
+    /\b(creat|mkdirat|mkdir|unlinkat|unlink|renameat2|renameat|rename|linkat|link)\(|O_WRONLY|O_RDWR|O_CREAT/;
   return trace.split('\n').filter((line) => line.includes(`"${dir}`) && mutating.test(line) && !/= -1 E/.test(line));
 }
 
-t.test('a second `rankd controller` on a data directory in use exits 69, touches nothing, and the first goes on', async (t) => {
-  const ctl = await startController();
-  t.teardown(() => ctl.stop());
-  const agent = startAgent(ctl, { name: 'lk1' });
-  t.teardown(() => agent.stop());
-  await waitForNode(ctl, 'lk1', 'ready');
-  const before = await runCli(['run', '-q', '-n', '1', '--', 'echo', 'before'], ctl.clientEnv);
-  t.equal(before.code, 0, before.stderr);
-  const firstJob = (await runCli(['jobs', '--json'], ctl.clientEnv)).stdout;
-  t.match(firstJob, /"state": ?"succeeded"/, 'the job is listed');
+t.test(
+  'a second `rankd controller` on a data directory in use exits 69, touches nothing, and the first goes on',
+  async (t) => {
+    const ctl = await startController();
+    t.teardown(() => ctl.stop());
+    const agent = startAgent(ctl, { name: 'lk1' });
+    t.teardown(() => agent.stop());
+    await waitForNode(ctl, 'lk1', 'ready');
+    const before = await runCli(['run', '-q', '-n', '1', '--', 'echo', 'before'], ctl.clientEnv);
+    t.equal(before.code, 0, before.stderr);
+    const firstJob = (await runCli(['jobs', '--json'], ctl.clientEnv)).stdout;
+    t.match(firstJob, /"state": ?"succeeded"/, 'the job is listed');
 
-  const files = snapshot(ctl.dataDir);
-  const lock = JSON.parse(readFileSync(join(ctl.dataDir, 'controller.pid'), 'utf8')) as { pid: number };
-  t.equal(lock.pid, ctl.pid, 'the lock names the running controller');
+    const files = snapshot(ctl.dataDir);
+    const lock = JSON.parse(readFileSync(join(ctl.dataDir, 'controller.pid'), 'utf8')) as { pid: number };
+    t.equal(lock.pid, ctl.pid, 'the lock names the running controller');
 
-  const args = ['controller', '--listen', '127.0.0.1:0', '--data-dir', ctl.dataDir];
-  const strace = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0;
-  const traceFile = join(mkdtempSync(join(tmpdir(), 'rankd-lock-trace-')), 'trace');
-  const second = strace
-    ? spawnSync('strace', ['-f', '-qq', '-o', traceFile, '-e', 'trace=open,openat,creat,mkdir,mkdirat,unlink,unlinkat,rename,renameat,renameat2,link,linkat', process.execPath, CLI, ...args], {
-        encoding: 'utf8',
-        timeout: 30_000,
-      })
-    : spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000 });
-  t.equal(second.status, 69, 'exit 69');
-  const m = ALREADY.exec(second.stderr);
-  t.ok(m, `the message names the running one: ${second.stderr}`);
-  t.equal(Number(m?.[1]), ctl.pid, 'its pid');
-  t.equal(m?.[2], ctl.url, 'its URL, from controller.json');
-  t.equal(second.stderr, m?.[0], 'one line: no log, no stack');
-  t.equal(second.stdout, '', 'nothing logged on stdout');
-  if (strace) {
-    const trace = readFileSync(traceFile, 'utf8');
-    t.match(trace, new RegExp(`"${ctl.dataDir}/controller\\.pid", O_RDONLY`), 'the trace sees the data directory (the lock was read)');
-    t.same(writesUnder(trace, ctl.dataDir), [], 'nothing in the data directory was created, written, renamed or removed');
-    t.notOk(/rankd\.db|audit\.jsonl|ca\.key|api-token/.test(trace.split('\n').filter((l) => l.includes(ctl.dataDir)).join('\n')), 'the store, the audit file, the CA key and the token were not even opened');
-  } else {
-    t.comment('strace is not installed: the files are compared, the system calls are not traced');
-  }
+    const args = ['controller', '--listen', '127.0.0.1:0', '--data-dir', ctl.dataDir];
+    const strace = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0;
+    const traceFile = join(mkdtempSync(join(tmpdir(), 'rankd-lock-trace-')), 'trace');
+    const second = strace
+      ? spawnSync(
+          'strace',
+          [
+            '-f',
+            '-qq',
+            '-o',
+            traceFile,
+            '-e',
+            'trace=open,openat,creat,mkdir,mkdirat,unlink,unlinkat,rename,renameat,renameat2,link,linkat',
+            process.execPath,
+            CLI,
+            ...args,
+          ],
+          {
+            encoding: 'utf8',
+            timeout: 30_000,
+          },
+        )
+      : spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000 });
+    t.equal(second.status, 69, 'exit 69');
+    const m = ALREADY.exec(second.stderr);
+    t.ok(m, `the message names the running one: ${second.stderr}`);
+    t.equal(Number(m?.[1]), ctl.pid, 'its pid');
+    t.equal(m?.[2], ctl.url, 'its URL, from controller.json');
+    t.equal(second.stderr, m?.[0], 'one line: no log, no stack');
+    t.equal(second.stdout, '', 'nothing logged on stdout');
+    if (strace) {
+      const trace = readFileSync(traceFile, 'utf8');
+      t.match(
+        trace,
+        new RegExp(`"${ctl.dataDir}/controller\\.pid", O_RDONLY`),
+        'the trace sees the data directory (the lock was read)',
+      );
+      t.same(
+        writesUnder(trace, ctl.dataDir),
+        [],
+        'nothing in the data directory was created, written, renamed or removed',
+      );
+      t.notOk(
+        /rankd\.db|audit\.jsonl|ca\.key|api-token/.test(
+          trace
+            .split('\n')
+            .filter((l) => l.includes(ctl.dataDir))
+            .join('\n'),
+        ),
+        'the store, the audit file, the CA key and the token were not even opened',
+      );
+    } else {
+      t.comment('strace is not installed: the files are compared, the system calls are not traced');
+    }
 
-  t.same(snapshot(ctl.dataDir), files, 'every file of the data directory is as it was (the store aside: the live controller writes it)');
-  t.ok(processAlive(ctl.pid), 'the first controller runs on');
-  t.equal((await runCli(['jobs', '--json'], ctl.clientEnv)).stdout, firstJob, 'its jobs are listed as before');
-  const after = await runCli(['run', '-q', '-n', '1', '--', 'echo', 'after'], ctl.clientEnv);
-  t.equal(after.code, 0, after.stderr);
-  t.equal(after.stdout, '0: after\n', 'and it takes new ones');
-});
+    t.same(
+      snapshot(ctl.dataDir),
+      files,
+      'every file of the data directory is as it was (the store aside: the live controller writes it)',
+    );
+    t.ok(processAlive(ctl.pid), 'the first controller runs on');
+    t.equal((await runCli(['jobs', '--json'], ctl.clientEnv)).stdout, firstJob, 'its jobs are listed as before');
+    const after = await runCli(['run', '-q', '-n', '1', '--', 'echo', 'after'], ctl.clientEnv);
+    t.equal(after.code, 0, after.stderr);
+    t.equal(after.stdout, '0: after\n', 'and it takes new ones');
+  },
+);
 
-t.test('a stale lock is taken over with a one-line notice: a dead pid, and a pid now used by another program', async (t) => {
-  const dead = spawnSync('true').pid;
-  await waitUntil(`pid ${dead} gone`, 5000, () => !processAlive(dead));
-  const cases = [
-    { holder: { pid: dead, startTime: '1', host: hostname() }, why: `pid ${dead} is not running` },
-    // this test's own pid, alive, but with a start time that is not its own: a reused pid
-    { holder: { pid: process.pid, startTime: '1', host: hostname() }, why: `pid ${process.pid} is now another program` },
-  ];
-  for (const c of cases) {
-    const dataDir = mkdtempSync(join(tmpdir(), 'rankd-stale-'));
-    writeFileSync(join(dataDir, 'controller.pid'), JSON.stringify(c.holder) + '\n');
-    const ctl = await startController({ dataDir });
-    const lines = ctl.output().split('\n').filter((l) => l.startsWith('rankd: '));
-    t.same(lines, [`rankd: took over the stale lock ${join(dataDir, 'controller.pid')} (${c.why})`], c.why);
-    const lock = JSON.parse(readFileSync(join(dataDir, 'controller.pid'), 'utf8')) as { pid: number };
-    t.equal(lock.pid, ctl.pid, 'the lock is the new controller’s');
-    t.equal((await ctl.api('/v1/nodes')).status, 200, 'and it serves');
-    await ctl.stop();
-    t.notOk(existsSync(join(dataDir, 'controller.pid')), 'a clean stop removes the lock');
-  }
-});
+t.test(
+  'a stale lock is taken over with a one-line notice: a dead pid, and a pid now used by another program',
+  async (t) => {
+    const dead = spawnSync('true').pid;
+    await waitUntil(`pid ${dead} gone`, 5000, () => !processAlive(dead));
+    const cases = [
+      { holder: { pid: dead, startTime: '1', host: hostname() }, why: `pid ${dead} is not running` },
+      // this test's own pid, alive, but with a start time that is not its own: a reused pid
+      {
+        holder: { pid: process.pid, startTime: '1', host: hostname() },
+        why: `pid ${process.pid} is now another program`,
+      },
+    ];
+    for (const c of cases) {
+      const dataDir = mkdtempSync(join(tmpdir(), 'rankd-stale-'));
+      writeFileSync(join(dataDir, 'controller.pid'), JSON.stringify(c.holder) + '\n');
+      const ctl = await startController({ dataDir });
+      const lines = ctl
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('rankd: '));
+      t.same(lines, [`rankd: took over the stale lock ${join(dataDir, 'controller.pid')} (${c.why})`], c.why);
+      const lock = JSON.parse(readFileSync(join(dataDir, 'controller.pid'), 'utf8')) as { pid: number };
+      t.equal(lock.pid, ctl.pid, 'the lock is the new controller’s');
+      t.equal((await ctl.api('/v1/nodes')).status, 200, 'and it serves');
+      await ctl.stop();
+      t.notOk(existsSync(join(dataDir, 'controller.pid')), 'a clean stop removes the lock');
+    }
+  },
+);
 
 t.test('a second `rankd up` on the same home exits 69 and leaves the first cluster as it was', async (t) => {
   const home = mkdtempSync(join(tmpdir(), 'rankd-up2-'));
@@ -118,9 +165,15 @@ t.test('a second `rankd up` on the same home exits 69 and leaves the first clust
   const dead = spawnSync('true').pid;
   await waitUntil(`pid ${dead} gone`, 5000, () => !processAlive(dead));
   mkdirSync(join(home, 'controller'), { recursive: true, mode: 0o700 });
-  writeFileSync(join(home, 'controller', 'controller.pid'), JSON.stringify({ pid: dead, startTime: '1', host: hostname() }) + '\n');
+  writeFileSync(
+    join(home, 'controller', 'controller.pid'),
+    JSON.stringify({ pid: dead, startTime: '1', host: hostname() }) + '\n',
+  );
   const port = await freePort();
-  const first = spawn(process.execPath, [CLI, 'up', '--listen', `127.0.0.1:${port}`, '--name', 'upl'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const first = spawn(process.execPath, [CLI, 'up', '--listen', `127.0.0.1:${port}`, '--name', 'upl'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   first.stderr.on('data', (d: Buffer) => (err += d));
   const exited = new Promise<number | null>((resolve) => first.once('exit', (code) => resolve(code)));
@@ -130,9 +183,17 @@ t.test('a second `rankd up` on the same home exits 69 and leaves the first clust
     return err.includes('client config written') || undefined;
   });
   const controllerPid = Number(/rankd: controller .*\(pid (\d+),/.exec(err)?.[1]);
-  t.match(err, `rankd: the last controller of ${join(home, 'controller')} did not stop cleanly (pid ${dead} is not running); its lock is taken over\n`, 'a stale lock: one line, and up goes on');
+  t.match(
+    err,
+    `rankd: the last controller of ${join(home, 'controller')} did not stop cleanly (pid ${dead} is not running); its lock is taken over\n`,
+    'a stale lock: one line, and up goes on',
+  );
   // what `rankd up` wrote for its clients
-  const config = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8')) as { url: string; token: string; ca: string };
+  const config = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8')) as {
+    url: string;
+    token: string;
+    ca: string;
+  };
   const clientEnv = { RANKD_HOME: home, RANKD_URL: config.url, RANKD_TOKEN: config.token, RANKD_CA: config.ca };
   const job = await runCli(['run', '-q', '-n', '1', '--', 'echo', 'kept'], clientEnv);
   t.equal(job.code, 0, job.stderr);
@@ -150,7 +211,11 @@ t.test('a second `rankd up` on the same home exits 69 and leaves the first clust
   t.equal(second.stderr.split('\n').length, 3, `two lines, no log dumped: ${second.stderr}`);
   t.match(second.stderr, /use it as it is \("rankd nodes"\)/);
   t.same(snapshot(home, /\.log$/), homeFiles, 'config.json and the rest of the home are as they were');
-  t.same(snapshot(join(home, 'controller')), dataFiles, 'controller.json, the lock, the token and the CA are as they were');
+  t.same(
+    snapshot(join(home, 'controller')),
+    dataFiles,
+    'controller.json, the lock, the token and the CA are as they were',
+  );
 
   t.ok(processAlive(controllerPid), 'the first controller runs on');
   t.equal((await runCli(['jobs', '--json'], clientEnv)).stdout, jobsBefore, 'its jobs are listed as before');

@@ -20,14 +20,19 @@ const { controller, env } = c;
 /** A REST answer, or the test fails with its status. */
 async function rest(ctl: ControllerHandle, path: string, body?: unknown): Promise<unknown> {
   const r = await ctl.api(path, body === undefined ? {} : { method: 'POST', body });
-  if (r.status !== 200) throw new Error(`${body === undefined ? 'GET' : 'POST'} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+  if (r.status !== 200)
+    throw new Error(`${body === undefined ? 'GET' : 'POST'} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** The CLI's document and the REST answer it must equal: one that was the same just before and just after the CLI ran. */
-async function bracketed(args: string[], path: () => string, body?: unknown): Promise<{ printed: unknown; answered: unknown; attempts: number }> {
+async function bracketed(
+  args: string[],
+  path: () => string,
+  body?: unknown,
+): Promise<{ printed: unknown; answered: unknown; attempts: number }> {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     const before = await rest(controller, path(), body);
     const r = await runCli(args, env);
@@ -60,8 +65,16 @@ const rows: Row[] = [
   { args: ['job', jobId, '--json'], path: () => `/v1/jobs/${jobId}` },
   { args: ['nodes', '--json'], path: () => '/v1/nodes' },
   { args: ['queue', '--json'], path: () => '/v1/queue' },
-  { args: ['plan', '-n', '1', '-c', '1', '--json'], path: () => '/v1/plan', body: { placement: { ntasks: 1, cpusPerRank: 1 } } },
-  { args: ['plan', '-n', '1', '-c', '1', '--format', 'json'], path: () => '/v1/plan', body: { placement: { ntasks: 1, cpusPerRank: 1 } } },
+  {
+    args: ['plan', '-n', '1', '-c', '1', '--json'],
+    path: () => '/v1/plan',
+    body: { placement: { ntasks: 1, cpusPerRank: 1 } },
+  },
+  {
+    args: ['plan', '-n', '1', '-c', '1', '--format', 'json'],
+    path: () => '/v1/plan',
+    body: { placement: { ntasks: 1, cpusPerRank: 1 } },
+  },
   { args: ['facts', NODE, '--json'], path: () => `/v1/nodes/${NODE}/facts` },
   { args: ['facts', NODE, '--format', 'json'], path: () => `/v1/nodes/${NODE}/facts` },
   { args: ['user', 'list', '--json'], path: () => '/v1/users' },
@@ -93,19 +106,39 @@ t.test('the plan document carries schedule, as POST /v1/plan answers it', async 
   t.same((JSON.parse(r.stdout) as { schedule: unknown }).schedule, { startsNow: true, reason: null });
 });
 
-t.test('POST /v1/plan: the deprecated top-level form answers as placement does; both at once are refused', async (t) => {
-  const nested = await rest(controller, '/v1/plan', { placement: { ntasks: 1, cpusPerRank: 1 } });
-  const topLevel = await rest(controller, '/v1/plan', { ntasks: 1, cpusPerRank: 1 });
-  t.same(topLevel, nested, 'the same answer');
-  const both = await controller.api<{ code: string; message: string }>('/v1/plan', { method: 'POST', body: { placement: { ntasks: 1 }, cpusPerRank: 1 } });
-  t.equal(both.status, 400);
-  t.equal(both.body.code, 'RANKD_INVALID_REQUEST');
-  t.match(both.body.message, /give the placement in "placement" only; cpusPerRank at the top level is the deprecated form/);
-  const doc = (await rest(controller, '/v1/openapi.json')) as { paths: Record<string, { post: { requestBody: { content: Record<string, { schema: { properties: Record<string, { deprecated?: boolean }> } }> } } }> };
-  const props = doc.paths['/v1/plan']!.post.requestBody.content['application/json']!.schema.properties;
-  t.equal(props['ntasks']?.deprecated, true, 'OpenAPI marks the top-level ntasks deprecated');
-  t.notOk(props['placement']?.deprecated, 'and placement not');
-});
+t.test(
+  'POST /v1/plan: the deprecated top-level form answers as placement does; both at once are refused',
+  async (t) => {
+    const nested = await rest(controller, '/v1/plan', { placement: { ntasks: 1, cpusPerRank: 1 } });
+    const topLevel = await rest(controller, '/v1/plan', { ntasks: 1, cpusPerRank: 1 });
+    t.same(topLevel, nested, 'the same answer');
+    const both = await controller.api<{ code: string; message: string }>('/v1/plan', {
+      method: 'POST',
+      body: { placement: { ntasks: 1 }, cpusPerRank: 1 },
+    });
+    t.equal(both.status, 400);
+    t.equal(both.body.code, 'RANKD_INVALID_REQUEST');
+    t.match(
+      both.body.message,
+      /give the placement in "placement" only; cpusPerRank at the top level is the deprecated form/,
+    );
+    const doc = (await rest(controller, '/v1/openapi.json')) as {
+      paths: Record<
+        string,
+        {
+          post: {
+            requestBody: {
+              content: Record<string, { schema: { properties: Record<string, { deprecated?: boolean }> } }>;
+            };
+          };
+        }
+      >;
+    };
+    const props = doc.paths['/v1/plan']!.post.requestBody.content['application/json']!.schema.properties;
+    t.equal(props['ntasks']?.deprecated, true, 'OpenAPI marks the top-level ntasks deprecated');
+    t.notOk(props['placement']?.deprecated, 'and placement not');
+  },
+);
 
 t.test('the offline plan prints the same document as the controller for the same node', async (t) => {
   // the node's facts as the controller holds them, as the one file of an offline cluster
@@ -131,5 +164,8 @@ t.test('GET /v1/audit?since= takes the forms rankd audit --since takes', async (
   const bad = await controller.api<{ code: string; message: string }>('/v1/audit?since=2x');
   t.equal(bad.status, 400);
   t.equal(bad.body.code, 'RANKD_INVALID_REQUEST');
-  t.match(bad.body.message, /since=2x: a duration \(e\.g\. 30s, 15m, 2h\) or an ISO time, or milliseconds since the epoch/);
+  t.match(
+    bad.body.message,
+    /since=2x: a duration \(e\.g\. 30s, 15m, 2h\) or an ISO time, or milliseconds since the epoch/,
+  );
 });

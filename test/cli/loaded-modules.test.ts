@@ -31,7 +31,9 @@ function bundled(file: string): string[] {
 async function cliLoading(args: string[], env: NodeJS.ProcessEnv = {}) {
   const log = join(dir, `run-${runs++}.log`);
   const r = await runCli(args, { ...env, RANKD_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}` });
-  const loaded = readFileSync(log, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
+  const loaded = readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((u) => u.startsWith('file:'));
   const bundleUrl = pathToFileURL(BUNDLE).href + '/';
   const files = loaded.flatMap((u) => (u.startsWith(bundleUrl) ? bundled(u) : [u]));
   return { ...r, loaded, files, fromBundle: loaded.some((u) => u.startsWith(bundleUrl)) };
@@ -54,7 +56,10 @@ t.test('the CLI runs its bundle, or with RANKD_DEV=1 its compiled modules, never
   t.ok(r.fromBundle, 'by default the bundle ran');
   // the bundle's manifest lists cli.js as a source of rankd.js: it counts once
   t.equal(r.files.filter((u) => u.endsWith('/packages/cli/dist/cli.js')).length, 1, 'cli.js once, from the bundle');
-  const compiledCli = r.loaded.filter((u) => u.includes('/packages/cli/dist/') && !u.includes('/packages/cli/dist/bundle/') && !u.endsWith('/dist/main.js'));
+  const compiledCli = r.loaded.filter(
+    (u) =>
+      u.includes('/packages/cli/dist/') && !u.includes('/packages/cli/dist/bundle/') && !u.endsWith('/dist/main.js'),
+  );
   t.same(compiledCli, [], 'no compiled CLI module beside the bundle (main.js aside)');
   const dev = await cliLoading(['version'], { RANKD_DEV: '1' });
   t.equal(dev.code, 0, dev.stderr);
@@ -72,13 +77,23 @@ t.test('every command loads only its own module: nothing heavy for --help', asyn
   }
 });
 
-t.test("the hook sees what it should: rankd facts --help loads the facts readers; rankd plan --help the planner views, without TypeBox", async (t) => {
-  const facts = await cliLoading(['facts', '--help']);
-  t.ok(heavy(facts.files).filter((u) => u.includes('/packages/topology/')).length > 10, `${heavy(facts.files).length} heavy files`);
-  const plan = await cliLoading(['plan', '--help']);
-  t.ok(heavy(plan.files).length > 0, 'the planner views are seen');
-  t.same(plan.files.filter((u) => u.includes('/node_modules/typebox/')), [], 'and no TypeBox');
-});
+t.test(
+  'the hook sees what it should: rankd facts --help loads the facts readers; rankd plan --help the planner views, without TypeBox',
+  async (t) => {
+    const facts = await cliLoading(['facts', '--help']);
+    t.ok(
+      heavy(facts.files).filter((u) => u.includes('/packages/topology/')).length > 10,
+      `${heavy(facts.files).length} heavy files`,
+    );
+    const plan = await cliLoading(['plan', '--help']);
+    t.ok(heavy(plan.files).length > 0, 'the planner views are seen');
+    t.same(
+      plan.files.filter((u) => u.includes('/node_modules/typebox/')),
+      [],
+      'and no TypeBox',
+    );
+  },
+);
 
 t.test('rankd run prints the rank map without loading the planner or TypeBox', async (t) => {
   const { env } = await localCluster(t, ['solo']);

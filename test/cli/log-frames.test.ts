@@ -6,7 +6,10 @@ import { LineLabeler } from '#cli/client/line-labeler';
 import { CliError, ExitCode } from '#cli/exit-codes';
 
 function record(rank: number, stream: string, offset: number, data: Buffer): Buffer {
-  return Buffer.concat([Buffer.from(`{"rank":${rank},"stream":"${stream}","offset":${offset},"bytes":${data.length}}\n`), data]);
+  return Buffer.concat([
+    Buffer.from(`{"rank":${rank},"stream":"${stream}","offset":${offset},"bytes":${data.length}}\n`),
+    data,
+  ]);
 }
 
 const first = Buffer.from('line one\nline two\n');
@@ -41,12 +44,21 @@ const want: LogFrame[] = [
 
 t.test('every two-piece split of the stream gives the same records', async (t) => {
   let same = 0;
-  for (let cut = 0; cut <= stream.length; cut++) if (JSON.stringify(await collect(pieces(stream, [cut]))) === JSON.stringify(want)) same++;
+  for (let cut = 0; cut <= stream.length; cut++)
+    if (JSON.stringify(await collect(pieces(stream, [cut]))) === JSON.stringify(want)) same++;
   t.equal(same, stream.length + 1);
 });
 
 t.test('one byte at a time', async (t) => {
-  t.same(await collect(pieces(stream, Array.from({ length: stream.length - 1 }, (_, i) => i + 1))), want);
+  t.same(
+    await collect(
+      pieces(
+        stream,
+        Array.from({ length: stream.length - 1 }, (_, i) => i + 1),
+      ),
+    ),
+    want,
+  );
 });
 
 async function failure(source: AsyncIterable<Buffer>): Promise<CliError | null> {
@@ -62,7 +74,12 @@ t.test('a stream cut mid-record, or a bad header, is an error that says so', asy
   const cut = await failure(pieces(stream.subarray(0, 30), []));
   t.equal(cut?.exitCode, ExitCode.Unreachable, 'cut short: the controller went away (the CLI reconnects)');
   t.match(cut?.message, /mid-record/);
-  for (const bad of ['not json\n', '{"rank":-1,"stream":"stdout","offset":0,"bytes":1}\nx', '{"rank":0,"stream":"stdin","offset":0,"bytes":0}\n', `${'x'.repeat(5000)}\n`]) {
+  for (const bad of [
+    'not json\n',
+    '{"rank":-1,"stream":"stdout","offset":0,"bytes":1}\nx',
+    '{"rank":0,"stream":"stdin","offset":0,"bytes":0}\n',
+    `${'x'.repeat(5000)}\n`,
+  ]) {
     const err = await failure(pieces(Buffer.from(bad), []));
     t.equal(err?.exitCode, ExitCode.RemoteFailure, bad.slice(0, 40));
     t.match(err?.message, /malformed log stream/);
@@ -82,7 +99,11 @@ t.test('the labeller puts the label after every newline byte and nowhere else, a
   const r = new LineLabeler('', (b) => (raw.push(b), true));
   r.push(Buffer.from([0xff, 0x0a, 0x61]));
   r.flush();
-  t.same(Buffer.concat(raw), Buffer.from([0xff, 0x0a, 0x61, 0x0a]), 'no label: the bytes as they came, the last line ended');
+  t.same(
+    Buffer.concat(raw),
+    Buffer.from([0xff, 0x0a, 0x61, 0x0a]),
+    'no label: the bytes as they came, the last line ended',
+  );
 });
 
 t.test('with times: each line is stamped with the time of its first byte, before its label', async (t) => {
@@ -116,5 +137,8 @@ t.test('status lines and times in headers: warnings, and the time of a chunk ask
     { kind: 'warning', node: 'vm', ranks: [0, 1], message: 'RLIMIT_MEMLOCK stays 8388608' },
     { kind: 'output', rank: 0, stream: 'stdout', offset: 0, time: '2026-11-25T20:03:13.613Z', data },
   ]);
-  await t.rejects(collect(pieces(Buffer.from('{"rank":0,"stream":"stdout","offset":0,"bytes":0,"time":5}\n'), [])), /malformed log stream: an unexpected header/);
+  await t.rejects(
+    collect(pieces(Buffer.from('{"rank":0,"stream":"stdout","offset":0,"bytes":0,"time":5}\n'), [])),
+    /malformed log stream: an unexpected header/,
+  );
 });

@@ -30,18 +30,33 @@ writeFileSync(join(dir, 'a file'), 'x');
 const both = (...words: string[]) => ({ srun: ['-l', ...words], rankd: words });
 
 const rows: Row[] = [
-  { name: 'an option of the launcher after the program is the program\'s', before: both('-n', '1'), program: ['echo', 'hi', '-n', '1'], stdout: '0: hi -n 1\n' },
-  { name: 'the program\'s own -c', before: both('-n', '1'), program: ['python3', '-c', 'print(42)'], stdout: '0: 42\n' },
-  { name: 'an option that is not the launcher\'s', before: both('-n', '1'), program: ['ls', '-a', dir], stdout: '0: .\n0: ..\n0: a file\n' },
+  {
+    name: "an option of the launcher after the program is the program's",
+    before: both('-n', '1'),
+    program: ['echo', 'hi', '-n', '1'],
+    stdout: '0: hi -n 1\n',
+  },
+  { name: "the program's own -c", before: both('-n', '1'), program: ['python3', '-c', 'print(42)'], stdout: '0: 42\n' },
+  {
+    name: "an option that is not the launcher's",
+    before: both('-n', '1'),
+    program: ['ls', '-a', dir],
+    stdout: '0: .\n0: ..\n0: a file\n',
+  },
   {
     name: 'every word after the program, options, values and -- included',
     before: both('-n', '1'),
     program: [...PRINT_ARGV, '-n', '2', '--label', '{rank}: ', '-q', '--', '-x', ''],
     stdout: '0: [-n]\n0: [2]\n0: [--label]\n0: [{rank}: ]\n0: [-q]\n0: [--]\n0: [-x]\n0: []\n',
   },
-  { name: '-- before the program still ends the launcher\'s options', before: both('-n', '1', '--'), program: ['echo', '-n', 'x'], stdout: '0: x\n' },
   {
-    name: 'a value given as a separate word is the option\'s, not the program',
+    name: "-- before the program still ends the launcher's options",
+    before: both('-n', '1', '--'),
+    program: ['echo', '-n', 'x'],
+    stdout: '0: x\n',
+  },
+  {
+    name: "a value given as a separate word is the option's, not the program",
     before: { srun: ['-l', '--ntasks', '2', '--job-name', 'echo'], rankd: ['--ntasks', '2', '--name', 'echo'] },
     program: ['echo', 'ranks'],
     stdout: '0: ranks\n1: ranks\n',

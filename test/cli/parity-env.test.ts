@@ -51,16 +51,24 @@ function identityOf(user: string): Record<string, string> {
   return { HOME: f[5]!, USER: f[0]!, LOGNAME: f[0]!, SHELL: f[6] || '/bin/sh' };
 }
 
-const IDENTITY_WHY = "rankd sets the identity of the Unix user the rank runs as, from the node's passwd, as a login would; srun passes the submitter's";
+const IDENTITY_WHY =
+  "rankd sets the identity of the Unix user the rank runs as, from the node's passwd, as a login would; srun passes the submitter's";
 
 function identityDiffers(user: string): Row['differs'] {
   const mine = identityOf(user);
   const out: NonNullable<Row['differs']> = {};
-  for (const k of ['HOME', 'USER', 'LOGNAME', 'SHELL'] as const) out[k] = { srun: SHELL_ENV[k], rankd: mine[k]!, why: IDENTITY_WHY };
+  for (const k of ['HOME', 'USER', 'LOGNAME', 'SHELL'] as const)
+    out[k] = { srun: SHELL_ENV[k], rankd: mine[k]!, why: IDENTITY_WHY };
   return out;
 }
 
-const SLURM_ONLY: Record<string, Differs> = { SLURM_JOB_ID: { srun: SET, rankd: null, why: 'srun describes its step in SLURM_*; rankd never sets or exports them (a program would believe it runs in a Slurm step)' } };
+const SLURM_ONLY: Record<string, Differs> = {
+  SLURM_JOB_ID: {
+    srun: SET,
+    rankd: null,
+    why: 'srun describes its step in SLURM_*; rankd never sets or exports them (a program would believe it runs in a Slurm step)',
+  },
+};
 const AGENT_PATH: Differs = {
   srun: null,
   rankd: SET,
@@ -75,7 +83,11 @@ function rows(): Row[] {
       rankd: [],
       same: { FOO: 'bar', PYTHONPATH: '/opt/py', VIRTUAL_ENV: '/opt/venv', PATH: SHELL_ENV.PATH },
       differs: {
-        LD_LIBRARY_PATH: { srun: '/opt/x/lib', rankd: null, why: 'the rank runs as root: rankd leaves loader variables out of a root rank, with a warning, where srun passes them' },
+        LD_LIBRARY_PATH: {
+          srun: '/opt/x/lib',
+          rankd: null,
+          why: 'the rank runs as root: rankd leaves loader variables out of a root rank, with a warning, where srun passes them',
+        },
         ...identityDiffers('root'),
         ...SLURM_ONLY,
       },
@@ -84,7 +96,13 @@ function rows(): Row[] {
       name: '--export ALL as another Unix user (srun --uid, rankd --user)',
       srun: ['--export=ALL', '--uid', 'nobody'],
       rankd: ['--export', 'ALL', '--user', 'nobody'],
-      same: { FOO: 'bar', LD_LIBRARY_PATH: '/opt/x/lib', PYTHONPATH: '/opt/py', VIRTUAL_ENV: '/opt/venv', PATH: SHELL_ENV.PATH },
+      same: {
+        FOO: 'bar',
+        LD_LIBRARY_PATH: '/opt/x/lib',
+        PYTHONPATH: '/opt/py',
+        VIRTUAL_ENV: '/opt/venv',
+        PATH: SHELL_ENV.PATH,
+      },
       differs: { ...identityDiffers('nobody'), ...SLURM_ONLY },
     },
     {
@@ -94,7 +112,11 @@ function rows(): Row[] {
       same: { FOO: null, LD_LIBRARY_PATH: null, PYTHONPATH: null, VIRTUAL_ENV: null },
       differs: {
         PATH: AGENT_PATH,
-        HOME: { srun: null, rankd: identityOf('root').HOME!, why: IDENTITY_WHY.replace('; srun passes the submitter\'s', '; srun sets none under NONE') },
+        HOME: {
+          srun: null,
+          rankd: identityOf('root').HOME!,
+          why: IDENTITY_WHY.replace("; srun passes the submitter's", '; srun sets none under NONE'),
+        },
         ...SLURM_ONLY,
       },
     },
@@ -119,34 +141,58 @@ function rows(): Row[] {
       env: { RANKD_TOKEN: 'shell-token', RANKD_URL: 'https://controller.example:7070' },
       same: { FOO: 'bar' },
       differs: {
-        RANKD_TOKEN: { srun: 'shell-token', rankd: null, why: 'a credential: rankd never exports RANKD_*; to srun it is any variable' },
-        RANKD_URL: { srun: 'https://controller.example:7070', rankd: null, why: "rankd's client settings are the client's, never a rank's" },
+        RANKD_TOKEN: {
+          srun: 'shell-token',
+          rankd: null,
+          why: 'a credential: rankd never exports RANKD_*; to srun it is any variable',
+        },
+        RANKD_URL: {
+          srun: 'https://controller.example:7070',
+          rankd: null,
+          why: "rankd's client settings are the client's, never a rank's",
+        },
         RANKD_JOB_ID: { srun: null, rankd: SET, why: 'rankd names the job in RANKD_JOB_ID (srun: SLURM_JOB_ID)' },
       },
     },
     {
-      name: "a submitter inside another job: its Slurm and PMI variables",
+      name: 'a submitter inside another job: its Slurm and PMI variables',
       srun: [],
       rankd: [],
       // a SLURM_* srun itself neither reads nor sets (with SLURM_JOB_ID srun would join that job)
       env: { SLURM_SITE_MARK: '4242', PMI_FD: '9', PMI_RANK: '5' },
       same: {},
       differs: {
-        SLURM_SITE_MARK: { srun: '4242', rankd: null, why: 'rankd never exports SLURM_*: inside an allocation they would make MPI, torch and mpi4py reach for Slurm' },
-        PMI_FD: { srun: '9', rankd: '3', why: 'rankd serves each rank its own PMI-1 channel (fd 3); the submitter\'s is never exported' },
-        PMI_RANK: { srun: '5', rankd: '0', why: 'the same: the rank\'s own PMI rank' },
+        SLURM_SITE_MARK: {
+          srun: '4242',
+          rankd: null,
+          why: 'rankd never exports SLURM_*: inside an allocation they would make MPI, torch and mpi4py reach for Slurm',
+        },
+        PMI_FD: {
+          srun: '9',
+          rankd: '3',
+          why: "rankd serves each rank its own PMI-1 channel (fd 3); the submitter's is never exported",
+        },
+        PMI_RANK: { srun: '5', rankd: '0', why: "the same: the rank's own PMI rank" },
       },
     },
     {
-      name: "what rankd sets wins over the exported environment; --env wins over both",
+      name: 'what rankd sets wins over the exported environment; --env wins over both',
       srun: [],
       rankd: ['--gpu-bind', 'visible', '--env', 'FOO=explicit'],
       env: { RANK: '7', WORLD_SIZE: '99', CUDA_VISIBLE_DEVICES: '5' },
       same: { PYTHONPATH: '/opt/py' },
       differs: {
-        RANK: { srun: '7', rankd: '0', why: 'rankd sets torch\'s rank variables (srun: SLURM_PROCID) and they win over the shell\'s' },
+        RANK: {
+          srun: '7',
+          rankd: '0',
+          why: "rankd sets torch's rank variables (srun: SLURM_PROCID) and they win over the shell's",
+        },
         WORLD_SIZE: { srun: '99', rankd: '1', why: 'the same' },
-        CUDA_VISIBLE_DEVICES: { srun: '5', rankd: '', why: '--gpu-bind visible sets the rank\'s GPUs (none here), over the shell\'s; srun sets it only with --gres' },
+        CUDA_VISIBLE_DEVICES: {
+          srun: '5',
+          rankd: '',
+          why: "--gpu-bind visible sets the rank's GPUs (none here), over the shell's; srun sets it only with --gres",
+        },
         FOO: { srun: 'bar', rankd: 'explicit', why: '--env wins over the exported environment; srun has no --env' },
       },
     },
@@ -189,7 +235,11 @@ t.test('the environment a rank sees under srun and rankd run', { skip: skip ?? f
       }
       // whatever the row, the client's own token is nowhere in the rank's environment
       t.notOk(rankdOut.stdout.includes(clusterToken), "the client's token reaches no rank");
-      t.same([...rankd.keys()].filter((k) => k.startsWith('RANKD_')), ['RANKD_JOB_ID'], 'of RANKD_* the rank has only its job id');
+      t.same(
+        [...rankd.keys()].filter((k) => k.startsWith('RANKD_')),
+        ['RANKD_JOB_ID'],
+        'of RANKD_* the rank has only its job id',
+      );
     });
   }
 });

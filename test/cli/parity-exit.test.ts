@@ -63,7 +63,11 @@ const rows: Row[] = [
     srun: 2,
     rankd: 127,
     differs: SHELL_CODES,
-    words: { srun: /execve\(\): rankd-no-such-command: No such file or directory/, rankd: /rank 0 on parity failed to start: rankd-no-such-command: command not found \(RANKD_RANK_PROGRAM_NOT_FOUND\)/ },
+    words: {
+      srun: /execve\(\): rankd-no-such-command: No such file or directory/,
+      rankd:
+        /rank 0 on parity failed to start: rankd-no-such-command: command not found \(RANKD_RANK_PROGRAM_NOT_FOUND\)/,
+    },
   },
   {
     name: 'a path that does not exist',
@@ -71,7 +75,10 @@ const rows: Row[] = [
     srun: 2,
     rankd: 127,
     differs: SHELL_CODES,
-    words: { srun: /execve\(\): \/nonexistent\/program: No such file or directory/, rankd: /failed to start: \/nonexistent\/program: No such file or directory \(RANKD_RANK_PROGRAM_NOT_FOUND\)/ },
+    words: {
+      srun: /execve\(\): \/nonexistent\/program: No such file or directory/,
+      rankd: /failed to start: \/nonexistent\/program: No such file or directory \(RANKD_RANK_PROGRAM_NOT_FOUND\)/,
+    },
   },
   {
     name: 'a file without execute permission',
@@ -79,7 +86,10 @@ const rows: Row[] = [
     srun: 13,
     rankd: 126,
     differs: SHELL_CODES,
-    words: { srun: /execve\(\): .*not-executable\.sh: Permission denied/, rankd: /failed to start: .*not-executable\.sh: Permission denied \(RANKD_RANK_PROGRAM_NOT_EXECUTABLE\)/ },
+    words: {
+      srun: /execve\(\): .*not-executable\.sh: Permission denied/,
+      rankd: /failed to start: .*not-executable\.sh: Permission denied \(RANKD_RANK_PROGRAM_NOT_EXECUTABLE\)/,
+    },
   },
   {
     name: 'a directory',
@@ -87,7 +97,10 @@ const rows: Row[] = [
     srun: 13,
     rankd: 126,
     differs: SHELL_CODES,
-    words: { srun: /execve\(\): .*a-directory: Permission denied/, rankd: /failed to start: .*a-directory: Is a directory \(RANKD_RANK_PROGRAM_NOT_EXECUTABLE\)/ },
+    words: {
+      srun: /execve\(\): .*a-directory: Permission denied/,
+      rankd: /failed to start: .*a-directory: Is a directory \(RANKD_RANK_PROGRAM_NOT_EXECUTABLE\)/,
+    },
   },
   {
     // execve fails with ENOENT although the file is there: bash 5.2 and dash give 127 too
@@ -96,7 +109,11 @@ const rows: Row[] = [
     srun: 2,
     rankd: 127,
     differs: SHELL_CODES,
-    words: { srun: /bad interpreter\(\/nonexistent\/interpreter\): No such file or directory/, rankd: /failed to start: .*bad-interpreter\.sh: \/nonexistent\/interpreter: bad interpreter: No such file or directory \(RANKD_RANK_PROGRAM_NOT_FOUND\)/ },
+    words: {
+      srun: /bad interpreter\(\/nonexistent\/interpreter\): No such file or directory/,
+      rankd:
+        /failed to start: .*bad-interpreter\.sh: \/nonexistent\/interpreter: bad interpreter: No such file or directory \(RANKD_RANK_PROGRAM_NOT_FOUND\)/,
+    },
   },
 ];
 

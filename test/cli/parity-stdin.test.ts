@@ -39,13 +39,35 @@ const rows: Row[] = [
     argv: COUNT,
     call: { stdin: HELLO },
     expect: '0:6\n1:6',
-    rankdExpect: { output: '0:6\n1:0', why: 'rankd follows mpirun (and torchrun users\' habit): stdin goes to rank 0 by default; srun broadcasts it to every task unless told --input' },
+    rankdExpect: {
+      output: '0:6\n1:0',
+      why: "rankd follows mpirun (and torchrun users' habit): stdin goes to rank 0 by default; srun broadcasts it to every task unless told --input",
+    },
   },
-  { name: 'stdin to rank 0, -n 2: rank 1 reads nothing', srun: ['-n', '2', '--input', '0'], rankd: ['-n', '2'], argv: COUNT, call: { stdin: HELLO }, expect: '0:6\n1:0' },
+  {
+    name: 'stdin to rank 0, -n 2: rank 1 reads nothing',
+    srun: ['-n', '2', '--input', '0'],
+    rankd: ['-n', '2'],
+    argv: COUNT,
+    call: { stdin: HELLO },
+    expect: '0:6\n1:0',
+  },
   { name: '--input all', srun: ['-n', '2', '--input', 'all'], argv: COUNT, call: { stdin: HELLO }, expect: '0:6\n1:6' },
   { name: '--input 1', srun: ['-n', '2', '--input', '1'], argv: COUNT, call: { stdin: HELLO }, expect: '0:0\n1:6' },
-  { name: '--input none', srun: ['-n', '2', '--input', 'none'], argv: COUNT, call: { stdin: HELLO }, expect: '0:0\n1:0' },
-  { name: 'a /dev/null stdin: EOF at once', srun: ['-n', '2', '--input', 'all'], argv: COUNT, call: {}, expect: '0:0\n1:0' },
+  {
+    name: '--input none',
+    srun: ['-n', '2', '--input', 'none'],
+    argv: COUNT,
+    call: { stdin: HELLO },
+    expect: '0:0\n1:0',
+  },
+  {
+    name: 'a /dev/null stdin: EOF at once',
+    srun: ['-n', '2', '--input', 'all'],
+    argv: COUNT,
+    call: {},
+    expect: '0:0\n1:0',
+  },
   {
     name: 'several MiB, byte for byte',
     srun: ['-n', '1'],
@@ -71,7 +93,11 @@ const rows: Row[] = [
 
 t.test('a bad --input is a usage error (64) that names the flag, before any request', async (t) => {
   // port 1 answers nothing: a request would exit 69
-  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', RANKD_URL: 'https://127.0.0.1:1', RANKD_TOKEN: 'rankd_x' };
+  const env = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    RANKD_URL: 'https://127.0.0.1:1',
+    RANKD_TOKEN: 'rankd_x',
+  };
   const cases: Array<[string[], RegExp]> = [
     [['-n', '2', '--input', '2'], /--input 2: the job has 2 ranks, 0 to 1/],
     [['-n', '2', '--input', 'some'], /--input is a rank, all or none, not "some"/],
@@ -96,7 +122,12 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
     t.equal(lines(srun), row.expect, `srun: ${row.name}`);
     t.equal(rankd.code, 0, `rankd: ${row.name} exits 0 (stderr: ${rankd.stderr})`);
     t.equal(rankd.stderr, '', `rankd: ${row.name} says nothing on stderr`);
-    if (row.rankdExpect) t.equal(lines(rankd), row.rankdExpect.output, `rankd: ${row.name}, deliberately unlike srun: ${row.rankdExpect.why}`);
+    if (row.rankdExpect)
+      t.equal(
+        lines(rankd),
+        row.rankdExpect.output,
+        `rankd: ${row.name}, deliberately unlike srun: ${row.rankdExpect.why}`,
+      );
     else t.equal(lines(rankd), row.expect, `rankd: ${row.name}`);
   }
 
@@ -123,10 +154,14 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
 
   t.test('a terminal as stdin, without --pty, is forwarded the same way', async (t) => {
     // script(1) gives the client a pseudo-terminal for its stdin and copies ours into it
-    const child = spawn('script', ['-qfec', `"${process.execPath}" "${CLI}" run -q --no-label -n 1 -- head -1`, '/dev/null'], {
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', TERM: 'dumb', ...rig.rankdClientEnv },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'script',
+      ['-qfec', `"${process.execPath}" "${CLI}" run -q --no-label -n 1 -- head -1`, '/dev/null'],
+      {
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', TERM: 'dumb', ...rig.rankdClientEnv },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     t.teardown(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
@@ -142,7 +177,10 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
   });
 
   t.test('a queued job keeps its stdin until it starts', async (t) => {
-    const blocker = spawn(process.execPath, [CLI, 'run', '-q', '--exclusive', '-n', '1', '--', 'sleep', '3'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv }, stdio: 'ignore' });
+    const blocker = spawn(process.execPath, [CLI, 'run', '-q', '--exclusive', '-n', '1', '--', 'sleep', '3'], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
+      stdio: 'ignore',
+    });
     const blockerDone = new Promise((r) => blocker.once('close', r));
     await waitUntil('the blocker to run', 20_000, async () => {
       const q = (await runCli(['jobs', '--json'], rig.rankdClientEnv)).stdout;
@@ -159,10 +197,14 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
   for (const how of ['gone', 'detached'] as const) {
     t.test(`a client that is ${how}: the rank reads what came, then EOF`, async (t) => {
       // the rank ignores SIGTERM, so that a first Ctrl-C (cancel) leaves it reading its stdin
-      const child = spawn(process.execPath, [CLI, 'run', '--no-label', '--grace', '60', '-n', '1', '--', 'sh', '-c', 'trap "" TERM; wc -c'], {
-        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [CLI, 'run', '--no-label', '--grace', '60', '-n', '1', '--', 'sh', '-c', 'trap "" TERM; wc -c'],
+        {
+          env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
       t.teardown(() => {
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       });
@@ -171,7 +213,12 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
       const closed = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
       child.stdin.write('abcd');
       const id = await waitUntil('the job to start', 20_000, () => /rankd: job (\S+)/.exec(stderr)?.[1]);
-      const job = async () => JSON.parse((await runCli(['job', id, '--json'], rig.rankdClientEnv)).stdout) as { state: string; reason: string; ranks: Array<{ state: string }> };
+      const job = async () =>
+        JSON.parse((await runCli(['job', id, '--json'], rig.rankdClientEnv)).stdout) as {
+          state: string;
+          reason: string;
+          ranks: Array<{ state: string }>;
+        };
       await waitUntil('its rank to run', 20_000, async () => (await job()).ranks[0]?.state === 'running');
       // the 4 bytes reach the controller long before this; the client's stdin stays open
       await new Promise((r) => setTimeout(r, 1000));
@@ -187,8 +234,16 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
         const v = await job();
         return ['succeeded', 'failed', 'cancelled'].includes(v.state) ? v : undefined;
       });
-      t.equal(end.state, how === 'gone' ? 'succeeded' : 'cancelled', `the job ends once its rank read EOF (${end.state})`);
-      t.match((await runCli(['logs', id], rig.rankdClientEnv)).stdout.trim(), /^(0: )?4$/, 'the rank read the 4 bytes, then EOF');
+      t.equal(
+        end.state,
+        how === 'gone' ? 'succeeded' : 'cancelled',
+        `the job ends once its rank read EOF (${end.state})`,
+      );
+      t.match(
+        (await runCli(['logs', id], rig.rankdClientEnv)).stdout.trim(),
+        /^(0: )?4$/,
+        'the rank read the 4 bytes, then EOF',
+      );
       child.stdin.destroy();
     });
   }
@@ -198,10 +253,14 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
     // would take it all at once; with it, what is taken is bounded by the windows (client
     // 1 MiB, controller → agent 1 MiB, the agent's socket to the rank, the pipe buffers)
     const data = randomBytes(24 * 1024 * 1024);
-    const child = spawn(process.execPath, [CLI, 'run', '-q', '--no-label', '-n', '1', '--', 'sh', '-c', 'sleep 3; sha256sum'], {
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'run', '-q', '--no-label', '-n', '1', '--', 'sh', '-c', 'sleep 3; sha256sum'],
+      {
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...rig.rankdClientEnv },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => out.push(d));
@@ -219,10 +278,17 @@ t.test('stdin under srun and rankd run', { skip: skip ?? false }, async (t) => {
     const writing = writeAll();
     await new Promise((r) => setTimeout(r, 2000));
     const takenWhileBlocked = taken;
-    t.ok(takenWhileBlocked < 10 * 1024 * 1024, `while the rank reads nothing the client takes a bounded amount (${(takenWhileBlocked / 1048576).toFixed(1)} MiB of 24)`);
+    t.ok(
+      takenWhileBlocked < 10 * 1024 * 1024,
+      `while the rank reads nothing the client takes a bounded amount (${(takenWhileBlocked / 1048576).toFixed(1)} MiB of 24)`,
+    );
     await writing;
     const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
     t.equal(code, 0, `exit 0 (stderr: ${Buffer.concat(err).toString()})`);
-    t.equal(Buffer.concat(out).toString().trim(), `${createHash('sha256').update(data).digest('hex')}  -`, 'and every byte arrives, in order');
+    t.equal(
+      Buffer.concat(out).toString().trim(),
+      `${createHash('sha256').update(data).digest('hex')}  -`,
+      'and every byte arrives, in order',
+    );
   });
 });

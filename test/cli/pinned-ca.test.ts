@@ -18,11 +18,14 @@ const DAY = 86_400_000;
 /** Serves `leaf` (followed by `chain`) on loopback; counts the requests that reached it. */
 async function serve(t: Test, leaf: Issued, chain: Issued[] = []): Promise<{ url: string; requests: () => number }> {
   let requests = 0;
-  const server: Server = createServer({ cert: leaf.certPem + chain.map((c) => c.certPem).join(''), key: leaf.keyPem }, (_req, res) => {
-    requests++;
-    res.setHeader('content-type', 'application/json');
-    res.end('{"ok":true}');
-  });
+  const server: Server = createServer(
+    { cert: leaf.certPem + chain.map((c) => c.certPem).join(''), key: leaf.keyPem },
+    (_req, res) => {
+      requests++;
+      res.setHeader('content-type', 'application/json');
+      res.end('{"ok":true}');
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const { port } = server.address() as { port: number };
@@ -91,12 +94,19 @@ t.test("a node's client certificate (clientAuth only) cannot pose as the control
   t.equal(r.requests, 0);
 });
 
-t.test("rankd's own certificates are decided without Node's verification (so its root store is never built)", async (t) => {
-  const leaf = new X509Certificate((await issue(ca)).certPem);
-  t.same(verifyPeer(leaf, leaf.toLegacyObject(), pinnedCertificates(ca.certPem), '127.0.0.1'), { trusted: true });
-  const other = new X509Certificate((await issue(await makeCa('CN=someone else, O=elsewhere'))).certPem);
-  t.equal(verifyPeer(other, other.toLegacyObject(), pinnedCertificates(ca.certPem), '127.0.0.1').trusted, 'unsure', 'not issued by the pinned CA: left to Node');
-});
+t.test(
+  "rankd's own certificates are decided without Node's verification (so its root store is never built)",
+  async (t) => {
+    const leaf = new X509Certificate((await issue(ca)).certPem);
+    t.same(verifyPeer(leaf, leaf.toLegacyObject(), pinnedCertificates(ca.certPem), '127.0.0.1'), { trusted: true });
+    const other = new X509Certificate((await issue(await makeCa('CN=someone else, O=elsewhere'))).certPem);
+    t.equal(
+      verifyPeer(other, other.toLegacyObject(), pinnedCertificates(ca.certPem), '127.0.0.1').trusted,
+      'unsure',
+      'not issued by the pinned CA: left to Node',
+    );
+  },
+);
 
 /** What OpenSSL itself says of `leaf` with `caPath` as its only trust anchors and `chain` as untrusted intermediates. */
 function opensslVerify(leaf: Issued, caPath: string, chain: Issued[] = []): string {
@@ -104,7 +114,10 @@ function opensslVerify(leaf: Issued, caPath: string, chain: Issued[] = []): stri
   writeFileSync(leafFile, leaf.certPem);
   const untrusted = chain.length ? ['-untrusted', caFile(...chain)] : [];
   try {
-    return execFileSync('openssl', ['verify', '-CAfile', caPath, ...untrusted, leafFile], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync('openssl', ['verify', '-CAfile', caPath, ...untrusted, leafFile], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (err) {
     return `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}`;
   }
@@ -115,12 +128,24 @@ t.test('a pinned intermediate with no root: refused before any request, as OpenS
   const intermediate = await makeIntermediate(root, 'CN=org issuing CA, O=org');
   const leaf = await issue(intermediate);
   const intermediateOnly = caFile(intermediate);
-  t.match(opensslVerify(leaf, intermediateOnly, [intermediate]), /unable to get issuer certificate/, 'OpenSSL refuses it (no X509_V_FLAG_PARTIAL_CHAIN)');
+  t.match(
+    opensslVerify(leaf, intermediateOnly, [intermediate]),
+    /unable to get issuer certificate/,
+    'OpenSSL refuses it (no X509_V_FLAG_PARTIAL_CHAIN)',
+  );
   const leafInfo = new X509Certificate(leaf.certPem);
-  t.same(verifyPeer(leafInfo, leafInfo.toLegacyObject(), pinnedCertificates(intermediate.certPem), '127.0.0.1'), { trusted: 'unsure', why: 'the pinned issuer is not a self-signed root' }, 'not decided in JS');
+  t.same(
+    verifyPeer(leafInfo, leafInfo.toLegacyObject(), pinnedCertificates(intermediate.certPem), '127.0.0.1'),
+    { trusted: 'unsure', why: 'the pinned issuer is not a self-signed root' },
+    'not decided in JS',
+  );
   for (const chain of [[], [intermediate]]) {
     const r = await outcome(t, leaf, intermediateOnly, chain);
-    t.match(r.error?.message, /not trusted \(UNABLE_TO_GET_ISSUER_CERT\)/, `served with ${chain.length} chain certificate(s)`);
+    t.match(
+      r.error?.message,
+      /not trusted \(UNABLE_TO_GET_ISSUER_CERT\)/,
+      `served with ${chain.length} chain certificate(s)`,
+    );
     t.equal(r.requests, 0, 'no request reached the server');
   }
 });
@@ -143,7 +168,11 @@ t.test('a pinned certificate that is the server certificate itself is left to Op
   const info = new X509Certificate(leaf.certPem);
   t.equal(verifyPeer(info, info.toLegacyObject(), pinnedCertificates(leaf.certPem), '127.0.0.1').trusted, 'unsure');
   const r = await outcome(t, leaf, caFile(leaf));
-  t.match(opensslVerify(leaf, caFile(leaf)), /unable to get local issuer certificate|unable to get issuer certificate/, 'OpenSSL: not self-signed, so no anchor');
+  t.match(
+    opensslVerify(leaf, caFile(leaf)),
+    /unable to get local issuer certificate|unable to get issuer certificate/,
+    'OpenSSL: not self-signed, so no anchor',
+  );
   t.ok(r.error, 'refused');
   t.equal(r.requests, 0);
 });

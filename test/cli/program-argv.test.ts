@@ -19,7 +19,11 @@ t.test('exec, shell and logs: the program takes every word after it', async (t) 
   await t.test('rankd exec PATTERN PROGRAM ARGS… with options after the program', async (t) => {
     const r = await f.cli(['exec', 'p1', ...PRINT_ARGV, ...ARGS]);
     t.equal(r.code, 0, r.stderr);
-    t.equal(r.stdout.slice(r.stdout.indexOf('>>\n') + 3), PRINTED, 'the program got them all, and exec kept its text output');
+    t.equal(
+      r.stdout.slice(r.stdout.indexOf('>>\n') + 3),
+      PRINTED,
+      'the program got them all, and exec kept its text output',
+    );
   });
 
   await t.test('rankd exec: its options before and after the pattern are still its own', async (t) => {

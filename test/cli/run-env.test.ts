@@ -53,7 +53,8 @@ t.test('an environment over the bound exits 64 before any request', async (t) =>
       env: { A: 'a'.repeat(100 * KiB), B: 'b'.repeat(100 * KiB), C: 'c'.repeat(90 * KiB) },
       args: [],
       // 290 KiB, plus the few KiB of whatever else the client's environment holds under the runner
-      message: /the ranks' environment is 29\d(\.\d)? KiB \(exported 29\d(\.\d)? KiB, --env 0 B\), over rankd's limit of 256 KiB; the largest: A 100 KiB, B 100 KiB, C 90 KiB/,
+      message:
+        /the ranks' environment is 29\d(\.\d)? KiB \(exported 29\d(\.\d)? KiB, --env 0 B\), over rankd's limit of 256 KiB; the largest: A 100 KiB, B 100 KiB, C 90 KiB/,
     },
     {
       name: '--env counts with the exported variables',
@@ -76,13 +77,20 @@ t.test('an environment over the bound exits 64 before any request', async (t) =>
 
   const named = await rankd(['run', '-q', '-n', '1', '--export', 'FOO,RANKD_TOKEN', '--', 'true'], client);
   t.equal(named.code, 64, '--export naming RANKD_TOKEN: exit 64');
-  t.match(named.stderr, /--export RANKD_TOKEN: rankd never passes it from your environment to ranks, because it is rankd's own client setting/);
+  t.match(
+    named.stderr,
+    /--export RANKD_TOKEN: rankd never passes it from your environment to ranks, because it is rankd's own client setting/,
+  );
   t.equal(listener.connections(), 1, 'nothing more was sent');
 });
 
 t.test('the controller refuses what the CLI never sends, and creates nothing', async (t) => {
   const { controller } = await localCluster(t, ['envcheck']);
-  const submit = (exportEnv: Record<string, string>) => controller.api<{ code: string; message: string }>('/v1/jobs', { method: 'POST', body: { command: ['true'], placement: { ntasks: 1 }, exportEnv } });
+  const submit = (exportEnv: Record<string, string>) =>
+    controller.api<{ code: string; message: string }>('/v1/jobs', {
+      method: 'POST',
+      body: { command: ['true'], placement: { ntasks: 1 }, exportEnv },
+    });
 
   const token = await submit({ FOO: 'bar', RANKD_TOKEN: 'secret' });
   t.equal(token.status, 400);
@@ -96,7 +104,9 @@ t.test('the controller refuses what the CLI never sends, and creates nothing', a
 
   const jobs = await controller.api<{ jobs: unknown[] }>('/v1/jobs');
   t.same(jobs.body.jobs, [], 'no job was created');
-  const audit = await controller.api<{ entries: Array<{ route: string; decision: string; status: number | null; reason: string }> }>('/v1/audit');
+  const audit = await controller.api<{
+    entries: Array<{ route: string; decision: string; status: number | null; reason: string }>;
+  }>('/v1/audit');
   const refused = audit.body.entries.filter((e) => e.route === '/v1/jobs' && e.status === 400);
   t.equal(refused.length, 2, `both refusals are audited: ${JSON.stringify(refused)}`);
 });
@@ -110,12 +120,20 @@ t.test("the client's token reaches no rank and is not stored with the job", asyn
       .map((f) => readFileSync(join(cluster.controller.dataDir, f)).toString('latin1'))
       .join('');
   t.notOk(dbBytes().includes(token), 'the store holds no plain token to begin with (else this test proves nothing)');
-  const r = await rankd(['run', '-q', '--no-label', '-n', '1', '--', 'env'], { ...SHELL, ...cluster.env, FOO: 'exported' });
+  const r = await rankd(['run', '-q', '--no-label', '-n', '1', '--', 'env'], {
+    ...SHELL,
+    ...cluster.env,
+    FOO: 'exported',
+  });
   t.equal(r.code, 0, r.stderr);
   const env = parseEnv(r.stdout);
   t.equal(env.get('FOO'), 'exported', 'the shell environment is exported');
   t.notOk(r.stdout.includes(token), "the token is nowhere in the rank's environment");
-  t.same([...env.keys()].filter((k) => k.startsWith('RANKD_')), ['RANKD_JOB_ID'], 'nor RANKD_URL, RANKD_CA or RANKD_HOME');
+  t.same(
+    [...env.keys()].filter((k) => k.startsWith('RANKD_')),
+    ['RANKD_JOB_ID'],
+    'nor RANKD_URL, RANKD_CA or RANKD_HOME',
+  );
   t.notOk(dbBytes().includes(token), "nor in the controller's store");
 });
 
@@ -138,11 +156,18 @@ t.test("every path a rank starts by gets the environment, with rankd's variables
   const paths: Array<{ name: string; args: string[]; skip?: string }> = [
     { name: 'pmi1 (the default)', args: [] },
     { name: '--pty', args: ['--pty'] },
-    { name: '--mpi openmpi', args: ['--mpi', 'openmpi'], ...(which('mpirun.openmpi') && which('orted') ? {} : { skip: 'Open MPI is not installed (openmpi-bin)' }) },
+    {
+      name: '--mpi openmpi',
+      args: ['--mpi', 'openmpi'],
+      ...(which('mpirun.openmpi') && which('orted') ? {} : { skip: 'Open MPI is not installed (openmpi-bin)' }),
+    },
   ];
   for (const p of paths) {
     await t.test(p.name, { skip: p.skip ?? false }, async (t) => {
-      const r = await rankd(['run', '-q', '--no-label', '-n', '1', '--gpu-bind', 'visible', ...p.args, '--', 'env'], shell);
+      const r = await rankd(
+        ['run', '-q', '--no-label', '-n', '1', '--gpu-bind', 'visible', ...p.args, '--', 'env'],
+        shell,
+      );
       t.equal(r.code, 0, r.stderr);
       const env = parseEnv(r.stdout);
       t.equal(env.get('FOO'), 'bar', 'an exported variable reaches the rank');
@@ -150,19 +175,33 @@ t.test("every path a rank starts by gets the environment, with rankd's variables
       t.equal(env.get('RANK'), '0', "rankd's RANK wins over the exported one");
       t.equal(env.get('WORLD_SIZE'), '1');
       t.equal(env.get('CUDA_VISIBLE_DEVICES'), '', "the binding's CUDA_VISIBLE_DEVICES wins (no GPU here)");
-      if (p.args.includes('openmpi')) t.equal(env.get('OMPI_COMM_WORLD_RANK'), '0', "Open MPI's own variables win over the exported ones");
-      t.same([env.get('HOME'), env.get('USER'), env.get('LOGNAME'), env.get('SHELL')], [root[5], 'root', 'root', root[6]], "the rank's user's identity, from passwd, not the submitter's");
+      if (p.args.includes('openmpi'))
+        t.equal(env.get('OMPI_COMM_WORLD_RANK'), '0', "Open MPI's own variables win over the exported ones");
+      t.same(
+        [env.get('HOME'), env.get('USER'), env.get('LOGNAME'), env.get('SHELL')],
+        [root[5], 'root', 'root', root[6]],
+        "the rank's user's identity, from passwd, not the submitter's",
+      );
       t.notOk(env.has('LD_LIBRARY_PATH'), 'a root rank gets no exported loader variable');
       const jobs = await rankd(['jobs', '--json'], cluster.env);
       const list = JSON.parse(jobs.stdout) as Array<{ id: string }> | { jobs: Array<{ id: string }> };
       const id = (Array.isArray(list) ? list : list.jobs)[0]!.id;
-      const view = JSON.parse((await rankd(['job', id, '--json'], cluster.env)).stdout) as { ranks: Array<{ warnings: string[] }> };
-      const warned = view.ranks[0]!.warnings.filter((w) => /the rank runs as root, so the exported LD_LIBRARY_PATH was left out: loader variables never reach a root rank/.test(w));
+      const view = JSON.parse((await rankd(['job', id, '--json'], cluster.env)).stdout) as {
+        ranks: Array<{ warnings: string[] }>;
+      };
+      const warned = view.ranks[0]!.warnings.filter((w) =>
+        /the rank runs as root, so the exported LD_LIBRARY_PATH was left out: loader variables never reach a root rank/.test(
+          w,
+        ),
+      );
       t.equal(warned.length, 1, `and the rank's warnings say so: ${JSON.stringify(view.ranks[0]!.warnings)}`);
     });
   }
 
-  const given = await rankd(['run', '-q', '-n', '1', '--env', 'LD_LIBRARY_PATH=/opt/x/lib', '--', 'true'], { ...SHELL, ...cluster.env });
+  const given = await rankd(['run', '-q', '-n', '1', '--env', 'LD_LIBRARY_PATH=/opt/x/lib', '--', 'true'], {
+    ...SHELL,
+    ...cluster.env,
+  });
   t.not(given.code, 0, 'a loader variable given with --env to a root rank is refused, as before');
   t.match(given.stderr, /RANKD_ROOT_LOADER_ENV|loader and libc variables are refused for root targets/);
 });

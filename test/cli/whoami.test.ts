@@ -37,7 +37,11 @@ t.test('rankd whoami: an admin, a plain user, --json as REST answers, a revoked 
   const added = await runCli(['user', 'add', 'alice', '--role', 'user', '--unix-user', 'nobody', '--json'], env);
   t.equal(added.code, 0, added.stderr);
   const alice = JSON.parse(added.stdout) as { token: string; accessor: string };
-  const second = await controller.api<{ token: string; accessor: string }>('/v1/tokens', { method: 'POST', token: alice.token, body: { description: 'laptop' } });
+  const second = await controller.api<{ token: string; accessor: string }>('/v1/tokens', {
+    method: 'POST',
+    token: alice.token,
+    body: { description: 'laptop' },
+  });
   t.equal(second.status, 201);
   const asAlice = { ...env, RANKD_TOKEN: second.body.token };
 
@@ -45,11 +49,24 @@ t.test('rankd whoami: an admin, a plain user, --json as REST answers, a revoked 
   t.equal(json.code, 0, json.stderr);
   const rest = await controller.api<WhoAmI>('/v1/whoami', { token: second.body.token });
   t.same(JSON.parse(json.stdout), rest.body, '--json: the document GET /v1/whoami answers');
-  t.match(rest.body, { name: 'alice', role: 'user', unixUser: 'nobody', accessor: second.body.accessor, credential: { kind: 'api-token', expiresAt: null, description: 'laptop' } }, 'the token used, not her first one');
+  t.match(
+    rest.body,
+    {
+      name: 'alice',
+      role: 'user',
+      unixUser: 'nobody',
+      accessor: second.body.accessor,
+      credential: { kind: 'api-token', expiresAt: null, description: 'laptop' },
+    },
+    'the token used, not her first one',
+  );
   t.ok(Math.abs(Date.parse(rest.body.credential.createdAt) - Date.now()) < 600_000, 'created just now');
 
   const text = await runCli(['whoami'], asAlice);
-  t.match(text.stdout, /^user: {7}alice\nrole: {7}user\nunix user: {2}nobody\ntoken: {6}[0-9a-f]{16} \(API token, created .* UTC, no expiry \(until revoked\), "laptop"\)\n/);
+  t.match(
+    text.stdout,
+    /^user: {7}alice\nrole: {7}user\nunix user: {2}nobody\ntoken: {6}[0-9a-f]{16} \(API token, created .* UTC, no expiry \(until revoked\), "laptop"\)\n/,
+  );
   t.match(text.stdout, `controller: ${controller.url}\n`);
 
   const revoked = await runCli(['token', 'revoke', second.body.accessor], env);

@@ -61,7 +61,11 @@ s.on('error', (e) => { console.log(e.code); process.exit(0); });`;
 
 /** A TCP listener inside a namespace; resolves once it listens. */
 async function listenIn(ns: Namespace, port: number) {
-  const p = spawnInNetns(ns.netns, [process.execPath, '-e', `require('net').createServer((c) => c.end()).listen(${port}, '${ns.address}', () => console.log('listening'))`]);
+  const p = spawnInNetns(ns.netns, [
+    process.execPath,
+    '-e',
+    `require('net').createServer((c) => c.end()).listen(${port}, '${ns.address}', () => console.log('listening'))`,
+  ]);
   await waitFor('the listener', 30_000, () => {
     if (!p.running()) throw new Error(p.output());
     return p.stdout().includes('listening');
@@ -70,7 +74,9 @@ async function listenIn(ns: Namespace, port: number) {
 }
 
 function hold(t: Test): Promise<{ child: ReturnType<typeof spawn>; held: Held }> {
-  const child = spawn(process.execPath, [...process.execArgv, HOLD, '--hold', '2'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...process.execArgv, HOLD, '--hold', '2'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.teardown(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
   let out = '';
   let err = '';
@@ -93,7 +99,11 @@ clusterTest(t, 'a network follows the guarded recipe', { timeout: 120_000 }, asy
   t.notMatch(ip('-4', 'addr', 'show', 'dev', nw.bridge), /inet /, 'the bridge has no address');
   for (const ns of [nw.controller, ...nw.hosts]) {
     t.equal(ip('-n', ns.netns, 'route', 'show', 'default').trim(), '', `${ns.netns} has no default route`);
-    t.match(ip('-n', ns.netns, '-4', 'addr', 'show', 'dev', 'eth0'), new RegExp(`inet ${ns.address.replace(/\./g, '\\.')}/24`), `${ns.netns} has ${ns.address} on eth0`);
+    t.match(
+      ip('-n', ns.netns, '-4', 'addr', 'show', 'dev', 'eth0'),
+      new RegExp(`inet ${ns.address.replace(/\./g, '\\.')}/24`),
+      `${ns.netns} has ${ns.address} on eth0`,
+    );
   }
 
   // from the root namespace the test range fails locally, whatever listens in it
@@ -117,26 +127,31 @@ clusterTest(t, 'a network follows the guarded recipe', { timeout: 120_000 }, asy
   t.equal(await tryConnect(h2, h1.address, 7001), 'connected', 'the restored host is reachable again');
 });
 
-clusterTest(t, 'two runs at once get their own subnet and names; teardown removes everything', { timeout: 60_000 }, async (t) => {
-  const a = createNetwork(1);
-  const b = createNetwork(1);
-  t.not(a.subnet, b.subnet);
-  t.not(a.bridge, b.bridge);
-  t.not(a.hosts[0]!.netns, b.hosts[0]!.netns);
-  t.not(a.hosts[0]!.veth, b.hosts[0]!.veth);
-  for (const nw of [a, b]) {
-    const held: Held = {
-      cidr: nw.cidr,
-      bridge: nw.bridge,
-      netns: [nw.controller, ...nw.hosts].map((n) => n.netns),
-      veths: [nw.controller, ...nw.hosts].map((n) => n.veth),
-      sleeper: 0,
-    };
-    nw.teardown();
-    nw.teardown(); // twice is harmless
-    assertGone(t, held);
-  }
-});
+clusterTest(
+  t,
+  'two runs at once get their own subnet and names; teardown removes everything',
+  { timeout: 60_000 },
+  async (t) => {
+    const a = createNetwork(1);
+    const b = createNetwork(1);
+    t.not(a.subnet, b.subnet);
+    t.not(a.bridge, b.bridge);
+    t.not(a.hosts[0]!.netns, b.hosts[0]!.netns);
+    t.not(a.hosts[0]!.veth, b.hosts[0]!.veth);
+    for (const nw of [a, b]) {
+      const held: Held = {
+        cidr: nw.cidr,
+        bridge: nw.bridge,
+        netns: [nw.controller, ...nw.hosts].map((n) => n.netns),
+        veths: [nw.controller, ...nw.hosts].map((n) => n.veth),
+        sleeper: 0,
+      };
+      nw.teardown();
+      nw.teardown(); // twice is harmless
+      assertGone(t, held);
+    }
+  },
+);
 
 // SIGALRM is how tap ends a test file that overran its timeout
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143, SIGALRM: 142 } as const;
@@ -154,14 +169,19 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGALRM'] as const) {
   });
 }
 
-clusterTest(t, 'a SIGKILLed test process: its daemons die with it, and the next run removes its network', { timeout: 60_000 }, async (t) => {
-  const { child, held } = await hold(t);
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-  await waitFor('the daemon to die with its parent (PDEATHSIG)', 10_000, () => !alive(held.sleeper));
-  t.ok(routeExists(held.cidr), 'nothing ran at the kill: the network is still there');
-  await waitFor('the namespaces to empty', 10_000, () => held.netns.every((ns) => netnsPids(ns).length === 0));
-  sweepStaleRuns();
-  assertGone(t, held);
-});
+clusterTest(
+  t,
+  'a SIGKILLed test process: its daemons die with it, and the next run removes its network',
+  { timeout: 60_000 },
+  async (t) => {
+    const { child, held } = await hold(t);
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    await waitFor('the daemon to die with its parent (PDEATHSIG)', 10_000, () => !alive(held.sleeper));
+    t.ok(routeExists(held.cidr), 'nothing ran at the kill: the network is still there');
+    await waitFor('the namespaces to empty', 10_000, () => held.netns.every((ns) => netnsPids(ns).length === 0));
+    sweepStaleRuns();
+    assertGone(t, held);
+  },
+);

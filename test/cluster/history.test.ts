@@ -4,7 +4,13 @@ import t from 'tap';
 import { checkHistory, type HistoryEvent } from './harness/history.js';
 
 let nextId = 1;
-const ev = (kind: string, subject: string, data: Record<string, unknown> = {}): HistoryEvent => ({ id: nextId++, at: Date.now(), kind, subject, data });
+const ev = (kind: string, subject: string, data: Record<string, unknown> = {}): HistoryEvent => ({
+  id: nextId++,
+  at: Date.now(),
+  kind,
+  subject,
+  data,
+});
 
 /** A two-rank job that succeeded, with output on both ranks and a controller restart in between. */
 function sound(job = 'j1'): HistoryEvent[] {
@@ -26,7 +32,8 @@ function sound(job = 'j1'): HistoryEvent[] {
   ];
 }
 
-const sizes = (map: Record<string, number>) => (job: string, rank: number, stream: string) => map[`${job}/${rank}.${stream}`] ?? 0;
+const sizes = (map: Record<string, number>) => (job: string, rank: number, stream: string) =>
+  map[`${job}/${rank}.${stream}`] ?? 0;
 
 t.test('a sound history has no problem', async (t) => {
   t.same(checkHistory({ events: sound(), logSize: sizes({ 'j1/0.stdout': 10, 'j1/1.stderr': 4 }) }), []);
@@ -46,13 +53,24 @@ t.test('log offsets with a gap, an overlap, a loss at restart, or an exit that d
   gap.splice(6, 0, ev('rank.output', 'j1/1', { stream: 'stderr', offset: 8, bytes: 2 }));
   t.match(checkHistory({ events: gap }).join('\n'), /j1\/1 stderr: an overlap|j1\/1 stderr: a gap/);
 
-  const hole = sound().map((e) => (e.kind === 'rank.output' && e.subject === 'j1/0' && e.data['offset'] === 9 ? { ...e, data: { ...e.data, offset: 12 } } : e));
-  t.match(checkHistory({ events: hole }), [/j1\/0 stdout: a gap: chunk at offset 12 .* stored bytes end at 9/, /the exit records 10 bytes, the stored offsets reach 13/]);
+  const hole = sound().map((e) =>
+    e.kind === 'rank.output' && e.subject === 'j1/0' && e.data['offset'] === 9
+      ? { ...e, data: { ...e.data, offset: 12 } }
+      : e,
+  );
+  t.match(checkHistory({ events: hole }), [
+    /j1\/0 stdout: a gap: chunk at offset 12 .* stored bytes end at 9/,
+    /the exit records 10 bytes, the stored offsets reach 13/,
+  ]);
 
-  const lost = sound().map((e) => (e.kind === 'rank.output.size' && e.subject === 'j1/0' ? { ...e, data: { stdout: 2, stderr: 0 } } : e));
+  const lost = sound().map((e) =>
+    e.kind === 'rank.output.size' && e.subject === 'j1/0' ? { ...e, data: { stdout: 2, stderr: 0 } } : e,
+  );
   t.match(checkHistory({ events: lost }).join('\n'), /after a restart 2 bytes are stored, but 6 were recorded/);
 
-  t.match(checkHistory({ events: sound(), logSize: sizes({ 'j1/0.stdout': 11, 'j1/1.stderr': 4 }) }), [/j1\/0 stdout: the stored file has 11 bytes, the offsets reach 10/]);
+  t.match(checkHistory({ events: sound(), logSize: sizes({ 'j1/0.stdout': 11, 'j1/1.stderr': 4 }) }), [
+    /j1\/0 stdout: the stored file has 11 bytes, the offsets reach 10/,
+  ]);
 });
 
 t.test('a rank that runs, ends or writes after its job ended', async (t) => {
@@ -76,13 +94,19 @@ t.test('a job marked succeeded with a rank unknown, killed or failing', async (t
     [{ state: 'exited', code: null, signal: 'SIGKILL' }, /rank 1 ended exited \(code null, signal SIGKILL\)/],
     [{ state: 'exited', code: 3, signal: null }, /rank 1 ended exited \(code 3, signal null\)/],
   ] as const) {
-    const events = sound().map((e) => (e.kind === 'rank.exited' && e.subject === 'j1/1' ? { ...e, data: { ...e.data, ...data } } : e));
+    const events = sound().map((e) =>
+      e.kind === 'rank.exited' && e.subject === 'j1/1' ? { ...e, data: { ...e.data, ...data } } : e,
+    );
     t.match(checkHistory({ events }), [new RegExp(`j1: marked succeeded, but ${what.source}`)]);
   }
 });
 
 t.test('events for ranks that do not exist', async (t) => {
-  const events = [...sound(), ev('rank.output', 'j1/2', { stream: 'stdout', offset: 0, bytes: 1 }), ev('rank.started', 'nojob/0', { node: 'a', pid: 1 })];
+  const events = [
+    ...sound(),
+    ev('rank.output', 'j1/2', { stream: 'stdout', offset: 0, bytes: 1 }),
+    ev('rank.started', 'nojob/0', { node: 'a', pid: 1 }),
+  ];
   const problems = checkHistory({ events });
   t.match(problems.join('\n'), /job j1 has no rank 2 \(world size 2\)/);
   t.match(problems.join('\n'), /subject nojob\/0 is no rank of a submitted job/);

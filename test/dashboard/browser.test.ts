@@ -40,14 +40,22 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
   // that a failed test never leaves it running: ranks outlive their agent by design
   const job = await c.api<{ id: string }>('/v1/jobs', {
     method: 'POST',
-    body: { name: 'printer', command: ['sh', '-c', 'i=0; while [ $i -lt 6000 ]; do echo "tick $i"; i=$((i+1)); sleep 0.02; done'], placement: { nodelist: ['local'], ntasks: 1, cpusPerRank: 1 } },
+    body: {
+      name: 'printer',
+      command: ['sh', '-c', 'i=0; while [ $i -lt 6000 ]; do echo "tick $i"; i=$((i+1)); sleep 0.02; done'],
+      placement: { nodelist: ['local'], ntasks: 1, cpusPerRank: 1 },
+    },
   });
   t.equal(job.status, 201, JSON.stringify(job.body));
   const jobId = job.body.id;
   // teardowns run last-registered first: this one runs while the agent and controller are up
   t.teardown(async () => {
     await c.api(`/v1/jobs/${jobId}/cancel`, { method: 'POST' });
-    await waitUntil('the job to end', 20_000, async () => (await c.api<{ endedAt: string | null }>(`/v1/jobs/${jobId}`)).body.endedAt !== null).catch(() => {});
+    await waitUntil(
+      'the job to end',
+      20_000,
+      async () => (await c.api<{ endedAt: string | null }>(`/v1/jobs/${jobId}`)).body.endedAt !== null,
+    ).catch(() => {});
   });
 
   await t.test('signs in with the URL rankd dashboard prints', async (t) => {
@@ -93,10 +101,27 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
     t.equal(await topo.locator('.core').count(), 128);
     t.equal(await topo.locator('.pu').count(), 256);
     // GPUs and HCAs in PCI order, in pairs on NUMA 3, 1, 7 and 5 (machines.ts)
-    const expected: [number, number][] = [[0, 3], [1, 3], [2, 1], [3, 1], [4, 7], [5, 7], [6, 5], [7, 5]];
+    const expected: [number, number][] = [
+      [0, 3],
+      [1, 3],
+      [2, 1],
+      [3, 1],
+      [4, 7],
+      [5, 7],
+      [6, 5],
+      [7, 5],
+    ];
     for (const [i, numa] of expected) {
-      t.equal(await topo.locator(`.numa[data-numa="${numa}"] [data-gpu="${i}"]`).count(), 1, `GPU ${i} in NUMA ${numa}`);
-      t.equal(await topo.locator(`.numa[data-numa="${numa}"] [data-rdma="mlx5_${i}"]`).count(), 1, `mlx5_${i} in NUMA ${numa}`);
+      t.equal(
+        await topo.locator(`.numa[data-numa="${numa}"] [data-gpu="${i}"]`).count(),
+        1,
+        `GPU ${i} in NUMA ${numa}`,
+      );
+      t.equal(
+        await topo.locator(`.numa[data-numa="${numa}"] [data-rdma="mlx5_${i}"]`).count(),
+        1,
+        `mlx5_${i} in NUMA ${numa}`,
+      );
     }
     t.equal(await topo.locator('.numa[data-numa="6"] [data-nic="enp226s0"]').count(), 1, 'the Ethernet NIC in NUMA 6');
     t.equal(await topo.locator('.numa[data-numa="0"] .device').count(), 0, 'nothing in NUMA 0');
@@ -115,7 +140,7 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
     t.same(
       await held.evaluateAll((els: Element[]) => els.map((e) => Number(e.dataset['cpu']))),
       planned,
-      "rank 0 is drawn on exactly its planned CPUs",
+      'rank 0 is drawn on exactly its planned CPUs',
     );
     const rankRow = page.locator('table.ranks tr[data-rank="0"]');
     await waitUntil('the actual binding, verified', 15_000, async () => /✓/.test(await rankRow.innerText()));
@@ -123,17 +148,23 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
     await rankRow.locator('summary').click();
     t.match(await rankRow.locator('table.env').innerText(), /RANK\s+0/, "the rank's environment");
     const first = await waitUntil('log lines', 15_000, async () => {
-      const n = Number((await page.getByTestId('log-status').innerText()).match(/^([\d,]+) lines/)?.[1]?.replace(/,/g, ''));
+      const n = Number(
+        (await page.getByTestId('log-status').innerText()).match(/^([\d,]+) lines/)?.[1]?.replace(/,/g, ''),
+      );
       return n >= 5 ? n : undefined;
     });
     await waitUntil('more log lines arriving', 15_000, async () => {
-      const n = Number((await page.getByTestId('log-status').innerText()).match(/^([\d,]+) lines/)?.[1]?.replace(/,/g, ''));
+      const n = Number(
+        (await page.getByTestId('log-status').innerText()).match(/^([\d,]+) lines/)?.[1]?.replace(/,/g, ''),
+      );
       return n > first + 10;
     });
     t.match(await page.getByTestId('log-box').innerText(), /0: tick \d+/, 'labelled lines in view');
     t.ok((await page.locator('.log-line').count()) < 200, 'only the rows in sight are in the DOM');
     await page.getByLabel('Search').fill('tick 3');
-    await waitUntil('search filters', 5000, async () => (await page.locator('.log-line').allInnerTexts()).every((l) => l.includes('tick 3')));
+    await waitUntil('search filters', 5000, async () =>
+      (await page.locator('.log-line').allInnerTexts()).every((l) => l.includes('tick 3')),
+    );
     await page.getByLabel('Search').fill('');
   });
 
@@ -181,7 +212,11 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
       focused.push(await page.evaluate(() => document.activeElement?.textContent?.trim() ?? ''));
     }
     t.same(focused, ['Skip to content', 'rankd', 'Fleet', 'Jobs'], 'Tab walks the skip link, then the header');
-    t.equal(await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle), 'solid', 'focus is visible');
+    t.equal(
+      await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle),
+      'solid',
+      'focus is visible',
+    );
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
     await page.locator(`tr[data-job="${jobId}"]`).getByRole('link').click();
@@ -190,13 +225,18 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
 
   await t.test('cancels the job from its page; the page follows it to its end', async (t) => {
     page.once('dialog', (d) => void d.accept());
-    const forged = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}/cancel`, { method: 'POST' })).status, jobId);
+    const forged = await page.evaluate(
+      async (id) => (await fetch(`/v1/jobs/${id}/cancel`, { method: 'POST' })).status,
+      jobId,
+    );
     t.equal(forged, 403, 'without the CSRF token the cookie alone cannot cancel');
     await page.getByRole('button', { name: 'Cancel job' }).click();
     await page.locator('h1 .badge', { hasText: 'cancelled' }).waitFor();
     const after = await c.api<{ state: string }>(`/v1/jobs/${jobId}`);
     t.equal(after.body.state, 'cancelled');
-    await waitUntil('the log stream ends', 15_000, async () => /ended$/.test(await page.getByTestId('log-status').innerText()));
+    await waitUntil('the log stream ends', 15_000, async () =>
+      /ended$/.test(await page.getByTestId('log-status').innerText()),
+    );
     t.equal(await page.getByRole('button', { name: 'Cancel job' }).count(), 0, 'no cancel button on an ended job');
   });
 

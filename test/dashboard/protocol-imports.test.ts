@@ -24,7 +24,11 @@ t.test("the dashboard's bundle holds no TypeBox and no TypeBox-built protocol mo
     logLevel: 'silent',
   });
   const inputs = Object.keys(result.metafile.inputs);
-  t.same(inputs.filter((p) => p.includes('node_modules/typebox')), [], 'no TypeBox');
+  t.same(
+    inputs.filter((p) => p.includes('node_modules/typebox')),
+    [],
+    'no TypeBox',
+  );
   const protocol = inputs.filter((p) => p.includes('protocol/dist/'));
   const names = protocol.map((p) => p.replace(/^.*protocol\/dist\//, ''));
   t.same(names, ['job-list.js'], "protocol's job-list alone: the ended states");

@@ -2,7 +2,14 @@
 // login codes, the cookie's attributes, CSRF on state-changing requests, revocation, bad
 // input, and the change events a session follows.
 import t from 'tap';
-import { runCli, startAgent, startController, waitForNode, waitUntil, type ControllerHandle } from '../helpers/daemons.js';
+import {
+  runCli,
+  startAgent,
+  startController,
+  waitForNode,
+  waitUntil,
+  type ControllerHandle,
+} from '../helpers/daemons.js';
 import { httpsFetch } from '../helpers/tls.js';
 
 interface Answer {
@@ -12,7 +19,13 @@ interface Answer {
 }
 
 /** One request with explicit headers (a cookie, a CSRF token), none added for us. */
-async function call(c: ControllerHandle, method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<Answer> {
+async function call(
+  c: ControllerHandle,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<Answer> {
   const res = await httpsFetch(c.url + path, {
     ca: c.ca,
     method,
@@ -57,11 +70,16 @@ t.test('dashboard sessions', async (t) => {
     const again = await call(c, 'POST', '/v1/session', {}, { code });
     t.equal(again.status, 401, 'a code signs in once');
     t.match(again.body['message'], /unknown, used or expired login code/);
-    const audit = await c.api<{ entries: { route: string; method: string; user: string | null; decision: string; status: number }[] }>('/v1/audit');
+    const audit = await c.api<{
+      entries: { route: string; method: string; user: string | null; decision: string; status: number }[];
+    }>('/v1/audit');
     const signIns = audit.body.entries.filter((e) => e.route === '/v1/session' && e.method === 'POST');
     t.same(
       signIns.map((e) => [e.user, e.decision, e.status]),
-      [['admin', 'allow', 201], [null, 'deny', 401]],
+      [
+        ['admin', 'allow', 201],
+        [null, 'deny', 401],
+      ],
       'the sign-in and the refused second use are both in the audit log',
     );
   });
@@ -106,7 +124,13 @@ t.test('dashboard sessions', async (t) => {
   });
 
   t.test('revoking the token signs its browsers out on the next request', async (t) => {
-    const added = await call(c, 'POST', '/v1/users', { authorization: `Bearer ${c.apiToken}` }, { name: 'watcher', role: 'reader' });
+    const added = await call(
+      c,
+      'POST',
+      '/v1/users',
+      { authorization: `Bearer ${c.apiToken}` },
+      { name: 'watcher', role: 'reader' },
+    );
     t.equal(added.status, 201, JSON.stringify(added.body));
     const token = added.body['token'] as string;
     const opened = await call(c, 'POST', '/v1/session', {}, { token });
@@ -155,10 +179,25 @@ t.test('dashboard sessions', async (t) => {
   t.test('GET /v1/events names changed nodes and jobs, and a user hears only of its own jobs', async (t) => {
     const agent = startAgent(c, { name: 'ev1' });
     t.teardown(() => agent.stop());
-    const user = await call(c, 'POST', '/v1/users', { authorization: `Bearer ${c.apiToken}` }, { name: 'alice', role: 'user', unixUser: process.env['USER'] === 'root' || process.getuid?.() === 0 ? 'nobody' : (process.env['USER'] ?? 'nobody') });
+    const user = await call(
+      c,
+      'POST',
+      '/v1/users',
+      { authorization: `Bearer ${c.apiToken}` },
+      {
+        name: 'alice',
+        role: 'user',
+        unixUser:
+          process.env['USER'] === 'root' || process.getuid?.() === 0 ? 'nobody' : (process.env['USER'] ?? 'nobody'),
+      },
+    );
     t.equal(user.status, 201, JSON.stringify(user.body));
     const follow = async (token: string) => {
-      const res = await httpsFetch(`${c.url}/v1/events`, { ca: c.ca, headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(30_000) });
+      const res = await httpsFetch(`${c.url}/v1/events`, {
+        ca: c.ca,
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(30_000),
+      });
       t.equal(res.headers.get('content-type'), 'text/event-stream');
       const reader = res.body.getReader();
       let text = '';
@@ -176,7 +215,10 @@ t.test('dashboard sessions', async (t) => {
     t.teardown(() => (admin.close(), alice.close()));
     await waitForNode(c, 'ev1', 'ready');
     await waitUntil('a node event for ev1', 10_000, () => admin.text().includes('event: node\ndata: {"name":"ev1"}'));
-    const job = await c.api<{ id: string }>('/v1/jobs', { method: 'POST', body: { command: ['true'], placement: { ntasks: 1 } } });
+    const job = await c.api<{ id: string }>('/v1/jobs', {
+      method: 'POST',
+      body: { command: ['true'], placement: { ntasks: 1 } },
+    });
     t.equal(job.status, 201, JSON.stringify(job.body));
     await waitUntil('a job event', 10_000, () => admin.text().includes(`event: job\ndata: {"id":"${job.body.id}"}`));
     await new Promise((r) => setTimeout(r, 300));

@@ -12,7 +12,14 @@ const machine: MachineSpec = {
   threadsPerCore: 2,
   host: { hostname: 'fixture-node' },
   nics: [{ name: 'ens1f0', pci: '0000:3b:00.0', numaNode: 1 }],
-  rdma: [{ name: 'mlx5_0', pci: '0000:3b:00.0', nodeGuid: 'b8599f0300d4e0a2', ports: [{ linkLayer: 'InfiniBand', gids: [{ gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2' }] }] }],
+  rdma: [
+    {
+      name: 'mlx5_0',
+      pci: '0000:3b:00.0',
+      nodeGuid: 'b8599f0300d4e0a2',
+      ports: [{ linkLayer: 'InfiniBand', gids: [{ gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2' }] }],
+    },
+  ],
 };
 
 t.test('local facts under --root, as JSON and in every format', async (t) => {

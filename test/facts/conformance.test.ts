@@ -9,7 +9,10 @@ import { readFacts } from '@rankd/topology';
 import type { Facts } from '@rankd/protocol';
 import { CORPUS, corpusPresent, extractDump, loadExpectations, type ExpectedCounts } from './corpus.js';
 
-function pick(expected: ExpectedCounts, actual: ExpectedCounts): { expected: Partial<ExpectedCounts>; actual: Partial<ExpectedCounts> } {
+function pick(
+  expected: ExpectedCounts,
+  actual: ExpectedCounts,
+): { expected: Partial<ExpectedCounts>; actual: Partial<ExpectedCounts> } {
   const e: Partial<ExpectedCounts> = {};
   const a: Partial<ExpectedCounts> = {};
   for (const k of ['packages', 'numaNodes', 'cores', 'pus'] as const) {
@@ -33,7 +36,9 @@ if (!corpusPresent()) {
   t.test('hwloc conformance corpus', { skip: `corpus not found at ${CORPUS}: conformance skipped` }, (t) => t.end());
 } else {
   const expectations = loadExpectations();
-  const tarballs = readdirSync(join(CORPUS, 'tarballs')).filter((f) => f.endsWith('.tar.bz2')).sort();
+  const tarballs = readdirSync(join(CORPUS, 'tarballs'))
+    .filter((f) => f.endsWith('.tar.bz2'))
+    .sort();
   t.equal(tarballs.length, expectations.size, 'every tarball has expectations');
   for (const tarball of tarballs) {
     t.test(tarball, (t) => {

@@ -31,7 +31,9 @@ export function corpusPresent(): boolean {
 }
 
 export function loadExpectations(): Map<string, DumpExpectation> {
-  const json = JSON.parse(readFileSync(join(CORPUS, 'expected.json'), 'utf8')) as { dumps: Record<string, DumpExpectation> };
+  const json = JSON.parse(readFileSync(join(CORPUS, 'expected.json'), 'utf8')) as {
+    dumps: Record<string, DumpExpectation>;
+  };
   return new Map(Object.entries(json.dumps));
 }
 
@@ -50,7 +52,10 @@ export function hwlocTestSpec(tarball: string): string | null {
  * only cgroup files for a synthetic topology (hwloc's "synthetic:" tests) gets that
  * topology written as sysfs by the fixture builder underneath, as hwloc combined them.
  */
-export function extractDump(tarball: string, expectation: DumpExpectation): { root: string; cleanup: () => void; synthetic: string | null } {
+export function extractDump(
+  tarball: string,
+  expectation: DumpExpectation,
+): { root: string; cleanup: () => void; synthetic: string | null } {
   const dir = mkdtempSync(join(scratch(), 'rankd-hwloc-'));
   const tar = spawnSync('tar', ['xjf', join(CORPUS, 'tarballs', tarball), '-C', dir], { encoding: 'utf8' });
   if (tar.status !== 0) throw new Error(`tar xjf ${tarball} failed: ${tar.stderr}`);
@@ -63,7 +68,11 @@ export function extractDump(tarball: string, expectation: DumpExpectation): { ro
     rmSync(join(base, 'sys/fs/cgroup'), { recursive: true, force: true });
     rmSync(join(base, 'proc/self/cgroup'), { force: true });
     cpSync(root, base, { recursive: true });
-    return { root: base, synthetic, cleanup: () => [dir, base].forEach((d) => rmSync(d, { recursive: true, force: true })) };
+    return {
+      root: base,
+      synthetic,
+      cleanup: () => [dir, base].forEach((d) => rmSync(d, { recursive: true, force: true })),
+    };
   }
   return { root, synthetic: null, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -29,7 +29,10 @@ t.test('NICs: NUMA node of their PCI function, -1 as unknown, virtual ones marke
       ['lo', null, null, true, 'unknown', null, 65536],
     ],
   );
-  t.ok(f.nics.every((n) => n.addresses.length === 0), 'a captured tree has no live addresses');
+  t.ok(
+    f.nics.every((n) => n.addresses.length === 0),
+    'a captured tree has no live addresses',
+  );
   t.end();
 });
 
@@ -76,11 +79,21 @@ t.test('libfabric and PSM3 where the seeds look for them', (t) => {
 t.test('host identity from the tree, not from this machine', (t) => {
   const root = buildSysfs(t.testdir(), {
     ...base,
-    host: { hostname: 'gpu-node-07', kernel: '5.15.0-122-generic', osPrettyName: 'Rocky Linux 9.4 (Blue Onyx)', arch: 'aarch64' },
+    host: {
+      hostname: 'gpu-node-07',
+      kernel: '5.15.0-122-generic',
+      osPrettyName: 'Rocky Linux 9.4 (Blue Onyx)',
+      arch: 'aarch64',
+    },
     cpu: { modelName: 'Neoverse-V2' },
   });
   const f = readFacts({ root });
-  t.same(f.host, { hostname: 'gpu-node-07', kernel: '5.15.0-122-generic', os: 'Rocky Linux 9.4 (Blue Onyx)', arch: 'aarch64' });
+  t.same(f.host, {
+    hostname: 'gpu-node-07',
+    kernel: '5.15.0-122-generic',
+    os: 'Rocky Linux 9.4 (Blue Onyx)',
+    arch: 'aarch64',
+  });
   t.equal(f.cpu.model, 'Neoverse-V2');
   t.equal(f.root, root);
   t.end();

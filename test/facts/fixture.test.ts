@@ -16,7 +16,14 @@ t.test('kernel layout of class entries and RDMA attributes', (t) => {
         name: 'mlx5_0',
         pci: '0000:3b:00.0',
         nodeGuid: 'b8599f0300d4e0a2',
-        ports: [{ linkLayer: 'Ethernet', state: 'DOWN', physState: 'Disabled', gids: [{ gid: 'fe80:0000:0000:0000:ba59:9fff:fed4:e0a2', type: 'RoCE v2', netdev: 'ens1f0' }, null] }],
+        ports: [
+          {
+            linkLayer: 'Ethernet',
+            state: 'DOWN',
+            physState: 'Disabled',
+            gids: [{ gid: 'fe80:0000:0000:0000:ba59:9fff:fed4:e0a2', type: 'RoCE v2', netdev: 'ens1f0' }, null],
+          },
+        ],
       },
     ],
   });

@@ -17,7 +17,8 @@ function tool(cmd: string, args: string[]): string | null {
 
 const maskFree = (s: string) => s.replace(/^(node \d+ free:) \d+ MB$/gm, '$1 N MB');
 
-const missing = (cmd: string, args: string[], hint: string) => (tool(cmd, args) === null ? `${cmd} is not installed here: comparison skipped (${hint})` : false);
+const missing = (cmd: string, args: string[], hint: string) =>
+  tool(cmd, args) === null ? `${cmd} is not installed here: comparison skipped (${hint})` : false;
 
 t.test('numactl -H on this machine', { skip: missing('numactl', ['-H'], 'apt-get install numactl') }, (t) => {
   // free memory moves between two reads, and VM balloons move sizes: retry a few times
@@ -124,7 +125,16 @@ const lscpuSkip = noLscpu && process.env['CI'] !== 'true' ? noLscpu : false;
 /** An ARM big.LITTLE /proc/cpuinfo: one entry per CPU, the CPU part naming its kind. */
 function armCpuinfo(parts: string[]): string {
   return parts
-    .map((part, cpu) => [`processor\t: ${cpu}`, 'BogoMIPS\t: 50.00', 'CPU implementer\t: 0x41', 'CPU variant\t: 0x0', `CPU part\t: ${part}`, ''].join('\n'))
+    .map((part, cpu) =>
+      [
+        `processor\t: ${cpu}`,
+        'BogoMIPS\t: 50.00',
+        'CPU implementer\t: 0x41',
+        'CPU variant\t: 0x0',
+        `CPU part\t: ${part}`,
+        '',
+      ].join('\n'),
+    )
     .join('\n');
 }
 
@@ -134,7 +144,10 @@ t.test('lscpu -p rules on generated trees, against the real lscpu', { skip: lscp
 
   same(buildSysfs(t.testdir() + '/online', spec), 'offline CPUs are not listed');
 
-  same(buildSysfs(t.testdir() + '/masks', { ...spec, masksOnly: true }), 'no cpu/online file: offline CPUs are listed, with empty core and socket');
+  same(
+    buildSysfs(t.testdir() + '/masks', { ...spec, masksOnly: true }),
+    'no cpu/online file: offline CPUs are listed, with empty core and socket',
+  );
 
   const kept = buildSysfs(t.testdir() + '/kept', spec);
   const topo = join(kept, 'sys/devices/system/cpu/cpu2/topology');
@@ -148,11 +161,16 @@ t.test('lscpu -p rules on generated trees, against the real lscpu', { skip: lscp
   same(flat, 'no NUMA in sysfs: the Node column is empty');
 
   const legacyless = buildSysfs(t.testdir() + '/legacyless', { packages: 1, coresPerPackage: 2, threadsPerCore: 2 });
-  for (const cpu of [0, 1, 2, 3]) for (const f of ['thread_siblings', 'thread_siblings_list', 'core_siblings', 'core_siblings_list']) rmSync(join(legacyless, `sys/devices/system/cpu/cpu${cpu}/topology/${f}`));
+  for (const cpu of [0, 1, 2, 3])
+    for (const f of ['thread_siblings', 'thread_siblings_list', 'core_siblings', 'core_siblings_list'])
+      rmSync(join(legacyless, `sys/devices/system/cpu/cpu${cpu}/topology/${f}`));
   same(legacyless, 'only core_cpus/package_cpus: lscpu reads the legacy names, Core and Socket stay empty');
 
   const hybrid = buildSysfs(t.testdir() + '/hybrid', { packages: 1, coresPerPackage: 8, threadsPerCore: 1 });
-  writeFileSync(join(hybrid, 'proc/cpuinfo'), armCpuinfo(['0xd87', '0xd87', '0xd85', '0xd85', '0xd85', '0xd87', '0xd87', '0xd85']));
+  writeFileSync(
+    join(hybrid, 'proc/cpuinfo'),
+    armCpuinfo(['0xd87', '0xd87', '0xd85', '0xd85', '0xd85', '0xd87', '0xd87', '0xd85']),
+  );
   same(hybrid, 'big.LITTLE: cores are numbered from 0 again in each run of /proc/cpuinfo');
 
   const untyped = buildSysfs(t.testdir() + '/untyped', { packages: 1, coresPerPackage: 2, threadsPerCore: 1 });
@@ -186,7 +204,14 @@ const roce: MachineSpec = {
         },
       ],
     },
-    { name: 'mlx5_0', pci: '0000:3b:00.0', nodeGuid: 'b8599f0300d4e0a2', ports: [{ linkLayer: 'InfiniBand', lid: 12, smLid: 1, gids: [{ gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2' }] }] },
+    {
+      name: 'mlx5_0',
+      pci: '0000:3b:00.0',
+      nodeGuid: 'b8599f0300d4e0a2',
+      ports: [
+        { linkLayer: 'InfiniBand', lid: 12, smLid: 1, gids: [{ gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2' }] },
+      ],
+    },
   ],
 };
 
@@ -257,7 +282,11 @@ t.test("RoCE v2 GIDs print as glibc's inet_ntop prints them", (t) => {
   const w = (s: string) => s.split(':').map((x) => parseInt(x, 16));
   t.equal(inetNtop6(w('0000:0000:0000:0000:0000:ffff:c0a8:0a01')), '::ffff:192.168.10.1');
   t.equal(inetNtop6(w('fe80:0000:0000:0000:0e42:a1ff:fe2c:7b1a')), 'fe80::e42:a1ff:fe2c:7b1a');
-  t.equal(inetNtop6(w('2001:0db8:0000:0000:0001:0000:0000:0001')), '2001:db8::1:0:0:1', 'the first of two equal zero runs');
+  t.equal(
+    inetNtop6(w('2001:0db8:0000:0000:0001:0000:0000:0001')),
+    '2001:db8::1:0:0:1',
+    'the first of two equal zero runs',
+  );
   t.equal(inetNtop6(w('fd00:0000:0000:0000:0000:0000:0000:0000')), 'fd00::');
   t.equal(inetNtop6(w('0000:0000:0000:0000:0000:0000:0000:0001')), '::1');
   t.equal(inetNtop6(w('2001:0db8:0001:0002:0003:0004:0005:0006')), '2001:db8:1:2:3:4:5:6');

@@ -17,13 +17,19 @@ const machine: MachineSpec = {
       name: 'mlx5_0',
       pci: '0000:3b:00.0',
       nodeGuid: 'b8599f0300d4e0a2',
-      ports: [{ linkLayer: 'Ethernet', gids: [{ gid: 'fe80:0000:0000:0000:ba59:9fff:fed4:e0a2', type: 'RoCE v2', netdev: 'ens1f0' }] }],
+      ports: [
+        {
+          linkLayer: 'Ethernet',
+          gids: [{ gid: 'fe80:0000:0000:0000:ba59:9fff:fed4:e0a2', type: 'RoCE v2', netdev: 'ens1f0' }],
+        },
+      ],
     },
   ],
   gpus: [{ pci: '0000:17:00.0', numaNode: 1, model: 'NVIDIA A100-SXM4-80GB' }],
 };
 
-const codes = (f: ReturnType<typeof readFacts>, path: string) => f.warnings.filter((w) => w.path?.endsWith(path)).map((w) => w.code);
+const codes = (f: ReturnType<typeof readFacts>, path: string) =>
+  f.warnings.filter((w) => w.path?.endsWith(path)).map((w) => w.code);
 
 t.test('NUL padding changes nothing (files that end in NUL bytes)', (t) => {
   const clean = readFacts({ root: buildSysfs(t.testdir(), machine) });
@@ -54,7 +60,10 @@ t.test('garbled values become unknown with FACTS_GARBLED naming the file', (t) =
   writeFileSync(join(root, 'sys/devices/system/node/node0/meminfo'), '');
   writeFileSync(join(root, 'sys/class/infiniband/mlx5_0/node_guid'), 'not-a-guid\n');
   writeFileSync(join(root, 'sys/class/infiniband/mlx5_0/ports/1/gids/0'), 'fe80:0000\n');
-  writeFileSync(join(root, 'proc/self/limits'), 'Limit                     Soft Limit           Hard Limit           Units     \n');
+  writeFileSync(
+    join(root, 'proc/self/limits'),
+    'Limit                     Soft Limit           Hard Limit           Units     \n',
+  );
   const f = readFacts({ root });
   t.same(schemaErrors(f), []);
   t.same(codes(f, 'cpu2/topology/core_id'), ['FACTS_GARBLED']);

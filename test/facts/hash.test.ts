@@ -11,15 +11,28 @@ const machine: MachineSpec = {
   threadsPerCore: 2,
   hugepages: [{ sizeKb: 2048, perNode: 64, freePerNode: 64 }],
   nics: [{ name: 'ens1f0', pci: '0000:3b:00.0', numaNode: 0 }],
-  rdma: [{ name: 'mlx5_0', pci: '0000:3b:00.0', nodeGuid: 'b8599f0300d4e0a2', ports: [{ linkLayer: 'Ethernet', gids: [null, null] }] }],
+  rdma: [
+    {
+      name: 'mlx5_0',
+      pci: '0000:3b:00.0',
+      nodeGuid: 'b8599f0300d4e0a2',
+      ports: [{ linkLayer: 'Ethernet', gids: [null, null] }],
+    },
+  ],
 };
 
 t.test('time and free memory do not change the hash', (t) => {
   const root = buildSysfs(t.testdir(), machine);
   const first = readFacts({ root });
-  writeFileSync(join(root, 'sys/devices/system/node/node0/meminfo'), 'Node 0 MemTotal:       16777216 kB\nNode 0 MemFree:         1234567 kB\n');
+  writeFileSync(
+    join(root, 'sys/devices/system/node/node0/meminfo'),
+    'Node 0 MemTotal:       16777216 kB\nNode 0 MemFree:         1234567 kB\n',
+  );
   writeFileSync(join(root, 'sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages'), '3\n');
-  writeFileSync(join(root, 'proc/meminfo'), 'MemTotal:       16777216 kB\nMemFree:          999999 kB\nMemAvailable:    1999999 kB\n');
+  writeFileSync(
+    join(root, 'proc/meminfo'),
+    'MemTotal:       16777216 kB\nMemFree:          999999 kB\nMemAvailable:    1999999 kB\n',
+  );
   const second = readFacts({ root });
   t.not(second.numa.nodes[0]!.memFreeKb, first.numa.nodes[0]!.memFreeKb, 'the volatile figures did move');
   t.equal(factsHash(second), factsHash(first));

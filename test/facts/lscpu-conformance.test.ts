@@ -79,17 +79,28 @@ function cpuFolders(root: string): number[] {
 }
 
 if (!corpusPresent()) {
-  t.test('lscpu -p on the hwloc corpus', { skip: `corpus not found at ${CORPUS}: conformance skipped` }, (t) => t.end());
+  t.test('lscpu -p on the hwloc corpus', { skip: `corpus not found at ${CORPUS}: conformance skipped` }, (t) =>
+    t.end(),
+  );
 } else if (lscpuMissing && process.env['CI'] !== 'true') {
-  t.test('lscpu -p on the hwloc corpus', { skip: 'lscpu is not installed here (util-linux): comparison skipped' }, (t) => t.end());
+  t.test(
+    'lscpu -p on the hwloc corpus',
+    { skip: 'lscpu is not installed here (util-linux): comparison skipped' },
+    (t) => t.end(),
+  );
 } else {
   const expectations = loadExpectations();
-  const tarballs = readdirSync(join(CORPUS, 'tarballs')).filter((f) => f.endsWith('.tar.bz2')).sort();
+  const tarballs = readdirSync(join(CORPUS, 'tarballs'))
+    .filter((f) => f.endsWith('.tar.bz2'))
+    .sort();
   const listed = new Map(CANNOT_READ.flatMap((c) => c.trees.map((name) => [name, c] as const)));
 
   t.test('every tree named in the list is in the corpus', (t) => {
     const names = new Set(tarballs.map((f) => f.replace(/\.tar\.bz2$/, '')));
-    t.same([...listed.keys()].filter((n) => !names.has(n)), []);
+    t.same(
+      [...listed.keys()].filter((n) => !names.has(n)),
+      [],
+    );
     t.end();
   });
 
@@ -102,8 +113,15 @@ if (!corpusPresent()) {
       const asCaptured = lscpu(dump.root);
       const known = listed.get(name);
       if (known) {
-        const how = 'signal' in known.fails ? asCaptured.signal === known.fails.signal : known.fails.stderr.test(asCaptured.stderr);
-        t.ok(how, `lscpu still fails as listed: ${known.why}`, { status: asCaptured.status, signal: asCaptured.signal, stderr: asCaptured.stderr });
+        const how =
+          'signal' in known.fails
+            ? asCaptured.signal === known.fails.signal
+            : known.fails.stderr.test(asCaptured.stderr);
+        t.ok(how, `lscpu still fails as listed: ${known.why}`, {
+          status: asCaptured.status,
+          signal: asCaptured.signal,
+          stderr: asCaptured.stderr,
+        });
         if (!known.withPossible) return t.end();
         t.notOk(existsSync(join(dump.root, POSSIBLE)), 'the capture has no cpu/possible');
         writeFileSync(join(dump.root, POSSIBLE), cpuList(cpuFolders(dump.root)) + '\n');
@@ -117,7 +135,8 @@ if (!corpusPresent()) {
   }
 
   t.test('summary', (t) => {
-    const comparable = tarballs.length - CANNOT_READ.filter((c) => !c.withPossible).reduce((n, c) => n + c.trees.length, 0);
+    const comparable =
+      tarballs.length - CANNOT_READ.filter((c) => !c.withPossible).reduce((n, c) => n + c.trees.length, 0);
     t.equal(matched, comparable, `${matched} of ${tarballs.length} trees equal lscpu -p (${comparable} comparable)`);
     t.end();
   });

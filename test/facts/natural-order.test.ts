@@ -19,7 +19,36 @@ function random(seed: number): () => number {
 
 /** Names like eth0, mlx5_10, enp3s0f1.100, veth-a0; now and then a character outside [a-z0-9_.-] or a leading zero. */
 function nameFrom(next: () => number): string {
-  const parts = ['eth', 'en', 'p', 's', 'f', 'mlx', 'ib', 'bond', 'veth', 'a', 'b', 'z', '_', '-', '.', '0', '1', '2', '9', '10', '11', '100', '007', 'A', 'É', ':', '@', ''];
+  const parts = [
+    'eth',
+    'en',
+    'p',
+    's',
+    'f',
+    'mlx',
+    'ib',
+    'bond',
+    'veth',
+    'a',
+    'b',
+    'z',
+    '_',
+    '-',
+    '.',
+    '0',
+    '1',
+    '2',
+    '9',
+    '10',
+    '11',
+    '100',
+    '007',
+    'A',
+    'É',
+    ':',
+    '@',
+    '',
+  ];
   let name = '';
   const n = 1 + Math.floor(next() * 5);
   for (let k = 0; k < n; k++) name += parts[Math.floor(next() * parts.length)];
@@ -36,7 +65,8 @@ t.test('every pair of generated names: the same answer as the collator', (t) => 
     const expected = sign(collator.compare(a, b));
     if (sign(naturalCompare(a, b)) !== expected) {
       mismatches++;
-      if (mismatches < 5) t.fail(`${JSON.stringify(a)} vs ${JSON.stringify(b)}: ${naturalCompare(a, b)}, the collator says ${expected}`);
+      if (mismatches < 5)
+        t.fail(`${JSON.stringify(a)} vs ${JSON.stringify(b)}: ${naturalCompare(a, b)}, the collator says ${expected}`);
     }
     const fast = simpleOrder(a, b);
     if (fast !== undefined) simple++;
@@ -47,7 +77,23 @@ t.test('every pair of generated names: the same answer as the collator', (t) => 
 });
 
 t.test('names a machine has: sorted as the collator sorts them, and without it', (t) => {
-  const names = ['lo', 'eth10', 'eth2', 'eth1', 'enp3s0f1', 'enp3s0f0', 'enp3s0f0.100', 'bond0', 'mlx5_10', 'mlx5_2', 'mlx5_0', 'veth-a0', 'veth_a0', 'ib0', 'docker0'];
+  const names = [
+    'lo',
+    'eth10',
+    'eth2',
+    'eth1',
+    'enp3s0f1',
+    'enp3s0f0',
+    'enp3s0f0.100',
+    'bond0',
+    'mlx5_10',
+    'mlx5_2',
+    'mlx5_0',
+    'veth-a0',
+    'veth_a0',
+    'ib0',
+    'docker0',
+  ];
   t.same([...names].sort(naturalCompare), [...names].sort(collator.compare));
   for (const a of names) for (const b of names) t.not(simpleOrder(a, b), undefined, `${a} vs ${b} needs no collator`);
   t.end();
@@ -62,8 +108,16 @@ t.test('names it does not order itself are left to the collator', (t) => {
 });
 
 t.test('padded node names, as clusters number them: ordered as the collator does, and without it', (t) => {
-  const names = Array.from({ length: 120 }, (_, i) => `node${String(i * 17 + 1).padStart(4, '0')}`).concat(['node0001-ib', 'node1', 'gpu007', 'gpu07a', 'gpu0010']);
-  const shuffled = [...names].sort((a, b) => (a.length * 31 + a.charCodeAt(a.length - 1)) % 7 - (b.length * 31 + b.charCodeAt(b.length - 1)) % 7);
+  const names = Array.from({ length: 120 }, (_, i) => `node${String(i * 17 + 1).padStart(4, '0')}`).concat([
+    'node0001-ib',
+    'node1',
+    'gpu007',
+    'gpu07a',
+    'gpu0010',
+  ]);
+  const shuffled = [...names].sort(
+    (a, b) => ((a.length * 31 + a.charCodeAt(a.length - 1)) % 7) - ((b.length * 31 + b.charCodeAt(b.length - 1)) % 7),
+  );
   const byCollator = [...shuffled].sort(collator.compare);
   t.same([...shuffled].sort(naturalCompare), byCollator);
   let decided = 0;

@@ -10,7 +10,16 @@ const base: MachineSpec = { packages: 2, coresPerPackage: 2, threadsPerCore: 1 }
 t.test('mlx5 InfiniBand: GUIDs, port, IPoIB netdev', (t) => {
   const root = buildSysfs(t.testdir(), {
     ...base,
-    nics: [{ name: 'ib0', pci: '0000:3b:00.0', numaNode: 0, type: 32, mtu: 4092, mac: '00:00:10:29:fe:80:00:00:00:00:00:00:b8:59:9f:03:00:d4:e0:a2' }],
+    nics: [
+      {
+        name: 'ib0',
+        pci: '0000:3b:00.0',
+        numaNode: 0,
+        type: 32,
+        mtu: 4092,
+        mac: '00:00:10:29:fe:80:00:00:00:00:00:00:b8:59:9f:03:00:d4:e0:a2',
+      },
+    ],
     rdma: [
       {
         name: 'mlx5_0',
@@ -20,19 +29,45 @@ t.test('mlx5 InfiniBand: GUIDs, port, IPoIB netdev', (t) => {
         hcaType: 'MT4123',
         boardId: 'MT_0000000223',
         fwVer: '20.39.1002',
-        ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', lid: 5, smLid: 1, gids: [{ gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2' }, null] }],
+        ports: [
+          {
+            linkLayer: 'InfiniBand',
+            rate: '200 Gb/sec (4X HDR)',
+            lid: 5,
+            smLid: 1,
+            gids: [{ gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2' }, null],
+          },
+        ],
       },
     ],
   });
   const f = readFacts({ root });
   t.same(schemaErrors(f), []);
   const d = f.rdma.devices[0]!;
-  t.same([d.name, d.nodeGuid, d.sysImageGuid, d.nodeType, d.transport], ['mlx5_0', 'b8599f0300d4e0a2', 'b8599f0300d4e0a2', '1: CA', 'InfiniBand']);
-  t.same([d.fwVersion, d.hcaType, d.boardId, d.vendorId, d.vendorPartId], ['20.39.1002', 'MT4123', 'MT_0000000223', '0x15b3', '0x101b']);
+  t.same(
+    [d.name, d.nodeGuid, d.sysImageGuid, d.nodeType, d.transport],
+    ['mlx5_0', 'b8599f0300d4e0a2', 'b8599f0300d4e0a2', '1: CA', 'InfiniBand'],
+  );
+  t.same(
+    [d.fwVersion, d.hcaType, d.boardId, d.vendorId, d.vendorPartId],
+    ['20.39.1002', 'MT4123', 'MT_0000000223', '0x15b3', '0x101b'],
+  );
   t.same([d.pciAddress, d.numaNode], ['0000:3b:00.0', 0]);
   const p = d.ports[0]!;
-  t.same([p.port, p.state, p.physState, p.linkLayer, p.rate, p.lid, p.smLid, p.lmc], [1, 'ACTIVE', 'LinkUp', 'InfiniBand', '200 Gb/sec (4X HDR)', 5, 1, 0]);
-  t.same(p.gids, [{ index: 0, gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2', type: 'IB/RoCE v1', netdev: null, scope: 'link-local', ipv4: null }]);
+  t.same(
+    [p.port, p.state, p.physState, p.linkLayer, p.rate, p.lid, p.smLid, p.lmc],
+    [1, 'ACTIVE', 'LinkUp', 'InfiniBand', '200 Gb/sec (4X HDR)', 5, 1, 0],
+  );
+  t.same(p.gids, [
+    {
+      index: 0,
+      gid: 'fe80:0000:0000:0000:b859:9f03:00d4:e0a2',
+      type: 'IB/RoCE v1',
+      netdev: null,
+      scope: 'link-local',
+      ipv4: null,
+    },
+  ]);
   t.equal(p.gidTableLength, 2);
   t.equal(p.netdev, 'ib0', 'InfiniBand ports find their IPoIB interface on the same PCI function');
   t.equal(f.nics.find((n) => n.name === 'ib0')!.rdmaDevice, 'mlx5_0');
@@ -90,7 +125,7 @@ t.test('RoCE v1 and v2, IPv4-mapped, link-local and global IPv6 GIDs, empty slot
   t.end();
 });
 
-t.test('iWARP irdma behind an auxiliary device takes the PCI function\'s NUMA node', (t) => {
+t.test("iWARP irdma behind an auxiliary device takes the PCI function's NUMA node", (t) => {
   const root = buildSysfs(t.testdir(), {
     ...base,
     nics: [{ name: 'ens801f0', pci: '0000:af:00.0', numaNode: 1 }],
@@ -102,7 +137,13 @@ t.test('iWARP irdma behind an auxiliary device takes the PCI function\'s NUMA no
         nodeType: 'RNIC',
         nodeGuid: '6805ca0000b1c2d3',
         fwVer: '1.60',
-        ports: [{ linkLayer: 'Ethernet', rate: '100 Gb/sec (4X EDR)', gids: [{ gid: '6805:cab1:c2d3:0000:0000:0000:0000:0000', netdev: 'ens801f0' }] }],
+        ports: [
+          {
+            linkLayer: 'Ethernet',
+            rate: '100 Gb/sec (4X EDR)',
+            gids: [{ gid: '6805:cab1:c2d3:0000:0000:0000:0000:0000', netdev: 'ens801f0' }],
+          },
+        ],
       },
     ],
   });
@@ -131,7 +172,10 @@ t.test('eRDMA: its own PCI function, tied to the virtio netdev by its GID table'
   });
   const f = readFacts({ root });
   const d = f.rdma.devices[0]!;
-  t.same([d.name, d.transport, d.vendorId, d.numaNode, d.ports[0]!.netdev], ['erdma_0', 'iWARP', '0x1ded', null, 'eth0']);
+  t.same(
+    [d.name, d.transport, d.vendorId, d.numaNode, d.ports[0]!.netdev],
+    ['erdma_0', 'iWARP', '0x1ded', null, 'eth0'],
+  );
   const eth0 = f.nics[0]!;
   t.same([eth0.rdmaDevice, eth0.numaNode, eth0.speedMbps], ['erdma_0', null, null], 'numa_node -1 is unknown locality');
   t.end();
@@ -145,6 +189,9 @@ t.test('device order is natural: mlx5_2 before mlx5_10', (t) => {
     ports: [{ linkLayer: 'InfiniBand' as const }],
   });
   const root = buildSysfs(t.testdir(), { ...base, rdma: [dev(10), dev(2), dev(1)] });
-  t.same(readFacts({ root }).rdma.devices.map((d) => d.name), ['mlx5_1', 'mlx5_2', 'mlx5_10']);
+  t.same(
+    readFacts({ root }).rdma.devices.map((d) => d.name),
+    ['mlx5_1', 'mlx5_2', 'mlx5_10'],
+  );
   t.end();
 });

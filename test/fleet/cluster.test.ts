@@ -21,16 +21,31 @@ clusterTest(t, 'exec, the connection matrix and ping across network namespaces',
   const report = JSON.parse(exec.stdout) as { hosts: Array<{ host: string; stdout: string }> };
   for (const h of hosts) {
     const r = report.hosts.find((x) => x.host === h.name);
-    t.match(r?.stdout, new RegExp(`inet ${h.address.replace(/\./g, '\\.')}/`), `${h.name} ran the command in its own network stack`);
+    t.match(
+      r?.stdout,
+      new RegExp(`inet ${h.address.replace(/\./g, '\\.')}/`),
+      `${h.name} ran the command in its own network stack`,
+    );
   }
 
   const doctor = await c.rankd(['doctor', '--matrix', '--json']);
   const matrix = (JSON.parse(doctor.stdout) as { matrix: MatrixLike }).matrix;
-  t.same(matrix.nodes, hosts.map((h) => h.name));
-  t.same(matrix.addresses, hosts.map((h) => h.address), 'each agent listens on its host address');
+  t.same(
+    matrix.nodes,
+    hosts.map((h) => h.name),
+  );
+  t.same(
+    matrix.addresses,
+    hosts.map((h) => h.address),
+    'each agent listens on its host address',
+  );
   for (let i = 0; i < hosts.length; i++) {
     for (let j = 0; j < hosts.length; j++) {
-      if (i !== j) t.ok(matrix.cells[i]![j]?.ok, `${hosts[i]!.name} reaches ${hosts[j]!.name}: ${JSON.stringify(matrix.cells[i]![j])}`);
+      if (i !== j)
+        t.ok(
+          matrix.cells[i]![j]?.ok,
+          `${hosts[i]!.name} reaches ${hosts[j]!.name}: ${JSON.stringify(matrix.cells[i]![j])}`,
+        );
     }
   }
 
@@ -42,10 +57,13 @@ clusterTest(t, 'exec, the connection matrix and ping across network namespaces',
   const ping = await c.rankd(['ping', '--timeout', '3', '--json']);
   t.equal(ping.code, 4);
   const pings = (JSON.parse(ping.stdout) as { hosts: Array<{ host: string; status: string }> }).hosts;
-  t.same(pings.map((p) => [p.host, p.status]), [
-    ['host1', 'SUCCESS'],
-    ['host2', 'SUCCESS'],
-    ['host3', 'UNREACHABLE'],
-  ]);
+  t.same(
+    pings.map((p) => [p.host, p.status]),
+    [
+      ['host1', 'SUCCESS'],
+      ['host2', 'SUCCESS'],
+      ['host3', 'UNREACHABLE'],
+    ],
+  );
   c.restore('host3');
 });

@@ -52,7 +52,11 @@ t.test('mixed success and failure, and a host without an agent, reported like An
   const json = await f.cli(['exec', 'workers:!ghost1', '--json', '--', 'sh', '-c', race.replace('/won', '/won2')]);
   t.equal(json.code, 2, 'failed hosts without unreachable ones exit 2');
   const report = JSON.parse(json.stdout) as Report;
-  t.same(report.hosts.map((h) => h.host), ['a1', 'a2', 'a3'], 'hosts in inventory order');
+  t.same(
+    report.hosts.map((h) => h.host),
+    ['a1', 'a2', 'a3'],
+    'hosts in inventory order',
+  );
   t.same(report.summary, { success: 1, failed: 2, unreachable: 0 });
   for (const h of report.hosts) {
     t.equal(h.node, h.host);
@@ -69,16 +73,48 @@ t.test('capped output, timeouts, missing programs, bad cwd, shell strings and en
   const f = await fleetUnderTest(t, ['b1']);
   const dir = scratch(t);
 
-  const big = await f.cli(['exec', 'b1', '--json', '--max-output', '1000', '--', 'sh', '-c', "head -c 100000 /dev/zero | tr '\\0' x; echo tail >&2"]);
+  const big = await f.cli([
+    'exec',
+    'b1',
+    '--json',
+    '--max-output',
+    '1000',
+    '--',
+    'sh',
+    '-c',
+    "head -c 100000 /dev/zero | tr '\\0' x; echo tail >&2",
+  ]);
   const h = (JSON.parse(big.stdout) as Report).hosts[0]!;
   t.equal(h.stdout, 'x'.repeat(1000), 'the first 1000 bytes are kept');
   t.equal(h.stdoutBytes, 100000, 'every byte is counted');
   t.same(h.truncated, { stdout: true, stderr: false });
   t.equal(h.stderr, 'tail\n');
-  const bigText = await f.cli(['exec', 'b1', '--max-output', '10', '--', 'sh', '-c', "head -c 50 /dev/zero | tr '\\0' y"]);
-  t.match(bigText.stdout, /^b1 \| SUCCESS \| rc=0 \| [\d.]+ ms >>\nyyyyyyyyyy\n\[rankd: stdout truncated; it was 50 bytes\]\n$/);
+  const bigText = await f.cli([
+    'exec',
+    'b1',
+    '--max-output',
+    '10',
+    '--',
+    'sh',
+    '-c',
+    "head -c 50 /dev/zero | tr '\\0' y",
+  ]);
+  t.match(
+    bigText.stdout,
+    /^b1 \| SUCCESS \| rc=0 \| [\d.]+ ms >>\nyyyyyyyyyy\n\[rankd: stdout truncated; it was 50 bytes\]\n$/,
+  );
 
-  const slow = await f.cli(['exec', 'b1', '--json', '--timeout', '1', '--', 'sh', '-c', `echo $$ > ${dir}/sh.pid; sleep 60 & echo $! > ${dir}/sleep.pid; wait`]);
+  const slow = await f.cli([
+    'exec',
+    'b1',
+    '--json',
+    '--timeout',
+    '1',
+    '--',
+    'sh',
+    '-c',
+    `echo $$ > ${dir}/sh.pid; sleep 60 & echo $! > ${dir}/sleep.pid; wait`,
+  ]);
   t.equal(slow.code, 2);
   const timedOut = (JSON.parse(slow.stdout) as Report).hosts[0]!;
   t.equal(timedOut.status, 'FAILED');
@@ -93,13 +129,25 @@ t.test('capped output, timeouts, missing programs, bad cwd, shell strings and en
 
   const missing = await f.cli(['exec', 'b1', '--', 'no-such-program-xyz', '--flag']);
   t.equal(missing.code, 2);
-  t.match(missing.stdout, /^b1 \| FAILED \| rc=127 \| [\d.]+ ms >>\nno-such-program-xyz: command not found\n$/, 'rc 127 and the shell\'s words, as `sh -c` would give');
+  t.match(
+    missing.stdout,
+    /^b1 \| FAILED \| rc=127 \| [\d.]+ ms >>\nno-such-program-xyz: command not found\n$/,
+    "rc 127 and the shell's words, as `sh -c` would give",
+  );
   const notExecutable = join(dir, 'not-executable');
   writeFileSync(notExecutable, '#!/bin/sh\necho ran\n', { mode: 0o644 });
   const denied = await f.cli(['exec', 'b1', '--json', notExecutable]);
-  t.match((JSON.parse(denied.stdout) as Report).hosts[0], { status: 'FAILED', rc: 126, stdout: '', error: { code: 'RANKD_EXEC_SPAWN', message: `${notExecutable}: Permission denied` } });
+  t.match((JSON.parse(denied.stdout) as Report).hosts[0], {
+    status: 'FAILED',
+    rc: 126,
+    stdout: '',
+    error: { code: 'RANKD_EXEC_SPAWN', message: `${notExecutable}: Permission denied` },
+  });
   const badCwd = await f.cli(['exec', 'b1', '--json', '--cwd', '/nonexistent-dir', '--', 'true']);
-  t.same((JSON.parse(badCwd.stdout) as Report).hosts[0]!.error, { code: 'RANKD_EXEC_SPAWN', message: 'cwd /nonexistent-dir: ENOENT' });
+  t.same((JSON.parse(badCwd.stdout) as Report).hosts[0]!.error, {
+    code: 'RANKD_EXEC_SPAWN',
+    message: 'cwd /nonexistent-dir: ENOENT',
+  });
 
   const shell = await f.cli(['exec', 'b1', '--shell', 'echo a-b | tr - +; echo "$FOO"', '--env', 'FOO=bar baz']);
   t.equal(shell.code, 0, shell.stderr);
@@ -115,7 +163,10 @@ t.test('capped output, timeouts, missing programs, bad cwd, shell strings and en
     t.notOk(groups!.split(' ').includes('0'), "none of root's groups come along");
   }
   const noUser = await f.cli(['exec', 'b1', '--json', '--user', 'no-such-user-xyz', '--', 'true']);
-  t.match((JSON.parse(noUser.stdout) as Report).hosts[0]!.error, { code: 'RANKD_EXEC_USER', message: /no-such-user-xyz: no such user/ });
+  t.match((JSON.parse(noUser.stdout) as Report).hosts[0]!.error, {
+    code: 'RANKD_EXEC_USER',
+    message: /no-such-user-xyz: no such user/,
+  });
 
   const both = await f.cli(['exec', 'b1', '--shell', 'true', '--', 'true']);
   t.equal(both.code, 64);
@@ -131,7 +182,10 @@ t.test('unknown patterns and nodes are named in the error', async (t) => {
   t.match(unknown.stderr, /"c2" matches no group, host or node \(RANKD_PATTERN_UNKNOWN\)/);
   const invalid = await f.cli(['exec', 'c1::', '--', 'true']);
   t.match(invalid.stderr, /RANKD_PATTERN_INVALID/);
-  const rest = await f.controller.api<{ code: string; message: string }>('/v1/exec', { method: 'POST', body: { pattern: 'nosuchnode', command: ['true'] } });
+  const rest = await f.controller.api<{ code: string; message: string }>('/v1/exec', {
+    method: 'POST',
+    body: { pattern: 'nosuchnode', command: ['true'] },
+  });
   t.equal(rest.status, 400);
   t.equal(rest.body.code, 'RANKD_PATTERN_UNKNOWN');
   t.match(rest.body.message, /nosuchnode/);
@@ -142,7 +196,9 @@ t.test('an agent lost in the middle of a command is UNREACHABLE and its command 
   const dir = scratch(t);
   const running = f.cli(['exec', 'd*', '--json', '--', 'sh', '-c', `echo $$ > $(mktemp ${dir}/pid.XXXXXX); sleep 4`]);
   const pidFiles = await waitUntil('both commands running', 20_000, () => {
-    const files = readdirSync(dir).filter((n) => n.startsWith('pid.')).map((n) => join(dir, n));
+    const files = readdirSync(dir)
+      .filter((n) => n.startsWith('pid.'))
+      .map((n) => join(dir, n));
     return files.length === 2 && files.every((p) => readFileSync(p, 'utf8').trim() !== '') ? files : undefined;
   });
   await f.agents.get('d2')!.stop();

@@ -14,7 +14,18 @@ const UNKNOWN = 'RANKD_UNKNOWN_TYPE';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 const run = { type: 'exec.run', id: 'e1', argv: ['uname', '-r'], timeoutMs: 60_000, maxOutputBytes: 65536 };
-const result = { type: 'exec.result', id: 'e1', code: 0, signal: null, stdout: b64('6.8.0\n'), stderr: '', stdoutBytes: 6, stderrBytes: 0, durationMs: 3.2, timedOut: false };
+const result = {
+  type: 'exec.result',
+  id: 'e1',
+  code: 0,
+  signal: null,
+  stdout: b64('6.8.0\n'),
+  stderr: '',
+  stdoutBytes: 6,
+  stderrBytes: 0,
+  durationMs: 3.2,
+  timedOut: false,
+};
 const open = { type: 'pty.open', id: 's1', cols: 80, rows: 24, term: 'xterm-256color' };
 
 export const fleetGolden: Record<string, FleetGolden[]> = {
@@ -31,13 +42,23 @@ export const fleetGolden: Record<string, FleetGolden[]> = {
   'exec.result': [
     { map: AgentMessages, frame: result },
     { map: AgentMessages, frame: { ...result, code: null, signal: 'SIGKILL', timedOut: true } },
-    { map: AgentMessages, frame: { ...result, code: null, error: { code: 'RANKD_EXEC_SPAWN', message: 'cannot run "nosuch": no such program on PATH' } } },
+    {
+      map: AgentMessages,
+      frame: {
+        ...result,
+        code: null,
+        error: { code: 'RANKD_EXEC_SPAWN', message: 'cannot run "nosuch": no such program on PATH' },
+      },
+    },
     { map: AgentMessages, frame: { ...result, stdout: 'not base64!' }, error: INVALID },
     { map: AgentMessages, frame: { ...result, stdoutBytes: -1 }, error: INVALID },
     { map: AgentMessages, frame: { ...result, signal: 'kill' }, error: INVALID },
   ],
   'exec.cancel': [
-    { map: ControllerMessages, frame: { type: 'exec.cancel', id: 'e1', reason: 'ended: its API token abc was revoked' } },
+    {
+      map: ControllerMessages,
+      frame: { type: 'exec.cancel', id: 'e1', reason: 'ended: its API token abc was revoked' },
+    },
     { map: ControllerMessages, frame: { type: 'exec.cancel', id: 'e1' }, error: INVALID },
     { map: ControllerMessages, frame: { type: 'exec.cancel', id: 'e1', reason: 'x'.repeat(1025) }, error: INVALID },
     { map: AgentMessages, frame: { type: 'exec.cancel', id: 'e1', reason: 'x' }, error: UNKNOWN },
@@ -55,31 +76,152 @@ export const fleetGolden: Record<string, FleetGolden[]> = {
     { map: ControllerMessages, frame: { type: 'doctor.inspect', id: 'd1', paths: [''] }, error: INVALID },
   ],
   'doctor.report': [
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: '/usr/bin/numactl', paths: [{ path: '/mnt/models', exists: true, kind: 'directory', error: null }] } },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [{ path: '/mnt/x', exists: false, kind: null, error: 'ENOENT' }] } },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { path: '/opt/rankd/app/packages/agent/dist/native/rank-supervisor', version: '4', problem: null } } },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: '/usr/bin/numactl', paths: [], launcher: { path: '/x/rank-supervisor', version: null, problem: 'the rank supervisor is not built' } } },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { kind: 'perl', path: '/x', version: null, problem: null } }, error: INVALID },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [], launcher: { path: '/x', problem: null } }, error: INVALID },
-    { map: AgentMessages, frame: { type: 'doctor.report', id: 'd1', agentTime: 1, numactl: null, paths: [{ path: '/mnt/x', exists: false, kind: 'socket', error: null }] }, error: INVALID },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: '/usr/bin/numactl',
+        paths: [{ path: '/mnt/models', exists: true, kind: 'directory', error: null }],
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [{ path: '/mnt/x', exists: false, kind: null, error: 'ENOENT' }],
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        launcher: { path: '/opt/rankd/app/packages/agent/dist/native/rank-supervisor', version: '4', problem: null },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: '/usr/bin/numactl',
+        paths: [],
+        launcher: { path: '/x/rank-supervisor', version: null, problem: 'the rank supervisor is not built' },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        launcher: { kind: 'perl', path: '/x', version: null, problem: null },
+      },
+      error: INVALID,
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        launcher: { path: '/x', problem: null },
+      },
+      error: INVALID,
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [{ path: '/mnt/x', exists: false, kind: 'socket', error: null }],
+      },
+      error: INVALID,
+    },
   ],
   'probe.listen': [
     { map: ControllerMessages, frame: { type: 'probe.listen', id: 'l1', address: '10.0.0.5', ttlMs: 20_000 } },
-    { map: ControllerMessages, frame: { type: 'probe.listen', id: 'l1', address: '10.0.0.5', ttlMs: 5 }, error: INVALID },
+    {
+      map: ControllerMessages,
+      frame: { type: 'probe.listen', id: 'l1', address: '10.0.0.5', ttlMs: 5 },
+      error: INVALID,
+    },
   ],
   'probe.listening': [
     { map: AgentMessages, frame: { type: 'probe.listening', id: 'l1', address: '10.0.0.5', port: 40123 } },
-    { map: AgentMessages, frame: { type: 'probe.listening', id: 'l1', address: '10.0.0.9', port: null, error: { code: 'EADDRNOTAVAIL', message: 'listen EADDRNOTAVAIL' } } },
-    { map: AgentMessages, frame: { type: 'probe.listening', id: 'l1', address: '10.0.0.5', port: 70000 }, error: INVALID },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'probe.listening',
+        id: 'l1',
+        address: '10.0.0.9',
+        port: null,
+        error: { code: 'EADDRNOTAVAIL', message: 'listen EADDRNOTAVAIL' },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'probe.listening', id: 'l1', address: '10.0.0.5', port: 70000 },
+      error: INVALID,
+    },
   ],
   'probe.connect': [
-    { map: ControllerMessages, frame: { type: 'probe.connect', id: 'c1', targets: [{ node: 'node02', address: '10.0.0.6', port: 40123 }], timeoutMs: 3000 } },
-    { map: ControllerMessages, frame: { type: 'probe.connect', id: 'c1', targets: [{ node: 'node02', address: '10.0.0.6' }], timeoutMs: 3000 }, error: INVALID },
+    {
+      map: ControllerMessages,
+      frame: {
+        type: 'probe.connect',
+        id: 'c1',
+        targets: [{ node: 'node02', address: '10.0.0.6', port: 40123 }],
+        timeoutMs: 3000,
+      },
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'probe.connect', id: 'c1', targets: [{ node: 'node02', address: '10.0.0.6' }], timeoutMs: 3000 },
+      error: INVALID,
+    },
   ],
   'probe.result': [
-    { map: AgentMessages, frame: { type: 'probe.result', id: 'c1', results: [{ node: 'node02', ok: true, connectMs: 0.2, rttMs: 0.05, error: null }] } },
-    { map: AgentMessages, frame: { type: 'probe.result', id: 'c1', results: [{ node: 'node02', ok: false, connectMs: null, rttMs: null, error: '10.0.0.6:40123: ECONNREFUSED' }] } },
-    { map: AgentMessages, frame: { type: 'probe.result', id: 'c1', results: [{ node: 'node02', ok: 'yes', connectMs: null, rttMs: null, error: null }] }, error: INVALID },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'probe.result',
+        id: 'c1',
+        results: [{ node: 'node02', ok: true, connectMs: 0.2, rttMs: 0.05, error: null }],
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'probe.result',
+        id: 'c1',
+        results: [{ node: 'node02', ok: false, connectMs: null, rttMs: null, error: '10.0.0.6:40123: ECONNREFUSED' }],
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'probe.result',
+        id: 'c1',
+        results: [{ node: 'node02', ok: 'yes', connectMs: null, rttMs: null, error: null }],
+      },
+      error: INVALID,
+    },
   ],
   'pty.open': [
     { map: ControllerMessages, frame: open },
@@ -119,7 +261,16 @@ export const fleetGolden: Record<string, FleetGolden[]> = {
   'pty.exit': [
     { map: AgentMessages, frame: { type: 'pty.exit', id: 's1', code: 3, signal: null } },
     { map: AgentMessages, frame: { type: 'pty.exit', id: 's1', code: null, signal: 'SIGHUP' } },
-    { map: AgentMessages, frame: { type: 'pty.exit', id: 's1', code: null, signal: null, error: { code: 'RANKD_PTY_SPAWN', message: 'cannot start nosuch' } } },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'pty.exit',
+        id: 's1',
+        code: null,
+        signal: null,
+        error: { code: 'RANKD_PTY_SPAWN', message: 'cannot start nosuch' },
+      },
+    },
     { map: AgentMessages, frame: { type: 'pty.exit', id: 's1', code: 'three', signal: null }, error: INVALID },
   ],
 };

@@ -3,7 +3,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { runCli, startAgent, startController, waitForNode, type ControllerHandle, type Daemon } from '../helpers/daemons.js';
+import {
+  runCli,
+  startAgent,
+  startController,
+  waitForNode,
+  type ControllerHandle,
+  type Daemon,
+} from '../helpers/daemons.js';
 
 export interface AgentSpec {
   name: string;
@@ -18,7 +25,11 @@ export interface FleetUnderTest {
   env: NodeJS.ProcessEnv;
   cli(args: string[], timeoutMs?: number): Promise<{ code: number | null; stdout: string; stderr: string }>;
   /** Writes `text` to a file in the controller's data dir and imports it with `rankd inventory import`. */
-  importInventory(name: string, text: string, extra?: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  importInventory(
+    name: string,
+    text: string,
+    extra?: string[],
+  ): Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
 export async function fleetUnderTest(t: Test, specs: ReadonlyArray<string | AgentSpec>): Promise<FleetUnderTest> {
@@ -27,7 +38,11 @@ export async function fleetUnderTest(t: Test, specs: ReadonlyArray<string | Agen
   const agents = new Map<string, Daemon>();
   for (const spec of specs) {
     const s = typeof spec === 'string' ? { name: spec } : spec;
-    const agent = startAgent(controller, { name: s.name, ...(s.root ? { root: s.root } : {}), ...(s.extra ? { extra: s.extra } : {}) });
+    const agent = startAgent(controller, {
+      name: s.name,
+      ...(s.root ? { root: s.root } : {}),
+      ...(s.extra ? { extra: s.extra } : {}),
+    });
     agents.set(s.name, agent);
     t.teardown(() => agent.stop());
   }

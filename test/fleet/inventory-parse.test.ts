@@ -36,34 +36,73 @@ NCCL_DEBUG=INFO
 
 t.test('an Ansible INI inventory: groups, host vars, ranges, ports, group vars and children', async (t) => {
   const doc = parseIni(SEED_INI, 'hosts.ini');
-  t.same(Object.keys(doc.hosts), ['jumpbox', '192.168.0.1', '192.168.0.2', 'dgx01', 'dgx02', 'dgx03', 'dgx04', 'spr-a', 'spr-b', 'spr-c']);
+  t.same(Object.keys(doc.hosts), [
+    'jumpbox',
+    '192.168.0.1',
+    '192.168.0.2',
+    'dgx01',
+    'dgx02',
+    'dgx03',
+    'dgx04',
+    'spr-a',
+    'spr-b',
+    'spr-c',
+  ]);
   t.same(doc.groups['gpu']!.hosts, ['dgx01', 'dgx02', 'dgx03', 'dgx04']);
   t.same(doc.groups['compute']!.children, ['gpu', 'cpu']);
   t.same(groupMembers(doc, 'compute'), ['dgx01', 'dgx02', 'dgx03', 'dgx04', 'spr-a', 'spr-b', 'spr-c']);
   t.same(doc.groups['ungrouped']!.hosts, ['jumpbox'], 'hosts before the first section are ungrouped');
-  t.same(doc.hosts['dgx04']!.vars, { gpus: '4', note: 'two words', ansible_port: '2222' }, 'quotes removed, port kept as ansible_port');
-  t.equal(doc.groups['all_hosts']!.vars['model_dir'], '/mnt/xFasterTransformer', 'spaces around = and quotes are dropped');
-  t.equal(doc.groups['all_hosts']!.vars['ansible_ssh_pass'], 'secret ; not used by rankd', 'a vars value runs to the end of the line, as in Ansible');
-  t.ok(doc.groups['all']!.children.includes('compute') && !doc.groups['all']!.children.includes('gpu'), 'only top-level groups hang under all');
+  t.same(
+    doc.hosts['dgx04']!.vars,
+    { gpus: '4', note: 'two words', ansible_port: '2222' },
+    'quotes removed, port kept as ansible_port',
+  );
+  t.equal(
+    doc.groups['all_hosts']!.vars['model_dir'],
+    '/mnt/xFasterTransformer',
+    'spaces around = and quotes are dropped',
+  );
+  t.equal(
+    doc.groups['all_hosts']!.vars['ansible_ssh_pass'],
+    'secret ; not used by rankd',
+    'a vars value runs to the end of the line, as in Ansible',
+  );
+  t.ok(
+    doc.groups['all']!.children.includes('compute') && !doc.groups['all']!.children.includes('gpu'),
+    'only top-level groups hang under all',
+  );
 
   const m = hostMemberships(doc);
   t.same(m.get('dgx01')!.groups.sort(), ['compute', 'gpu']);
   t.same(m.get('dgx01')!.vars, { NCCL_DEBUG: 'INFO', gpus: '8' }, 'group vars, then host vars');
-  t.same(m.get('192.168.0.2')!.vars, { ansible_ssh_pass: 'secret ; not used by rankd', model_dir: '/mnt/xFasterTransformer', rank_hint: '1' });
+  t.same(m.get('192.168.0.2')!.vars, {
+    ansible_ssh_pass: 'secret ; not used by rankd',
+    model_dir: '/mnt/xFasterTransformer',
+    rank_hint: '1',
+  });
 });
 
-t.test('a child group declared after its parent names it is fine; vars flow from parent to child to host', async (t) => {
-  const doc = parseIni('[racks:children]\nrack1\n\n[racks:vars]\nfabric=roce\nlevel=racks\n\n[rack1]\nn1 level=host\nn2\n\n[rack1:vars]\nlevel=rack1\n', 'r.ini');
-  const m = hostMemberships(doc);
-  t.same(m.get('n1')!.vars, { fabric: 'roce', level: 'host' });
-  t.same(m.get('n2')!.vars, { fabric: 'roce', level: 'rack1' });
-});
+t.test(
+  'a child group declared after its parent names it is fine; vars flow from parent to child to host',
+  async (t) => {
+    const doc = parseIni(
+      '[racks:children]\nrack1\n\n[racks:vars]\nfabric=roce\nlevel=racks\n\n[rack1]\nn1 level=host\nn2\n\n[rack1:vars]\nlevel=rack1\n',
+      'r.ini',
+    );
+    const m = hostMemberships(doc);
+    t.same(m.get('n1')!.vars, { fabric: 'roce', level: 'host' });
+    t.same(m.get('n2')!.vars, { fabric: 'roce', level: 'rack1' });
+  },
+);
 
 t.test('malformed INI files are refused with the file and line', async (t) => {
   const cases: Array<[string, RegExp]> = [
     ['[gpu\nn1\n', /^bad\.ini:1: section header "\[gpu" has no closing "\]"/],
     ['[gpu:hosts]\nn1\n', /^bad\.ini:1: section \[gpu:hosts\] has unknown type "hosts"/],
-    ['[gpu]\nn1\n[gpu:vars]\nnot an assignment\n', /^bad\.ini:4: expected "key=value" in \[gpu:vars\], got "not an assignment"/],
+    [
+      '[gpu]\nn1\n[gpu:vars]\nnot an assignment\n',
+      /^bad\.ini:4: expected "key=value" in \[gpu:vars\], got "not an assignment"/,
+    ],
     ['[gpu]\nn1 slots\n', /^bad\.ini:2: expected "key=value" after host n1, got "slots"/],
     ['[gpu]\nn1 note="unterminated\n', /^bad\.ini:2: no closing quotation/],
     ['[all:children]\ngpu\n\n[cpu]\nc1\n', /^bad\.ini:2: \[all:children\] names group gpu, which no section declares/],
@@ -87,7 +126,8 @@ t.test('host ranges expand as Ansible expands them', async (t) => {
 });
 
 t.test('MPI and DeepSpeed hostfiles: slots, max_slots, MPICH host:N, comments', async (t) => {
-  const text = '# DeepSpeed\nworker-1 slots=4\nworker-2 slots=4 max_slots=8  # two sockets\n\nworker-3:2\nworker-4\nworker-5 max-slots=6 slots=2\n';
+  const text =
+    '# DeepSpeed\nworker-1 slots=4\nworker-2 slots=4 max_slots=8  # two sockets\n\nworker-3:2\nworker-4\nworker-5 max-slots=6 slots=2\n';
   t.equal(detectFormat(text), 'hostfile');
   const doc = parseHostfile(text, 'hostfile', 'train');
   t.same(Object.keys(doc.hosts), ['worker-1', 'worker-2', 'worker-3', 'worker-4', 'worker-5']);

@@ -31,13 +31,7 @@ model_dir=/mnt/models
 `;
 
 t.test('import an Ansible INI inventory with groups, children and vars; hosts map to nodes', async (t) => {
-  const f = await fleetUnderTest(t, [
-    'n1',
-    'n2',
-    { name: 'n3', extra: ['--address', '127.0.0.9'] },
-    'n4',
-    'outside',
-  ]);
+  const f = await fleetUnderTest(t, ['n1', 'n2', { name: 'n3', extra: ['--address', '127.0.0.9'] }, 'n4', 'outside']);
   const imported = await f.importInventory('lab.ini', INI);
   t.equal(imported.code, 0, imported.stderr);
   t.match(imported.stdout, /imported .*lab\.ini \(ini\): 6 hosts in 3 groups; 2 hosts have no agent yet/);
@@ -67,12 +61,18 @@ t.test('import an Ansible INI inventory with groups, children and vars; hosts ma
   const match = async (pattern: string) => {
     const r = await f.cli(['inventory', 'match', pattern, '--json']);
     t.equal(r.code, 0, `${pattern}: ${r.stderr}`);
-    return (JSON.parse(r.stdout) as { hosts: Array<{ host: string; node: string | null; agent: string }> }).hosts.map((h) => h.node ?? `${h.host}?`);
+    return (JSON.parse(r.stdout) as { hosts: Array<{ host: string; node: string | null; agent: string }> }).hosts.map(
+      (h) => h.node ?? `${h.host}?`,
+    );
   };
   t.same(await match('gpu'), ['n1', 'n2', 'n4']);
   t.same(await match('compute:!ghost*'), ['n1', 'n2', 'n4', 'n3']);
   t.same(await match('compute:&cpu'), ['n3', 'ghost1?', 'ghost2?']);
-  t.same(await match('all'), ['n1', 'n2', 'n4', 'n3', 'ghost1?', 'ghost2?', 'outside'], 'all includes nodes outside the inventory');
+  t.same(
+    await match('all'),
+    ['n1', 'n2', 'n4', 'n3', 'ghost1?', 'ghost2?', 'outside'],
+    'all includes nodes outside the inventory',
+  );
   t.same(await match('outside'), ['outside'], 'a registered node is reachable by name');
   t.same(await match('gpus=8'), ['n1', 'n2'], 'key=value over inventory vars');
 
@@ -81,12 +81,21 @@ t.test('import an Ansible INI inventory with groups, children and vars; hosts ma
   t.match(unknown.stderr, /"n9" matches no group, host or node/);
 
   // --group places jobs on inventory patterns, and refuses to drop hosts silently
-  const plan = await f.controller.api<{ nodes: Array<{ name: string }> }>('/v1/plan', { method: 'POST', body: { placement: { group: 'gpu' } } });
+  const plan = await f.controller.api<{ nodes: Array<{ name: string }> }>('/v1/plan', {
+    method: 'POST',
+    body: { placement: { group: 'gpu' } },
+  });
   t.equal(plan.status, 200, JSON.stringify(plan.body));
-  t.same(plan.body.nodes.map((n) => n.name), ['n1', 'n2', 'n4']);
+  t.same(
+    plan.body.nodes.map((n) => n.name),
+    ['n1', 'n2', 'n4'],
+  );
   const withGhosts = await f.cli(['run', '-q', '--group', 'compute', '--', 'true']);
   t.equal(withGhosts.code, 65);
-  t.match(withGhosts.stderr, /--group compute selects hosts without a ready agent: ghost1 \(no agent\), ghost2 \(no agent\); leave them out with --group 'compute:!ghost1:!ghost2'/);
+  t.match(
+    withGhosts.stderr,
+    /--group compute selects hosts without a ready agent: ghost1 \(no agent\), ghost2 \(no agent\); leave them out with --group 'compute:!ghost1:!ghost2'/,
+  );
   const run = await f.cli(['run', '-q', '--group', 'compute:!ghost1:!ghost2', '--', 'true']);
   t.equal(run.code, 0, run.stderr);
 });
@@ -96,7 +105,10 @@ t.test('a malformed file is refused with its line and the stored inventory stays
   t.equal((await f.importInventory('good.ini', '[g]\nm1\n')).code, 0);
   const bad = await f.importInventory('bad.ini', '[g]\nm1\n\n[g:vars]\nthis line has no equals sign\n');
   t.equal(bad.code, 65);
-  t.match(bad.stderr, /bad\.ini:5: expected "key=value" in \[g:vars\], got "this line has no equals sign" \(RANKD_INVENTORY_PARSE\)/);
+  t.match(
+    bad.stderr,
+    /bad\.ini:5: expected "key=value" in \[g:vars\], got "this line has no equals sign" \(RANKD_INVENTORY_PARSE\)/,
+  );
   const view = JSON.parse((await f.cli(['inventory', '--json'])).stdout) as InventoryViewLike;
   t.equal(view.source?.name, 'good.ini', 'the bad import changed nothing');
 
@@ -110,7 +122,11 @@ t.test('a malformed file is refused with its line and the stored inventory stays
 t.test('hostfiles join a group, --merge adds to the inventory, and it survives a controller restart', async (t) => {
   const f = await fleetUnderTest(t, ['h1']);
   t.equal((await f.importInventory('hosts.ini', '[login]\nh1\n')).code, 0);
-  const hf = await f.importInventory('hostfile', 'h1 slots=2\nworker-9 slots=4 max_slots=8\n', ['--group', 'train', '--merge']);
+  const hf = await f.importInventory('hostfile', 'h1 slots=2\nworker-9 slots=4 max_slots=8\n', [
+    '--group',
+    'train',
+    '--merge',
+  ]);
   t.equal(hf.code, 0, hf.stderr);
   const view = JSON.parse((await f.cli(['inventory', '--json'])).stdout) as InventoryViewLike;
   t.same(view.groups.find((g) => g.name === 'train')?.hosts, ['h1', 'worker-9']);
@@ -122,7 +138,11 @@ t.test('hostfiles join a group, --merge adds to the inventory, and it survives a
   const again = await startController({ dataDir: f.controller.dataDir });
   t.teardown(() => again.stop());
   const after = await again.api<InventoryViewLike>('/v1/inventory');
-  t.same(after.body.groups.find((g) => g.name === 'train')?.hosts, ['h1', 'worker-9'], 'the inventory is stored in the controller');
+  t.same(
+    after.body.groups.find((g) => g.name === 'train')?.hosts,
+    ['h1', 'worker-9'],
+    'the inventory is stored in the controller',
+  );
   const cleared = await again.api('/v1/inventory', { method: 'DELETE' });
   t.equal(cleared.status, 204);
   t.equal((await again.api<InventoryViewLike>('/v1/inventory')).body.source, null);

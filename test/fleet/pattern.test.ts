@@ -37,7 +37,11 @@ t.test('all, groups with children, hosts, globs and regexes', async (t) => {
   t.same(match('head'), ['head'], 'a host by name');
   t.same(match('dgx0*'), ['dgx01', 'dgx02', 'dgx03', 'dgx04']);
   t.same(match('spr?'), ['spr1', 'spr2', 'spr3']);
-  t.same(match('c*'), ['dgx01', 'dgx02', 'dgx03', 'dgx04', 'spr1', 'spr2', 'spr3'], 'globs match group names (cpu, compute) too');
+  t.same(
+    match('c*'),
+    ['dgx01', 'dgx02', 'dgx03', 'dgx04', 'spr1', 'spr2', 'spr3'],
+    'globs match group names (cpu, compute) too',
+  );
 });
 
 t.test('union, intersection and exclusion, in Ansible order', async (t) => {
@@ -66,10 +70,21 @@ t.test('subscripts (end inclusive, as in Ansible), regexes and key=value', async
 
 t.test('a term that matches nothing is an error that names it', async (t) => {
   t.throws(() => match('gpus'), { code: 'RANKD_PATTERN_UNKNOWN', message: '"gpus" matches no group, host or node' });
-  t.throws(() => match('compute:!dgx99'), { code: 'RANKD_PATTERN_UNKNOWN', message: '"dgx99" matches no group, host or node' }, 'a typo in an exclusion must not widen the run');
-  t.throws(() => match('a*'), { code: 'RANKD_PATTERN_UNKNOWN', message: /"a\*"/ }, 'globs do not match the implicit group all');
+  t.throws(
+    () => match('compute:!dgx99'),
+    { code: 'RANKD_PATTERN_UNKNOWN', message: '"dgx99" matches no group, host or node' },
+    'a typo in an exclusion must not widen the run',
+  );
+  t.throws(
+    () => match('a*'),
+    { code: 'RANKD_PATTERN_UNKNOWN', message: /"a\*"/ },
+    'globs do not match the implicit group all',
+  );
   t.throws(() => match('rack=r9'), { code: 'RANKD_PATTERN_UNKNOWN' });
   t.throws(() => match('gpu::cpu'), { code: 'RANKD_PATTERN_INVALID', message: /empty term/ });
-  t.throws(() => match('gpu[7]'), { code: 'RANKD_PATTERN_INVALID', message: 'gpu[7]: index 7 is outside the 4 hosts of gpu' });
+  t.throws(() => match('gpu[7]'), {
+    code: 'RANKD_PATTERN_INVALID',
+    message: 'gpu[7]: index 7 is outside the 4 hosts of gpu',
+  });
   t.throws(() => match('~(unclosed'), { code: 'RANKD_PATTERN_INVALID', message: /bad regular expression/ });
 });

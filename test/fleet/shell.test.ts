@@ -14,7 +14,11 @@ interface Session {
   closed: Promise<{ code: number }>;
 }
 
-function openSession(f: FleetUnderTest, query: string, token: string | null = f.controller.apiToken): Promise<Session | { status: number; body: { code: string; message: string } }> {
+function openSession(
+  f: FleetUnderTest,
+  query: string,
+  token: string | null = f.controller.apiToken,
+): Promise<Session | { status: number; body: { code: string; message: string } }> {
   return new Promise((resolve) => {
     const ws = new WebSocket(`${f.controller.url.replace(/^https/, 'wss')}/v1/shell?${query}`, ['rankd.shell.v1'], {
       ca: f.controller.ca,
@@ -31,7 +35,9 @@ function openSession(f: FleetUnderTest, query: string, token: string | null = f.
     ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(body) as { code: string; message: string } }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: JSON.parse(body) as { code: string; message: string } }),
+      );
     });
     ws.on('error', () => undefined);
   });
@@ -53,7 +59,10 @@ t.test('rankd shell runs a command on a terminal and exits with its code', async
   const big = await f.cli(['shell', 's1', '--', 'sh', '-c', 'seq 1 200000; exit 6']);
   t.equal(big.code, 6);
   const expected = Array.from({ length: 200000 }, (_, i) => `${i + 1}\n`).join('');
-  t.ok(big.stdout.replace(/\r\n/g, '\n') === expected, `every line arrives, the last included (got ${big.stdout.length} bytes, the tail ${JSON.stringify(big.stdout.slice(-20))})`);
+  t.ok(
+    big.stdout.replace(/\r\n/g, '\n') === expected,
+    `every line arrives, the last included (got ${big.stdout.length} bytes, the tail ${JSON.stringify(big.stdout.slice(-20))})`,
+  );
 
   const unknown = await f.cli(['shell', 'nosuch']);
   t.equal(unknown.code, 65);
@@ -63,11 +72,15 @@ t.test('rankd shell runs a command on a terminal and exits with its code', async
 t.test('from a real local terminal: raw keystrokes, window resizes and the exit code pass through', async (t) => {
   const f = await fleetUnderTest(t, ['s2']);
   const pty = await import('node-pty');
-  const term = pty.spawn(process.execPath, [CLI, 'shell', 's2', '--', 'sh', '-c', 'stty size; while read line; do echo "got $line"; stty size; done; exit 3'], {
-    cols: 80,
-    rows: 24,
-    env: { ...process.env, ...f.env, TERM: 'xterm' },
-  });
+  const term = pty.spawn(
+    process.execPath,
+    [CLI, 'shell', 's2', '--', 'sh', '-c', 'stty size; while read line; do echo "got $line"; stty size; done; exit 3'],
+    {
+      cols: 80,
+      rows: 24,
+      env: { ...process.env, ...f.env, TERM: 'xterm' },
+    },
+  );
   let out = '';
   term.onData((d) => (out += d));
   const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
@@ -90,7 +103,10 @@ t.test('signals, authentication, and a lost client or agent ending the remote pr
   const f = await fleetUnderTest(t, ['s3', 's4']);
 
   const noToken = await openSession(f, 'node=s3', null);
-  t.ok(!isSession(noToken) && noToken.status === 401 && noToken.body.code === 'RANKD_UNAUTHORIZED', 'no token, no socket');
+  t.ok(
+    !isSession(noToken) && noToken.status === 401 && noToken.body.code === 'RANKD_UNAUTHORIZED',
+    'no token, no socket',
+  );
   const wrong = await openSession(f, 'node=s3', f.controller.joinToken);
   t.ok(!isSession(wrong) && wrong.status === 401, 'the join token is not an API token');
   const unknown = await openSession(f, 'node=s9');
@@ -107,7 +123,10 @@ t.test('signals, authentication, and a lost client or agent ending the remote pr
   t.same(sig.events.at(-1), { type: 'exit', code: null, signal: 'SIGTERM' });
 
   // the client goes away without a word: the whole remote session is ended
-  const lost = await openSession(f, `node=s3&arg=sh&arg=-c&arg=${encodeURIComponent('sleep 300 & echo "pids=$$,$!"; wait')}`);
+  const lost = await openSession(
+    f,
+    `node=s3&arg=sh&arg=-c&arg=${encodeURIComponent('sleep 300 & echo "pids=$$,$!"; wait')}`,
+  );
   if (!isSession(lost)) throw new Error('upgrade refused');
   const pids = await waitUntil('pids', 20_000, () => /pids=(\d+),(\d+)/.exec(lost.output())?.slice(1).map(Number));
   t.ok(pids.every(processAlive), 'the remote shell and its background job run');
@@ -116,7 +135,10 @@ t.test('signals, authentication, and a lost client or agent ending the remote pr
   t.pass('a lost client connection ends the remote program and its children');
 
   // the agent goes away: the client is told, the remote program is ended
-  const orphan = await openSession(f, `node=s4&arg=sh&arg=-c&arg=${encodeURIComponent('echo "pid=$$"; exec sleep 300')}`);
+  const orphan = await openSession(
+    f,
+    `node=s4&arg=sh&arg=-c&arg=${encodeURIComponent('echo "pid=$$"; exec sleep 300')}`,
+  );
   if (!isSession(orphan)) throw new Error('upgrade refused');
   const pid = await waitUntil('pid', 20_000, () => Number(/pid=(\d+)/.exec(orphan.output())?.[1]) || undefined);
   await f.agents.get('s4')!.stop();

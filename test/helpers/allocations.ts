@@ -29,10 +29,14 @@ export function allocationOverlaps(events: readonly AllocationEvent[]): string[]
         const o = theirs.nodes[node];
         if (!o) continue;
         const exclusive = mine.mode === 'exclusive' || theirs.mode === 'exclusive';
-        if (exclusive && mine.mode !== 'share' && theirs.mode !== 'share') found.push(`event ${e.id}: ${e.subject} and ${other} both on ${node}, one --exclusive`);
+        if (exclusive && mine.mode !== 'share' && theirs.mode !== 'share')
+          found.push(`event ${e.id}: ${e.subject} and ${other} both on ${node}, one --exclusive`);
         const cpus = part.cpus.filter((c) => o.cpus.includes(c));
         const gpus = part.gpus.filter((g) => o.gpus.includes(g));
-        if (cpus.length > 0 || gpus.length > 0) found.push(`event ${e.id}: ${e.subject} and ${other} both hold ${node} cpus [${cpus.join(',')}] gpus [${gpus.join(',')}]`);
+        if (cpus.length > 0 || gpus.length > 0)
+          found.push(
+            `event ${e.id}: ${e.subject} and ${other} both hold ${node} cpus [${cpus.join(',')}] gpus [${gpus.join(',')}]`,
+          );
       }
     }
     held.set(e.subject, mine);

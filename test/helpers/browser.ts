@@ -9,6 +9,7 @@ export { CHROMIUM, launchChromium, spkiPin } from '../../bench/shared/chromium-l
 /** Why browser tests cannot run here, or null. In CI a missing browser is a failure, not a skip. */
 export function browserMissing(): string | null {
   if (existsSync(CHROMIUM)) return null;
-  if (process.env['CI'] === 'true') throw new Error(`${CHROMIUM} is missing in CI: scripts/test-deps.sh installs Debian's chromium`);
+  if (process.env['CI'] === 'true')
+    throw new Error(`${CHROMIUM} is missing in CI: scripts/test-deps.sh installs Debian's chromium`);
   return `${CHROMIUM} not installed (Debian package chromium; npm test installs it as root)`;
 }

@@ -10,7 +10,11 @@ export interface LocalCluster {
   env: NodeJS.ProcessEnv;
 }
 
-export async function localCluster(t: Test, names: string[], opts: { heartbeatMs?: number } = {}): Promise<LocalCluster> {
+export async function localCluster(
+  t: Test,
+  names: string[],
+  opts: { heartbeatMs?: number } = {},
+): Promise<LocalCluster> {
   const controller = await startController(opts);
   t.teardown(() => controller.stop());
   const agents = names.map((name) => {

@@ -18,7 +18,10 @@ export interface Daemon {
 }
 
 export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   child.stderr.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
@@ -45,7 +48,12 @@ export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}): Daemon
 }
 
 /** Polls probe until it returns a value; every wait is bounded and says what it waited for. */
-export async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false> | T | undefined | false, everyMs = 25): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -56,7 +64,10 @@ export async function waitUntil<T>(what: string, timeoutMs: number, probe: () =>
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message ?? String(lastError)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message ?? String(lastError)}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -74,11 +85,16 @@ export interface ControllerHandle extends Daemon {
   joinToken: string;
   /** What points the CLI at this controller (RANKD_URL, RANKD_TOKEN, RANKD_CA). */
   clientEnv: NodeJS.ProcessEnv;
-  api<T = unknown>(path: string, init?: { method?: string; body?: unknown; token?: string | null }): Promise<{ status: number; body: T }>;
+  api<T = unknown>(
+    path: string,
+    init?: { method?: string; body?: unknown; token?: string | null },
+  ): Promise<{ status: number; body: T }>;
 }
 
 /** Starts `rankd controller` on a free loopback port (or a given one) and waits until it listens. */
-export async function startController(opts: { dataDir?: string; port?: number; heartbeatMs?: number; restartGraceMs?: number; extra?: string[] } = {}): Promise<ControllerHandle> {
+export async function startController(
+  opts: { dataDir?: string; port?: number; heartbeatMs?: number; restartGraceMs?: number; extra?: string[] } = {},
+): Promise<ControllerHandle> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
   const stateFile = join(dataDir, 'controller.json');
   rmSync(stateFile, { force: true });
@@ -106,29 +122,34 @@ export async function startController(opts: { dataDir?: string; port?: number; h
   const { url } = state;
   const ca = readFileSync(state.ca, 'utf8');
   async function api<T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}) {
-      const token = init.token === undefined ? apiToken : init.token;
-      const res = await httpsFetch(url + path, {
-        ca,
-        method: init.method ?? 'GET',
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-        ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
-        signal: AbortSignal.timeout(10_000),
-      });
-      const text = await res.text();
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // leave as text
-      }
-      return { status: res.status, body: body as T };
+    const token = init.token === undefined ? apiToken : init.token;
+    const res = await httpsFetch(url + path, {
+      ca,
+      method: init.method ?? 'GET',
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(init.body !== undefined
+        ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) }
+        : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // leave as text
+    }
+    return { status: res.status, body: body as T };
   }
   let joinToken: string;
   try {
-    const minted = await api<{ token: string }>('/v1/join-tokens', { method: 'POST', body: { ttlSeconds: 86_400, uses: 100_000, description: 'test helpers' } });
+    const minted = await api<{ token: string }>('/v1/join-tokens', {
+      method: 'POST',
+      body: { ttlSeconds: 86_400, uses: 100_000, description: 'test helpers' },
+    });
     if (minted.status !== 200) throw new Error(`minting a join token: ${minted.status} ${JSON.stringify(minted.body)}`);
     joinToken = minted.body.token;
   } catch (err) {
@@ -163,9 +184,24 @@ export function agentStateDir(controller: { dataDir: string }, name: string): st
 }
 
 /** Starts `rankd agent`: it enrolls with the controller's test join token (pinning its CA hash) unless its state dir already holds a certificate. */
-export function startAgent(controller: AgentTarget, opts: { name: string; labels?: string[]; root?: string; spoolDir?: string; stateDir?: string; extra?: string[] }): Daemon {
+export function startAgent(
+  controller: AgentTarget,
+  opts: { name: string; labels?: string[]; root?: string; spoolDir?: string; stateDir?: string; extra?: string[] },
+): Daemon {
   const stateDir = opts.stateDir ?? agentStateDir(controller, opts.name);
-  const args = ['agent', '--controller', controller.url, '--ca-hash', controller.caHash, '--state-dir', stateDir, '--name', opts.name, '--config', '/dev/null'];
+  const args = [
+    'agent',
+    '--controller',
+    controller.url,
+    '--ca-hash',
+    controller.caHash,
+    '--state-dir',
+    stateDir,
+    '--name',
+    opts.name,
+    '--config',
+    '/dev/null',
+  ];
   // tests run ranks as whoever runs the tests (root in CI)
   if (process.getuid?.() === 0) args.push('--allow-root');
   for (const l of opts.labels ?? []) args.push('--label', l);
@@ -188,7 +224,12 @@ export interface NodeViewLike {
   labels: Record<string, string>;
 }
 
-export async function waitForNode(controller: ControllerHandle, name: string, state: string, timeoutMs = 15_000): Promise<NodeViewLike> {
+export async function waitForNode(
+  controller: ControllerHandle,
+  name: string,
+  state: string,
+  timeoutMs = 15_000,
+): Promise<NodeViewLike> {
   return waitUntil(`node ${name} ${state}`, timeoutMs, async () => {
     const { status, body } = await controller.api<{ nodes: NodeViewLike[] }>('/v1/nodes');
     if (status !== 200) return undefined;
@@ -198,15 +239,26 @@ export async function waitForNode(controller: ControllerHandle, name: string, st
 }
 
 /** Runs the CLI to completion and returns its exit code and output. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const r = await runCliRaw(args, env, timeoutMs);
   return { code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
 }
 
 /** runCli with the output as bytes (decoded once at the end, if at all: a chunk may split a character). */
-export function runCliRaw(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: Buffer; stderr: Buffer }> {
+export function runCliRaw(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: Buffer; stderr: Buffer }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => stdout.push(d));

@@ -20,7 +20,18 @@ const port = Number(u.port);
 
 function request(agent, { method, path, headers = {}, body }) {
   return new Promise((resolve) => {
-    const req = https.request({ agent, host: u.hostname, port, method, path, headers: { ...headers, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) }, timeout: 20_000 });
+    const req = https.request({
+      agent,
+      host: u.hostname,
+      port,
+      method,
+      path,
+      headers: {
+        ...headers,
+        ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+      },
+      timeout: 20_000,
+    });
     req.on('response', (res) => {
       const chunks = [];
       res.on('data', (d) => chunks.push(d));
@@ -93,11 +104,19 @@ async function idleFlood() {
       socket.on('close', () => clearTimeout(bound));
     });
   const tcp = (n) => {
-    for (let i = 0; i < n; i++) opened.push(watch(net.connect({ host: u.hostname, port, localAddress: source }), 'tcp'));
+    for (let i = 0; i < n; i++)
+      opened.push(watch(net.connect({ host: u.hostname, port, localAddress: source }), 'tcp'));
   };
   tcp(opts.tcp);
   for (let i = 0; i < opts.tlsIdle; i++) {
-    const s = tls.connect({ host: u.hostname, port, localAddress: source, ca, servername: 'localhost', checkServerIdentity: () => undefined });
+    const s = tls.connect({
+      host: u.hostname,
+      port,
+      localAddress: source,
+      ca,
+      servername: 'localhost',
+      checkServerIdentity: () => undefined,
+    });
     opened.push(watch(s, 'tls'));
     await new Promise((r) => {
       s.once('secureConnect', r);
@@ -106,7 +125,14 @@ async function idleFlood() {
   }
   // slow headers: a request begun, then one header byte every 500 ms, never finished
   for (let i = 0; i < (opts.slowHeaders ?? 0); i++) {
-    const s = tls.connect({ host: u.hostname, port, localAddress: source, ca, servername: 'localhost', checkServerIdentity: () => undefined });
+    const s = tls.connect({
+      host: u.hostname,
+      port,
+      localAddress: source,
+      ca,
+      servername: 'localhost',
+      checkServerIdentity: () => undefined,
+    });
     opened.push(watch(s, 'slow-headers'));
     s.once('secureConnect', () => {
       s.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ');
@@ -129,7 +155,14 @@ async function handshakeFlood() {
       while (started < opts.max && Date.now() < deadline) {
         started++;
         const outcome = await new Promise((resolve) => {
-          const s = tls.connect({ host: u.hostname, port, localAddress: source, ca, servername: 'localhost', checkServerIdentity: () => undefined });
+          const s = tls.connect({
+            host: u.hostname,
+            port,
+            localAddress: source,
+            ca,
+            servername: 'localhost',
+            checkServerIdentity: () => undefined,
+          });
           s.once('secureConnect', () => {
             s.destroy();
             resolve('handshake');
@@ -164,6 +197,8 @@ async function probe() {
   return { samples };
 }
 
-const run = { nested: nestedFlood, badtoken: badTokenFlood, idle: idleFlood, handshake: handshakeFlood, probe }[opts.mode];
+const run = { nested: nestedFlood, badtoken: badTokenFlood, idle: idleFlood, handshake: handshakeFlood, probe }[
+  opts.mode
+];
 const summary = await run();
 process.stdout.write(JSON.stringify(summary) + '\n');

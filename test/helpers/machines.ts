@@ -28,7 +28,8 @@ function rocePort(netdev: string, address: string, host: number, nic: number): R
   return { linkLayer: 'Ethernet', rate: '100 Gb/sec (4X EDR)', gids: roceTable(netdev, address, host, nic) };
 }
 
-const guid = (host: number, dev: number) => `0c42a1030000${host.toString(16).padStart(2, '0')}${dev.toString(16).padStart(2, '0')}`;
+const guid = (host: number, dev: number) =>
+  `0c42a1030000${host.toString(16).padStart(2, '0')}${dev.toString(16).padStart(2, '0')}`;
 
 /**
  * Seed 000: Sapphire Rapids, 2 × 56 cores, siblings numbered i and i+112, one NUMA node
@@ -88,7 +89,9 @@ export function seed001CloudVm(host = 1): MachineSpec {
           {
             linkLayer: 'Ethernet',
             rate: '25 Gb/sec (1X EDR)',
-            gids: [{ gid: `0016:3e00:00${host.toString(16).padStart(2, '0')}:0000:0000:0000:0000:0000`, netdev: 'eth0' }],
+            gids: [
+              { gid: `0016:3e00:00${host.toString(16).padStart(2, '0')}:0000:0000:0000:0000:0000`, netdev: 'eth0' },
+            ],
           },
         ],
       },
@@ -213,6 +216,13 @@ export function cgroupRestricted(host = 1): MachineSpec {
     host: { hostname: `shared${host}` },
     cgroup: { version: 2, path: '/kubepods.slice/pod1', cpus: '4-16,20-27,36-47,52-59', mems: '0-1' },
     nics: [{ name: 'ens2f0', pci: '0000:ca:00.0', numaNode: 1, speedMbps: 100000 }],
-    rdma: [{ name: 'mlx5_0', pci: '0000:ca:00.0', nodeGuid: guid(host, 0), ports: [rocePort('ens2f0', `10.9.0.${host}`, host, 0)] }],
+    rdma: [
+      {
+        name: 'mlx5_0',
+        pci: '0000:ca:00.0',
+        nodeGuid: guid(host, 0),
+        ports: [rocePort('ens2f0', `10.9.0.${host}`, host, 0)],
+      },
+    ],
   };
 }

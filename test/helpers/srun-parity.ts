@@ -45,7 +45,11 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 export function parityMissing(): string | null {
   const missing = ['slurmctld', 'slurmd', 'srun', 'sinfo'].filter((b) => !which(b));
   const why =
-    process.getuid?.() !== 0 ? 'srun parity needs root (srun --uid, ranks as other users)' : missing.length > 0 ? `${missing.join(', ')} not installed (Debian package slurm-wlm; npm test installs it as root)` : null;
+    process.getuid?.() !== 0
+      ? 'srun parity needs root (srun --uid, ranks as other users)'
+      : missing.length > 0
+        ? `${missing.join(', ')} not installed (Debian package slurm-wlm; npm test installs it as root)`
+        : null;
   if (why && process.env['CI'] === 'true') throw new Error(`${why}: CI must run the srun parity suites`);
   return why;
 }
@@ -56,15 +60,25 @@ export async function parityRig(t: Test): Promise<ParityRig> {
   const slurm = await startLocalSlurm(slurmDir, (m) => t.comment(m));
   t.teardown(() => slurm.stop());
   const cluster = await localCluster(t, ['parity']);
-  const clientEnv = (call: ParityCall | undefined, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ PATH: DEFAULT_PATH, ...(call?.env ?? {}), ...extra });
+  const clientEnv = (call: ParityCall | undefined, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({
+    PATH: DEFAULT_PATH,
+    ...(call?.env ?? {}),
+    ...extra,
+  });
   return {
-    srun: (args, call) => runClient('srun', ['--immediate=1', '--quiet', ...args], clientEnv(call, { SLURM_CONF: slurm.confPath }), call),
+    srun: (args, call) =>
+      runClient('srun', ['--immediate=1', '--quiet', ...args], clientEnv(call, { SLURM_CONF: slurm.confPath }), call),
     rankd: (args, call) => runClient(process.execPath, [CLI, 'run', '-q', ...args], clientEnv(call, cluster.env), call),
     rankdClientEnv: cluster.env,
   };
 }
 
-function runClient(file: string, args: readonly string[], env: NodeJS.ProcessEnv, call: ParityCall | undefined): Promise<Outcome> {
+function runClient(
+  file: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  call: ParityCall | undefined,
+): Promise<Outcome> {
   const timeoutMs = call?.timeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { env, stdio: [call?.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
@@ -81,7 +95,9 @@ function runClient(file: string, args: readonly string[], env: NodeJS.ProcessEnv
     }
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${file} ${args.join(' ')} took over ${timeoutMs} ms; stderr: ${Buffer.concat(stderr).toString()}`));
+      reject(
+        new Error(`${file} ${args.join(' ')} took over ${timeoutMs} ms; stderr: ${Buffer.concat(stderr).toString()}`),
+      );
     }, timeoutMs);
     child.once('error', (err) => {
       clearTimeout(timer);
@@ -89,7 +105,12 @@ function runClient(file: string, args: readonly string[], env: NodeJS.ProcessEnv
     });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') });
+      resolve({
+        code,
+        signal,
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+      });
     });
   });
 }

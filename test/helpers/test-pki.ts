@@ -17,7 +17,9 @@ export interface Issued {
 }
 
 const pemKey = async (keys: webcrypto.CryptoKeyPair) =>
-  `-----BEGIN PRIVATE KEY-----\n${Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END PRIVATE KEY-----\n`;
+  `-----BEGIN PRIVATE KEY-----\n${Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
+    .toString('base64')
+    .replace(/.{64}/g, '$&\n')}\n-----END PRIVATE KEY-----\n`;
 
 const newKeys = async () => await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
 const serial = () => (serials++).toString(16).padStart(2, '0');
@@ -36,7 +38,10 @@ export async function makeCa(name: string): Promise<Issued> {
     notAfter: new Date(Date.now() + 365 * DAY),
     keys,
     signingAlgorithm: ALG,
-    extensions: [new x509.BasicConstraintsExtension(true, 1, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 1, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ],
   });
   return finish(cert, keys);
 }
@@ -53,13 +58,19 @@ export async function makeIntermediate(parent: Issued, name: string): Promise<Is
     signingKey: parent.keys.privateKey,
     publicKey: keys.publicKey,
     signingAlgorithm: ALG,
-    extensions: [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ],
   });
   return finish(cert, keys);
 }
 
 /** A TLS server certificate for `ips` (loopback by default), as a controller's; `usage` changes its purpose. */
-export async function issueServer(ca: Issued, opts: { ips?: string[]; notAfter?: Date; usage?: string } = {}): Promise<Issued> {
+export async function issueServer(
+  ca: Issued,
+  opts: { ips?: string[]; notAfter?: Date; usage?: string } = {},
+): Promise<Issued> {
   const keys = await newKeys();
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
@@ -74,7 +85,9 @@ export async function issueServer(ca: Issued, opts: { ips?: string[]; notAfter?:
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([opts.usage ?? x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension((opts.ips ?? ['127.0.0.1']).map((value) => ({ type: 'ip' as const, value }))),
+      new x509.SubjectAlternativeNameExtension(
+        (opts.ips ?? ['127.0.0.1']).map((value) => ({ type: 'ip' as const, value })),
+      ),
     ],
   });
   return finish(cert, keys);

@@ -19,12 +19,23 @@ export interface TlsResponse {
 /** fetch(url, init) over HTTPS, verifying the server against `ca` (and presenting a client certificate when given). */
 export function httpsFetch(
   url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; ca: string; cert?: string; key?: string; signal?: AbortSignal },
+  init: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    ca: string;
+    cert?: string;
+    key?: string;
+    signal?: AbortSignal;
+  },
 ): Promise<TlsResponse> {
   return new Promise((resolve, reject) => {
     const req = https.request(url, {
       method: init.method ?? 'GET',
-      headers: { ...init.headers, ...(init.body !== undefined ? { 'content-length': String(Buffer.byteLength(init.body)) } : {}) },
+      headers: {
+        ...init.headers,
+        ...(init.body !== undefined ? { 'content-length': String(Buffer.byteLength(init.body)) } : {}),
+      },
       ca: init.ca,
       ...(init.cert ? { cert: init.cert, key: init.key } : {}),
       agent: false,
@@ -35,10 +46,12 @@ export function httpsFetch(
       const body = Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>;
       resolve({
         status: res.statusCode ?? 0,
-        headers: { get: (name) => {
-          const v = res.headers[name.toLowerCase()];
-          return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
-        } },
+        headers: {
+          get: (name) => {
+            const v = res.headers[name.toLowerCase()];
+            return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+          },
+        },
         body,
         async text() {
           const chunks: Buffer[] = [];
@@ -52,7 +65,11 @@ export function httpsFetch(
 }
 
 /** Enrolls a node name with a join token, as an agent would, and returns its key, certificate and pinned CA. */
-export async function enrollIdentity(controller: { url: string; joinToken: string; caHash: string }, name: string, stateDir?: string): Promise<NodeIdentity> {
+export async function enrollIdentity(
+  controller: { url: string; joinToken: string; caHash: string },
+  name: string,
+  stateDir?: string,
+): Promise<NodeIdentity> {
   return enroll({
     controller: controller.url,
     joinToken: controller.joinToken,
@@ -66,7 +83,10 @@ export async function enrollIdentity(controller: { url: string; joinToken: strin
 const identities = new Map<string, Promise<NodeIdentity>>();
 
 /** One enrolled identity per controller and node name, for tests that speak the gateway protocol by hand. */
-export function identityFor(controller: { url: string; joinToken: string; caHash: string }, name: string): Promise<NodeIdentity> {
+export function identityFor(
+  controller: { url: string; joinToken: string; caHash: string },
+  name: string,
+): Promise<NodeIdentity> {
   const key = `${controller.url}|${controller.caHash}|${name}`;
   let id = identities.get(key);
   if (!id) {
@@ -82,9 +102,17 @@ export function gatewayUrl(controllerUrl: string): string {
 }
 
 /** Opens the agent gateway with a node identity: 101 when the upgrade is accepted, else the status and the refusal's code. */
-export function upgradeWith(controllerUrl: string, id: { ca: string; cert: string; key: string }): Promise<{ status: number; code: string }> {
+export function upgradeWith(
+  controllerUrl: string,
+  id: { ca: string; cert: string; key: string },
+): Promise<{ status: number; code: string }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(gatewayUrl(controllerUrl), ['rankd.v1'], { ca: id.ca, cert: id.cert, key: id.key, handshakeTimeout: 5000 });
+    const ws = new WebSocket(gatewayUrl(controllerUrl), ['rankd.v1'], {
+      ca: id.ca,
+      cert: id.cert,
+      key: id.key,
+      handshakeTimeout: 5000,
+    });
     ws.on('open', () => {
       ws.terminate();
       resolve({ status: 101, code: '' });

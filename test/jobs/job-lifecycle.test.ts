@@ -138,7 +138,7 @@ const rows: Row[] = [
     sent: ['n1 job.start ranks 0', 'n2 job.start ranks 1', 'n1 job.release', 'n2 job.release'],
   },
   {
-    name: 'fail-fast: a failed rank stops the others, and its code is the job\'s',
+    name: "fail-fast: a failed rank stops the others, and its code is the job's",
     ranks: 2,
     steps: [
       { started: 0, state: 'starting' },
@@ -239,7 +239,7 @@ const rows: Row[] = [
     ],
   },
   {
-    name: 'a rank that cannot start fails the job, with the agent\'s reason',
+    name: "a rank that cannot start fails the job, with the agent's reason",
     ranks: 2,
     steps: [{ started: 1 }, { exit: 0, code: 127, error: 'no such program' }, killed(1)],
     states: ['pending', 'starting', 'running', 'failed'],
@@ -286,7 +286,7 @@ const rows: Row[] = [
     ],
   },
   {
-    name: 'MPI_Abort through PMI fails the job whatever its fail policy, with the abort\'s code',
+    name: "MPI_Abort through PMI fails the job whatever its fail policy, with the abort's code",
     ranks: 2,
     submit: { failPolicy: 'wait' },
     steps: [
@@ -406,7 +406,10 @@ let nodes: PlannerNode[] | null = null;
 /** Two 4-core nodes, n1 and n2, read from generated sysfs trees. */
 function twoNodes(dir: string): PlannerNode[] {
   const machine = (name: string) => ({ packages: 1, coresPerPackage: 4, threadsPerCore: 1, host: { hostname: name } });
-  return cluster(dir, ['n1', 'n2'].map((name) => ({ name, address: null, machine: machine(name) })));
+  return cluster(
+    dir,
+    ['n1', 'n2'].map((name) => ({ name, address: null, machine: machine(name) })),
+  );
 }
 
 /** A row's world: the real lifecycle on a real store, with a fake clock and fake agents. */
@@ -462,9 +465,17 @@ for (const row of rows) {
     const stored = repo.get(job.id)!;
     const ended = { state: row.states.at(-1), reason: row.reason, exitCode: row.exitCode };
     t.same({ state: stored.state, reason: stored.reason, exitCode: stored.exitCode }, ended, 'how it ended, as stored');
-    t.same(repo.ranks(stored).map((r) => r.state), row.ranksEnd, 'how each rank ended, as stored');
+    t.same(
+      repo.ranks(stored).map((r) => r.state),
+      row.ranksEnd,
+      'how each rank ended, as stored',
+    );
     const history = events.list().filter((e) => e.kind === 'job.state' && e.subject === job.id);
-    t.same(history.map((e) => e.data['to']), row.states, 'each state once, in order, in the history');
+    t.same(
+      history.map((e) => e.data['to']),
+      row.states,
+      'each state once, in order, in the history',
+    );
     t.same(agents.sent, row.sent, 'what the agents were sent');
     const once = { ended: [row.states.at(-1)], released: 1 };
     t.same(told, once, 'the manager heard of the end once, and the hold was freed once');

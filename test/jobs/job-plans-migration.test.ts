@@ -20,11 +20,14 @@ t.test('a started and a queued job written before job_plans read back the same a
   const old = new Database(join(dir, 'rankd.db'));
   for (let v = 0; v < before; v++) old.exec(migrations[v]!);
   old.pragma(`user_version = ${before}`);
-  const insert = old.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at, priority, demand, allocation)
+  const insert =
+    old.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, rank_map, exit_code, created_at, started_at, ended_at, priority, demand, allocation)
     VALUES (?, NULL, NULL, 'alice', ?, 'r', '{"command":["true"]}', ?, NULL, ?, NULL, NULL, 0, NULL, ?)`);
   insert.run('started', 'running', JSON.stringify(rankMap), 1, JSON.stringify(allocation));
   insert.run('queued', 'queued', 'null', 2, null);
-  old.prepare(`INSERT INTO ranks (job_id, rank, node, state, warnings) VALUES ('started', 0, 'n1', 'running', '[]')`).run();
+  old
+    .prepare(`INSERT INTO ranks (job_id, rank, node, state, warnings) VALUES ('started', 0, 'n1', 'running', '[]')`)
+    .run();
   old.close();
 
   const db = openDatabase(dir);
@@ -39,11 +42,18 @@ t.test('a started and a queued job written before job_plans read back the same a
   t.same(started.rankMap, rankMap);
   t.same(started.allocation, allocation);
   t.equal(started.owner, 'alice');
-  t.same(repo.ranks({ id: 'started', rankMap: null }).map((r) => r.state), ['running'], 'its ranks are untouched');
+  t.same(
+    repo.ranks({ id: 'started', rankMap: null }).map((r) => r.state),
+    ['running'],
+    'its ranks are untouched',
+  );
   const queued = repo.get('queued')!;
   t.equal(queued.rankMap, null);
   t.equal(queued.allocation, null);
-  t.same(repo.listActive().map((j) => j.id), ['started', 'queued']);
+  t.same(
+    repo.listActive().map((j) => j.id),
+    ['started', 'queued'],
+  );
 
   // a state change touches the jobs row only; the plan stays as written
   repo.updateJob({ ...started, state: 'succeeded', exitCode: 0, endedAt: 3 });

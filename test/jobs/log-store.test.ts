@@ -31,16 +31,27 @@ t.test('40 streams through 3 descriptors: sizes, duplicates, gaps and reads stay
         const line = Buffer.from(`${stream} of ${rank}, round ${round}\n`);
         const offset = store.size('job1', rank, stream);
         t.same(store.append('job1', rank, stream, offset, line), { kind: 'stored', bytes: line.length });
-        t.same(store.append('job1', rank, stream, offset, line), { kind: 'duplicate' }, 'a resent chunk is stored once');
+        t.same(
+          store.append('job1', rank, stream, offset, line),
+          { kind: 'duplicate' },
+          'a resent chunk is stored once',
+        );
       }
     }
     t.ok(store.openDescriptors <= 3, `round ${round}: at most 3 descriptors open`);
     t.ok(openInto(dir) <= 3, `round ${round}: the process holds at most 3 descriptors into the store`);
   }
-  t.same(store.append('job1', 5, 'stdout', 10_000, Buffer.from('x')), { kind: 'gap', expected: store.size('job1', 5, 'stdout') });
+  t.same(store.append('job1', 5, 'stdout', 10_000, Buffer.from('x')), {
+    kind: 'gap',
+    expected: store.size('job1', 5, 'stdout'),
+  });
   for (let rank = 0; rank < 20; rank++) {
     const text = store.read('job1', rank, 'stderr', 0, 1 << 20).toString();
-    t.equal(text, [0, 1, 2].map((round) => `stderr of ${rank}, round ${round}\n`).join(''), `rank ${rank}: every line, in order`);
+    t.equal(
+      text,
+      [0, 1, 2].map((round) => `stderr of ${rank}, round ${round}\n`).join(''),
+      `rank ${rank}: every line, in order`,
+    );
   }
 
   // a new store (a restarted controller) learns the sizes from the files

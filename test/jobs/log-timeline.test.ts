@@ -31,7 +31,8 @@ function store(t: Test) {
 
 function drain(timeline: LogTimeline): Array<{ id: number; rank: number; stream: string; offset: number; at: number }> {
   const out = [];
-  for (let e = timeline.next(); e; e = timeline.next()) out.push({ id: e.id, rank: e.rank, stream: e.stream, offset: e.offset, at: e.at });
+  for (let e = timeline.next(); e; e = timeline.next())
+    out.push({ id: e.id, rank: e.rank, stream: e.stream, offset: e.offset, at: e.at });
   return out;
 }
 
@@ -55,18 +56,32 @@ t.test('stored and later chunks, across ranks, in the order stored; other jobs l
     want.push(1000 + i);
   }
   const got = drain(timeline);
-  t.same(got.map((e) => e.at), want, 'every chunk of j1, in the order stored, and nothing of j10 or j1-x');
-  t.ok(got.every((e, i) => i === 0 || e.id > got[i - 1]!.id), 'ids increase');
+  t.same(
+    got.map((e) => e.at),
+    want,
+    'every chunk of j1, in the order stored, and nothing of j10 or j1-x',
+  );
+  t.ok(
+    got.every((e, i) => i === 0 || e.id > got[i - 1]!.id),
+    'ids increase',
+  );
   t.equal(timeline.next(), null, 'nothing more stored yet');
   output('j1', 2, 'stderr', 3, 9999);
-  t.same(drain(timeline).map((e) => [e.rank, e.stream, e.at]), [[2, 'stderr', 9999]], 'a chunk stored later is read when it is');
+  t.same(
+    drain(timeline).map((e) => [e.rank, e.stream, e.at]),
+    [[2, 'stderr', 9999]],
+    'a chunk stored later is read when it is',
+  );
 });
 
 t.test('only the ranks asked for', async (t) => {
   const { events, output } = store(t);
   for (let i = 0; i < 40; i++) output('job', i % 4, 'stdout', 1, i);
   const got = drain(new LogTimeline(events, 'job', [1, 3]));
-  t.same(got.map((e) => e.rank), Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 1 : 3)));
+  t.same(
+    got.map((e) => e.rank),
+    Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 1 : 3)),
+  );
 });
 
 t.test('a long job: 100,000 chunks of 8 ranks, in order, beside another job of as many', async (t) => {

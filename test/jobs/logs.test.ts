@@ -31,7 +31,10 @@ t.test('2 ranks × 200,000 lines: every line once, in order, per rank', async (t
       .filter((l) => l.startsWith(`${rank}: `))
       .map((l) => l.slice(3));
     t.equal(mine.length, 200_000, `rank ${rank}: 200,000 lines on the terminal`);
-    t.ok(mine.every((l, i) => l === String(i + 1)), `rank ${rank}: in order, none twice`);
+    t.ok(
+      mine.every((l, i) => l === String(i + 1)),
+      `rank ${rank}: in order, none twice`,
+    );
   }
   // what was stored
   const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
@@ -43,19 +46,29 @@ t.test('2 ranks × 200,000 lines: every line once, in order, per rank', async (t
     t.ok(stored.body === want, `rank ${rank}: the stored log is exactly the output (${stored.body.length} bytes)`);
   }
   const { body: job } = await controller.api<JobLike>(`/v1/jobs/${id}`);
-  t.same(job.ranks.map((x) => x.outputBytes.stdout), [want.length, want.length], 'the log index agrees');
+  t.same(
+    job.ranks.map((x) => x.outputBytes.stdout),
+    [want.length, want.length],
+    'the log index agrees',
+  );
 });
 
 t.test('logs: offset, rank and stream filters, NDJSON', async (t) => {
   const { env, controller } = await localCluster(t, ['solo']);
-  const r = await runCli(['run', '-n', '2', '-q', '--', 'sh', '-c', 'echo "out of $RANK"; echo "err of $RANK" >&2'], env);
+  const r = await runCli(
+    ['run', '-n', '2', '-q', '--', 'sh', '-c', 'echo "out of $RANK"; echo "err of $RANK" >&2'],
+    env,
+  );
   t.equal(r.code, 0);
   const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
   const id = list.jobs[0]!.id;
   const fromOffset = await controller.api<string>(`/v1/jobs/${id}/logs?rank=1&stream=stdout&offset=4&format=text`);
   t.equal(fromOffset.body, 'of 1\n');
   const nd = await controller.api<string>(`/v1/jobs/${id}/logs?format=ndjson&rank=0`);
-  const records = nd.body.trim().split('\n').map((l) => JSON.parse(l) as { rank: number; stream: string; offset: number; data: string; end?: unknown });
+  const records = nd.body
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { rank: number; stream: string; offset: number; data: string; end?: unknown });
   t.same(
     records.filter((x) => !x.end).map((x) => [x.rank, x.stream, x.offset, x.data]),
     [
@@ -76,7 +89,10 @@ t.test('a live follower resumes from its Last-Event-ID without gaps or repeats',
   const { controller } = await localCluster(t, ['solo']);
   const { body: job } = await controller.api<JobLike>('/v1/jobs', {
     method: 'POST',
-    body: { command: ['sh', '-c', 'for i in $(seq 1 60); do echo "line $i"; sleep 0.02; done'], placement: { ntasks: 1 } },
+    body: {
+      command: ['sh', '-c', 'for i in $(seq 1 60); do echo "line $i"; sleep 0.02; done'],
+      placement: { ntasks: 1 },
+    },
   });
   const url = `${controller.url}/v1/jobs/${job.id}/logs?follow=true&format=sse&stream=stdout`;
   const headers = { authorization: `Bearer ${controller.apiToken}` };
@@ -120,62 +136,93 @@ t.test('a live follower resumes from its Last-Event-ID without gaps or repeats',
   t.equal(text, Array.from({ length: 60 }, (_, i) => `line ${i + 1}\n`).join(''));
 });
 
-t.test('output that is not UTF-8 arrives byte for byte: in rankd run, labelled or raw, and in the frames stream', async (t) => {
-  const { env, controller } = await localCluster(t, ['solo']);
-  // a byte that is never UTF-8, a character split across two writes, a last line without newline
-  const script = 'printf "\\377\\376 bin\\n"; printf "h\\303"; sleep 0.2; printf "\\251llo\\n"; printf "tail"';
-  const want = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(' bin\nh\u00e9llo\ntail', 'utf8')]);
-  const raw = await runCliRaw(['run', '-n', '1', '-q', '--no-label', '--', 'sh', '-c', script], env, 60_000);
-  t.equal(raw.code, 0, raw.stderr.toString());
-  t.same(raw.stdout, Buffer.concat([want, Buffer.from('\n')]), 'raw: the bytes as written (the unfinished last line ends at exit)');
-  const labelled = await runCliRaw(['run', '-n', '1', '-q', '--', 'sh', '-c', script], env, 60_000);
-  t.equal(labelled.code, 0);
-  const lines = Buffer.concat([want, Buffer.from('\n')]).toString('latin1').split('\n').slice(0, -1);
-  t.equal(labelled.stdout.toString('latin1'), lines.map((l) => `0: ${l}\n`).join(''), 'labelled: "0: " before every line, the bytes between untouched');
+t.test(
+  'output that is not UTF-8 arrives byte for byte: in rankd run, labelled or raw, and in the frames stream',
+  async (t) => {
+    const { env, controller } = await localCluster(t, ['solo']);
+    // a byte that is never UTF-8, a character split across two writes, a last line without newline
+    const script = 'printf "\\377\\376 bin\\n"; printf "h\\303"; sleep 0.2; printf "\\251llo\\n"; printf "tail"';
+    const want = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(' bin\nh\u00e9llo\ntail', 'utf8')]);
+    const raw = await runCliRaw(['run', '-n', '1', '-q', '--no-label', '--', 'sh', '-c', script], env, 60_000);
+    t.equal(raw.code, 0, raw.stderr.toString());
+    t.same(
+      raw.stdout,
+      Buffer.concat([want, Buffer.from('\n')]),
+      'raw: the bytes as written (the unfinished last line ends at exit)',
+    );
+    const labelled = await runCliRaw(['run', '-n', '1', '-q', '--', 'sh', '-c', script], env, 60_000);
+    t.equal(labelled.code, 0);
+    const lines = Buffer.concat([want, Buffer.from('\n')])
+      .toString('latin1')
+      .split('\n')
+      .slice(0, -1);
+    t.equal(
+      labelled.stdout.toString('latin1'),
+      lines.map((l) => `0: ${l}\n`).join(''),
+      'labelled: "0: " before every line, the bytes between untouched',
+    );
 
-  const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
-  const id = list.jobs.find(() => true)!.id;
-  const res = await httpsFetch(`${controller.url}/v1/jobs/${id}/logs?format=frames`, { ca: controller.ca, headers: { authorization: `Bearer ${controller.apiToken}` } });
-  t.equal(res.headers.get('content-type'), 'application/vnd.rankd.log-frames');
-  const out: Buffer[] = [];
-  let end: { state: string } | null = null;
-  for await (const frame of readLogFrames(res.body as unknown as AsyncIterable<Buffer>)) {
-    if (frame.kind === 'end') end = frame;
-    else if (frame.kind === 'output' && frame.stream === 'stdout') {
-      t.equal(frame.offset, Buffer.concat(out).length, 'records are contiguous');
-      out.push(frame.data);
+    const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
+    const id = list.jobs.find(() => true)!.id;
+    const res = await httpsFetch(`${controller.url}/v1/jobs/${id}/logs?format=frames`, {
+      ca: controller.ca,
+      headers: { authorization: `Bearer ${controller.apiToken}` },
+    });
+    t.equal(res.headers.get('content-type'), 'application/vnd.rankd.log-frames');
+    const out: Buffer[] = [];
+    let end: { state: string } | null = null;
+    for await (const frame of readLogFrames(res.body as unknown as AsyncIterable<Buffer>)) {
+      if (frame.kind === 'end') end = frame;
+      else if (frame.kind === 'output' && frame.stream === 'stdout') {
+        t.equal(frame.offset, Buffer.concat(out).length, 'records are contiguous');
+        out.push(frame.data);
+      }
     }
-  }
-  t.same(Buffer.concat(out), want, 'the stored bytes, exactly');
-  t.equal(end?.state, 'succeeded', 'the stream ends with the job\'s end record');
-});
+    t.same(Buffer.concat(out), want, 'the stored bytes, exactly');
+    t.equal(end?.state, 'succeeded', "the stream ends with the job's end record");
+  },
+);
 
-t.test('the controller is SIGKILLed mid-job and restarted: the job completes and every line is stored once', async (t) => {
-  const first = await startController({ heartbeatMs: 500 });
-  const port = Number(new URL(first.url).port);
-  const agent = startAgent(first, { name: 'steady' });
-  t.teardown(() => agent.stop());
-  await waitForNode(first, 'steady', 'ready');
-  const lines = 3000;
-  const { body: job } = await first.api<JobLike>('/v1/jobs', {
-    method: 'POST',
-    body: { command: ['sh', '-c', `for i in $(seq 1 ${lines}); do echo $i; [ $((i % 100)) = 0 ] && sleep 0.1; done; exit 0`], placement: { ntasks: 2 } },
-  });
-  await waitUntil('output flowing', 20_000, async () => ((await first.api<JobLike>(`/v1/jobs/${job.id}`)).body.ranks[0]?.outputBytes.stdout ?? 0) > 100);
-  await first.stop('SIGKILL');
-  const second = await startController({ dataDir: first.dataDir, port, heartbeatMs: 500 });
-  t.teardown(() => second.stop());
-  const ended = await waitUntil('job ended', 60_000, async () => {
-    const { body } = await second.api<JobLike>(`/v1/jobs/${job.id}`);
-    return body.endedAt ? body : undefined;
-  });
-  t.equal(ended.state, 'succeeded');
-  t.equal(ended.exitCode, 0);
-  const want = expectedLines(lines);
-  for (const rank of [0, 1]) {
-    const stored = await second.api<string>(`/v1/jobs/${job.id}/logs?rank=${rank}&stream=stdout&format=text`);
-    t.ok(stored.body === want, `rank ${rank}: every line once and in order`);
-  }
-  const node = await second.api<{ state: string }>('/v1/nodes/steady');
-  t.equal(node.body.state, 'ready', 'the node was never declared lost');
-});
+t.test(
+  'the controller is SIGKILLed mid-job and restarted: the job completes and every line is stored once',
+  async (t) => {
+    const first = await startController({ heartbeatMs: 500 });
+    const port = Number(new URL(first.url).port);
+    const agent = startAgent(first, { name: 'steady' });
+    t.teardown(() => agent.stop());
+    await waitForNode(first, 'steady', 'ready');
+    const lines = 3000;
+    const { body: job } = await first.api<JobLike>('/v1/jobs', {
+      method: 'POST',
+      body: {
+        command: [
+          'sh',
+          '-c',
+          `for i in $(seq 1 ${lines}); do echo $i; [ $((i % 100)) = 0 ] && sleep 0.1; done; exit 0`,
+        ],
+        placement: { ntasks: 2 },
+      },
+    });
+    await waitUntil(
+      'output flowing',
+      20_000,
+      async () => ((await first.api<JobLike>(`/v1/jobs/${job.id}`)).body.ranks[0]?.outputBytes.stdout ?? 0) > 100,
+    );
+    await first.stop('SIGKILL');
+    const second = await startController({ dataDir: first.dataDir, port, heartbeatMs: 500 });
+    t.teardown(() => second.stop());
+    const ended = await waitUntil('job ended', 60_000, async () => {
+      const { body } = await second.api<JobLike>(`/v1/jobs/${job.id}`);
+      return body.endedAt ? body : undefined;
+    });
+    t.equal(ended.state, 'succeeded');
+    t.equal(ended.exitCode, 0);
+    const want = expectedLines(lines);
+    for (const rank of [0, 1]) {
+      const stored = await second.api<string>(`/v1/jobs/${job.id}/logs?rank=${rank}&stream=stdout&format=text`);
+      t.ok(stored.body === want, `rank ${rank}: every line once and in order`);
+    }
+    const node = await second.api<{ state: string }>('/v1/nodes/steady');
+    t.equal(node.body.state, 'ready', 'the node was never declared lost');
+  },
+);

@@ -8,7 +8,15 @@ interface JobViewLike {
   state: string;
   reason: string;
   exitCode: number | null;
-  ranks: Array<{ rank: number; pid: number | null; state: string; exitCode: number | null; signal: string | null; planned: { cpus: number[] }; actual: { cpus: number[]; verified: boolean } | null }>;
+  ranks: Array<{
+    rank: number;
+    pid: number | null;
+    state: string;
+    exitCode: number | null;
+    signal: string | null;
+    planned: { cpus: number[] };
+    actual: { cpus: number[]; verified: boolean } | null;
+  }>;
 }
 
 t.test('two ranks on this 2-CPU machine are pinned to CPU 0 and CPU 1', async (t) => {
@@ -32,7 +40,19 @@ t.test('two ranks on this 2-CPU machine are pinned to CPU 0 and CPU 1', async (t
 
 t.test('the exit code propagates, stderr stays stderr, labels and -q work', async (t) => {
   const { env } = await localCluster(t, ['solo']);
-  const failing = await runCli(['run', '-n', '2', '-q', '--', 'sh', '-c', 'echo out; echo err >&2; [ "$RANK" = 1 ] && sleep 2; exit $((RANK + 3))'], env);
+  const failing = await runCli(
+    [
+      'run',
+      '-n',
+      '2',
+      '-q',
+      '--',
+      'sh',
+      '-c',
+      'echo out; echo err >&2; [ "$RANK" = 1 ] && sleep 2; exit $((RANK + 3))',
+    ],
+    env,
+  );
   t.equal(failing.code, 3, 'the first failing rank exit code (rank 1 is stopped by fail-fast before it exits 4)');
   t.same(failing.stdout.trim().split('\n').sort(), ['0: out', '1: out']);
   t.match(failing.stderr, /^[01]: err$/m);
@@ -50,7 +70,7 @@ t.test('the exit code propagates, stderr stays stderr, labels and -q work', asyn
 t.test('programs that do not exist, bad users and bad cwds fail clearly', async (t) => {
   const { env } = await localCluster(t, ['solo']);
   const missing = await runCli(['run', '-n', '1', '-q', '--', 'no-such-program-rankd'], env);
-  t.equal(missing.code, 127, 'a shell\'s status for a missing command');
+  t.equal(missing.code, 127, "a shell's status for a missing command");
   t.match(missing.stderr, /failed to start: no-such-program-rankd: command not found/);
   const user = await runCli(['run', '-n', '1', '-q', '--user', 'no-such-user-rankd', '--', 'true'], env);
   t.equal(user.code, 1, 'a start failure no shell would meet ends the job with 1');
@@ -63,15 +83,24 @@ t.test('an impossible spec gets 400 with the reason; no token gets 401', async (
   t.equal(cli.code, 65);
   t.match(cli.stderr, /RANKD_PLAN_TOO_MANY_CPUS/);
 
-  const rest = await controller.api<{ code: string; message: string }>('/v1/jobs', { method: 'POST', body: { command: ['true'], placement: { ntasks: 5 } } });
+  const rest = await controller.api<{ code: string; message: string }>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['true'], placement: { ntasks: 5 } },
+  });
   t.equal(rest.status, 400);
   t.equal(rest.body.code, 'RANKD_PLAN_TOO_MANY_RANKS');
   t.match(rest.body.message, /node solo: 5 ranks/, 'names the node and the reason');
-  const sockets = await controller.api<{ code: string; message: string }>('/v1/jobs', { method: 'POST', body: { command: ['true'], placement: { ntasks: 3, ranksPerNode: 'socket' } } });
+  const sockets = await controller.api<{ code: string; message: string }>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['true'], placement: { ntasks: 3, ranksPerNode: 'socket' } },
+  });
   t.equal(sockets.status, 400);
   t.match(sockets.body.message, /nearest feasible spec: -n 1/, 'suggests the nearest feasible spec');
 
-  const shell = await controller.api<{ code: string; message: string }>('/v1/jobs', { method: 'POST', body: { command: 'sh -c true' } });
+  const shell = await controller.api<{ code: string; message: string }>('/v1/jobs', {
+    method: 'POST',
+    body: { command: 'sh -c true' },
+  });
   t.equal(shell.status, 400, 'a shell string is not a command');
   t.equal(shell.body.code, 'RANKD_INVALID_REQUEST');
   t.match(shell.body.message, /command/);
@@ -97,26 +126,38 @@ t.test('an idempotency key returns the existing job', async (t) => {
   t.equal(again.body.id, first.body.id);
 });
 
-t.test('a second live job on the same rank-0 node gets the next MASTER_PORT, and POST /v1/plan shows the port a job would get', async (t) => {
-  const { controller } = await localCluster(t, ['solo']);
-  // one core each, so that both jobs hold cores of their own at once
-  const portOf = (env: Record<string, string>) => Number(env['MASTER_PORT']);
-  const before = await controller.api<{ masterPort: number }>('/v1/plan', { method: 'POST', body: { placement: { ntasks: 1, cpusPerRank: 1 } } });
-  const { body: first } = await controller.api<{ id: string; rankMap: { masterPort: number; ranks: Array<{ env: Record<string, string> }> } }>('/v1/jobs', {
-    method: 'POST',
-    body: { command: ['sleep', '30'], placement: { ntasks: 1, cpusPerRank: 1 } },
-  });
-  t.teardown(() => controller.api(`/v1/jobs/${first.id}/cancel`, { method: 'POST' }));
-  t.equal(first.rankMap.masterPort, before.body.masterPort, 'the plan showed the port the job got');
-  t.equal(portOf(first.rankMap.ranks[0]!.env), first.rankMap.masterPort);
-  const after = await controller.api<{ masterPort: number }>('/v1/plan', { method: 'POST', body: { placement: { ntasks: 1, cpusPerRank: 1 } } });
-  t.equal(after.body.masterPort, first.rankMap.masterPort + 1, 'while the first job lives, its port is taken');
-  const { body: second } = await controller.api<{ id: string; rankMap: { masterPort: number } }>('/v1/jobs', {
-    method: 'POST',
-    body: { command: ['true'], placement: { ntasks: 1, cpusPerRank: 1 } },
-  });
-  t.equal(second.rankMap.masterPort, first.rankMap.masterPort + 1);
-});
+t.test(
+  'a second live job on the same rank-0 node gets the next MASTER_PORT, and POST /v1/plan shows the port a job would get',
+  async (t) => {
+    const { controller } = await localCluster(t, ['solo']);
+    // one core each, so that both jobs hold cores of their own at once
+    const portOf = (env: Record<string, string>) => Number(env['MASTER_PORT']);
+    const before = await controller.api<{ masterPort: number }>('/v1/plan', {
+      method: 'POST',
+      body: { placement: { ntasks: 1, cpusPerRank: 1 } },
+    });
+    const { body: first } = await controller.api<{
+      id: string;
+      rankMap: { masterPort: number; ranks: Array<{ env: Record<string, string> }> };
+    }>('/v1/jobs', {
+      method: 'POST',
+      body: { command: ['sleep', '30'], placement: { ntasks: 1, cpusPerRank: 1 } },
+    });
+    t.teardown(() => controller.api(`/v1/jobs/${first.id}/cancel`, { method: 'POST' }));
+    t.equal(first.rankMap.masterPort, before.body.masterPort, 'the plan showed the port the job got');
+    t.equal(portOf(first.rankMap.ranks[0]!.env), first.rankMap.masterPort);
+    const after = await controller.api<{ masterPort: number }>('/v1/plan', {
+      method: 'POST',
+      body: { placement: { ntasks: 1, cpusPerRank: 1 } },
+    });
+    t.equal(after.body.masterPort, first.rankMap.masterPort + 1, 'while the first job lives, its port is taken');
+    const { body: second } = await controller.api<{ id: string; rankMap: { masterPort: number } }>('/v1/jobs', {
+      method: 'POST',
+      body: { command: ['true'], placement: { ntasks: 1, cpusPerRank: 1 } },
+    });
+    t.equal(second.rankMap.masterPort, first.rankMap.masterPort + 1);
+  },
+);
 
 t.test('after the job, no process of it remains', async (t) => {
   const { env, controller } = await localCluster(t, ['solo']);
@@ -129,5 +170,6 @@ t.test('after the job, no process of it remains', async (t) => {
   // The rank's shell exited 0; its background sleep is its process group's business.
   // rankd ends what is left of the group when the rank ends.
   await new Promise((r) => setTimeout(r, 500));
-  for (const rank of job.body.ranks) t.same(groupMembers(rank.pid!), [], `nothing left in rank ${rank.rank}'s process group`);
+  for (const rank of job.body.ranks)
+    t.same(groupMembers(rank.pid!), [], `nothing left in rank ${rank.rank}'s process group`);
 });

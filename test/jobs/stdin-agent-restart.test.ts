@@ -19,7 +19,11 @@ t.test("an agent restart ends its ranks' stdin; the ranks run on", async (t) => 
   await waitForNode(controller, 'solo', 'ready');
   const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...controller.clientEnv, RANKD_HOME: controller.dataDir };
 
-  const client = spawn(process.execPath, [CLI, 'run', '--no-label', '-n', '1', '--', 'sh', '-c', 'n=$(wc -c); echo "read $n"'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const client = spawn(
+    process.execPath,
+    [CLI, 'run', '--no-label', '-n', '1', '--', 'sh', '-c', 'n=$(wc -c); echo "read $n"'],
+    { env, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   t.teardown(() => {
     if (client.exitCode === null && client.signalCode === null) client.kill('SIGKILL');
   });
@@ -30,7 +34,11 @@ t.test("an agent restart ends its ranks' stdin; the ranks run on", async (t) => 
   const exited = new Promise<number | null>((resolve) => client.once('close', (c) => resolve(c)));
   client.stdin.write('abc');
   const id = await waitUntil('the job to start', 20_000, () => /rankd: job (\S+)/.exec(stderr)?.[1]);
-  const job = async () => JSON.parse((await runCli(['job', id, '--json'], env)).stdout) as { state: string; ranks: Array<{ state: string; pid: number | null }> };
+  const job = async () =>
+    JSON.parse((await runCli(['job', id, '--json'], env)).stdout) as {
+      state: string;
+      ranks: Array<{ state: string; pid: number | null }>;
+    };
   const running = await waitUntil('its rank to run', 20_000, async () => {
     const v = await job();
     return v.ranks[0]?.state === 'running' ? v.ranks[0] : undefined;

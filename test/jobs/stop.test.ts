@@ -29,26 +29,62 @@ function assertNothingLeft(t: Test, job: JobLike): void {
   }
 }
 
-t.test('fail-fast across two agents: one rank exits 1, the sleeping ones are gone within the grace period', async (t) => {
-  const { env, controller } = await localCluster(t, ['node-a', 'node-b']);
-  const started = Date.now();
-  // rank 0 fails after the others are surely running; the others would sleep for 5 minutes
-  const r = await runCli(['run', '-N', '2', '-n', '4', '-q', '--grace', '3', '--', 'sh', '-c', 'if [ "$RANK" = 0 ]; then sleep 1; echo failing; exit 7; fi; exec sleep 300'], env, 60_000);
-  const elapsed = Date.now() - started;
-  t.equal(r.code, 7, 'exit code of the failing rank');
-  t.match(r.stderr, /failed: rank 0 on node-a exited with code 7/);
-  t.ok(elapsed < 60_000);
-  const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
-  const { body: job } = await controller.api<JobLike>(`/v1/jobs/${list.jobs[0]!.id}`);
-  t.equal(job.state, 'failed');
-  t.same(new Set(job.ranks.map((x) => x.node)), new Set(['node-a', 'node-b']), 'ranks on both agents');
-  for (const x of job.ranks.slice(1)) t.equal(x.signal, 'SIGTERM', `rank ${x.rank} ended by SIGTERM (within the grace period)`);
-  assertNothingLeft(t, job);
-});
+t.test(
+  'fail-fast across two agents: one rank exits 1, the sleeping ones are gone within the grace period',
+  async (t) => {
+    const { env, controller } = await localCluster(t, ['node-a', 'node-b']);
+    const started = Date.now();
+    // rank 0 fails after the others are surely running; the others would sleep for 5 minutes
+    const r = await runCli(
+      [
+        'run',
+        '-N',
+        '2',
+        '-n',
+        '4',
+        '-q',
+        '--grace',
+        '3',
+        '--',
+        'sh',
+        '-c',
+        'if [ "$RANK" = 0 ]; then sleep 1; echo failing; exit 7; fi; exec sleep 300',
+      ],
+      env,
+      60_000,
+    );
+    const elapsed = Date.now() - started;
+    t.equal(r.code, 7, 'exit code of the failing rank');
+    t.match(r.stderr, /failed: rank 0 on node-a exited with code 7/);
+    t.ok(elapsed < 60_000);
+    const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
+    const { body: job } = await controller.api<JobLike>(`/v1/jobs/${list.jobs[0]!.id}`);
+    t.equal(job.state, 'failed');
+    t.same(new Set(job.ranks.map((x) => x.node)), new Set(['node-a', 'node-b']), 'ranks on both agents');
+    for (const x of job.ranks.slice(1))
+      t.equal(x.signal, 'SIGTERM', `rank ${x.rank} ended by SIGTERM (within the grace period)`);
+    assertNothingLeft(t, job);
+  },
+);
 
 t.test('a rank that ignores SIGTERM is killed after the grace period', async (t) => {
   const { env, controller } = await localCluster(t, ['solo']);
-  const r = await runCli(['run', '-n', '2', '-q', '--grace', '1', '--', 'sh', '-c', 'trap "" TERM; if [ "$RANK" = 0 ]; then sleep 0.5; exit 1; fi; while :; do sleep 0.1; done'], env, 60_000);
+  const r = await runCli(
+    [
+      'run',
+      '-n',
+      '2',
+      '-q',
+      '--grace',
+      '1',
+      '--',
+      'sh',
+      '-c',
+      'trap "" TERM; if [ "$RANK" = 0 ]; then sleep 0.5; exit 1; fi; while :; do sleep 0.1; done',
+    ],
+    env,
+    60_000,
+  );
   t.equal(r.code, 1);
   const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
   const { body: job } = await controller.api<JobLike>(`/v1/jobs/${list.jobs[0]!.id}`);
@@ -58,10 +94,17 @@ t.test('a rank that ignores SIGTERM is killed after the grace period', async (t)
 
 t.test('cancel ends every rank and the job says cancelled', async (t) => {
   const { controller } = await localCluster(t, ['solo']);
-  const submit = await controller.api<JobLike>('/v1/jobs', { method: 'POST', body: { command: ['sleep', '300'], placement: { ntasks: 2 }, grace: 2 } });
+  const submit = await controller.api<JobLike>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['sleep', '300'], placement: { ntasks: 2 }, grace: 2 },
+  });
   t.equal(submit.status, 201);
   const id = submit.body.id;
-  await waitUntil('job running', 20_000, async () => (await controller.api<JobLike>(`/v1/jobs/${id}`)).body.state === 'running');
+  await waitUntil(
+    'job running',
+    20_000,
+    async () => (await controller.api<JobLike>(`/v1/jobs/${id}`)).body.state === 'running',
+  );
   const cancel = await controller.api<JobLike>(`/v1/jobs/${id}/cancel`, { method: 'POST' });
   t.equal(cancel.status, 200);
   const job = await waitUntil('job ended', 20_000, async () => {
@@ -89,7 +132,11 @@ t.test('timeout ends the job as timed-out', async (t) => {
 
 t.test('Ctrl-C in rankd run cancels the job and waits for its ranks', async (t) => {
   const { env, controller } = await localCluster(t, ['solo']);
-  const child = spawn(process.execPath, [CLI, 'run', '-n', '2', '--grace', '2', '--', 'sh', '-c', 'echo ready; exec sleep 300'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'run', '-n', '2', '--grace', '2', '--', 'sh', '-c', 'echo ready; exec sleep 300'],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -109,7 +156,22 @@ t.test('Ctrl-C in rankd run cancels the job and waits for its ranks', async (t) 
 
 t.test('fail policy "wait" lets the other ranks finish', async (t) => {
   const { env } = await localCluster(t, ['solo']);
-  const r = await runCli(['run', '-n', '2', '-q', '--fail-policy', 'wait', '--', 'sh', '-c', 'if [ "$RANK" = 0 ]; then exit 4; fi; sleep 1; echo finished'], env, 60_000);
+  const r = await runCli(
+    [
+      'run',
+      '-n',
+      '2',
+      '-q',
+      '--fail-policy',
+      'wait',
+      '--',
+      'sh',
+      '-c',
+      'if [ "$RANK" = 0 ]; then exit 4; fi; sleep 1; echo finished',
+    ],
+    env,
+    60_000,
+  );
   t.equal(r.code, 4);
   t.match(r.stdout, /^1: finished$/m, 'rank 1 ran to its end');
 });

@@ -40,7 +40,11 @@ t.test('the writes of one turn are committed together, at the end of the turn', 
   await nextTurn();
   t.notOk(db.inTransaction, 'committed in the check phase of the turn');
   t.equal(count(), 100, 'all 100 writes are visible after it');
-  t.same(sent, Array.from({ length: 100 }, (_, i) => `m${i}`), 'then the held messages leave, in order');
+  t.same(
+    sent,
+    Array.from({ length: 100 }, (_, i) => `m${i}`),
+    'then the held messages leave, in order',
+  );
 });
 
 t.test('flush commits at once; afterCommit without an open batch sends at once', async (t) => {

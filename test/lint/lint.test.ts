@@ -60,7 +60,8 @@ t.test('Prettier: every file in format', async (t) => {
 t.test('the boundary rules fire', async (t) => {
   // types are not needed by these rules, and probe text is in no tsconfig
   const eslint = new ESLint({ cwd: ROOT, overrideConfig: tseslint.configs.disableTypeChecked });
-  const lint = async (path: string, code: string) => rulesOf(await eslint.lintText(code, { filePath: `${ROOT}${path}` }));
+  const lint = async (path: string, code: string) =>
+    rulesOf(await eslint.lintText(code, { filePath: `${ROOT}${path}` }));
 
   t.test('a workspace package is imported only through the entry points it exports', async (t) => {
     const deep = await lint('test/lint/probe.ts', "export { JobManager } from '@rankd/controller/jobs/job-manager';\n");
@@ -84,10 +85,14 @@ t.test('the boundary rules fire', async (t) => {
     t.same(await lint(jobs, typeImport), ['@typescript-eslint/no-restricted-imports'], 'so is a type import');
     t.same(await lint(controller, daemon), [], '`rankd controller` may import() it');
     t.same(await lint(controller, typeImport), [], 'and name its types');
-    t.same(await lint(controller, staticImport), ['@typescript-eslint/no-restricted-imports'], 'but not load it at start');
+    t.same(
+      await lint(controller, staticImport),
+      ['@typescript-eslint/no-restricted-imports'],
+      'but not load it at start',
+    );
   });
 
-  t.test("a package imports only what its package.json declares", async (t) => {
+  t.test('a package imports only what its package.json declares', async (t) => {
     const undeclared = await lint('packages/protocol/src/probe.ts', "export { default } from 'fastify';\n");
     t.same(undeclared, ['import-x/no-extraneous-dependencies'], "fastify is the controller's, not the protocol's");
     const typeOnly = await lint('packages/protocol/src/probe.ts', "export type { Logger } from 'pino';\n");

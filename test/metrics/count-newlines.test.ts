@@ -14,14 +14,15 @@ t.test('the count of a byte loop, at every offset and length', async (t) => {
   const alphabet = [0x0a, 0x8a, 0x0b, 0x0e, 0x00, 0xff, 0x41];
   const backing = Buffer.alloc(256 + 8);
   let seed = 1;
-  const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000);
+  const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000;
   let checked = 0;
   for (let round = 0; round < 200; round++) {
     for (let i = 0; i < backing.length; i++) backing[i] = alphabet[Math.floor(random() * alphabet.length)]!;
     for (let offset = 0; offset < 8; offset++) {
       for (const length of [0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 64, 255]) {
         const chunk = backing.subarray(offset, offset + length);
-        if (countNewlines(chunk) !== byByte(chunk)) t.fail(`offset ${offset}, length ${length}: ${chunk.toString('hex')}`);
+        if (countNewlines(chunk) !== byByte(chunk))
+          t.fail(`offset ${offset}, length ${length}: ${chunk.toString('hex')}`);
         checked++;
       }
     }
@@ -41,6 +42,10 @@ t.test('the log store counts the bytes and lines it stores, each once', async (t
   store.append('j1', 0, 'stdout', 4, Buffer.from('two\nthree\nfour')); // a resend overlapping what is stored
   store.append('j1', 0, 'stdout', 0, Buffer.from('one\n')); // a duplicate
   store.append('j1', 0, 'stderr', 0, Buffer.from('oops\n'));
-  t.same(store.ingested('stdout'), { bytes: 18, lines: 3 }, "stdout: 'one\\ntwo\\nthree\\nfour', the last line not yet ended");
+  t.same(
+    store.ingested('stdout'),
+    { bytes: 18, lines: 3 },
+    "stdout: 'one\\ntwo\\nthree\\nfour', the last line not yet ended",
+  );
   t.same(store.ingested('stderr'), { bytes: 5, lines: 1 });
 });

@@ -28,7 +28,10 @@ function onPath(command: string): string | null {
 }
 
 /** Runs `promtool check metrics` with the exposition text on its stdin. */
-function checkMetrics(promtool: string, text: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function checkMetrics(
+  promtool: string,
+  text: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(promtool, ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -61,16 +64,20 @@ t.test('/metrics as Prometheus scrapes it: lint-clean and documented', async (t)
   t.ok(families.length > 40, `${families.length} metric families`);
 
   const promtool = onPath('promtool');
-  t.test('promtool check metrics: exit 0, nothing to say', { skip: promtool || process.env.CI === 'true' ? false : MISSING }, async (t) => {
-    if (!promtool) {
-      t.fail(`${MISSING}; CI=true requires it (scripts/test-deps.sh installs it)`);
-      return;
-    }
-    const lint = await checkMetrics(promtool, text);
-    t.equal(lint.code, 0, 'promtool exits 0');
-    t.equal(lint.stdout, '', 'no complaint on stdout');
-    t.equal(lint.stderr, '', 'no complaint on stderr');
-  });
+  t.test(
+    'promtool check metrics: exit 0, nothing to say',
+    { skip: promtool || process.env.CI === 'true' ? false : MISSING },
+    async (t) => {
+      if (!promtool) {
+        t.fail(`${MISSING}; CI=true requires it (scripts/test-deps.sh installs it)`);
+        return;
+      }
+      const lint = await checkMetrics(promtool, text);
+      t.equal(lint.code, 0, 'promtool exits 0');
+      t.equal(lint.stdout, '', 'no complaint on stdout');
+      t.equal(lint.stderr, '', 'no complaint on stderr');
+    },
+  );
 
   t.test('docs/metrics.md names every metric family', async (t) => {
     const docs = readFileSync(DOCS, 'utf8');

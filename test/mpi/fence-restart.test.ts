@@ -31,7 +31,10 @@ t.test('a fence survives a controller restart while it is open', { skip }, async
     'cmd=get kvsname=%KVS% key=card-1',
     'cmd=finalize',
   ];
-  const submitted = await first.api<MpiJobView>('/v1/jobs', { method: 'POST', body: { command: [PYTHON, PMI_CLIENT, ...script], placement: { nodes: 2, ranksPerNode: 1 } } });
+  const submitted = await first.api<MpiJobView>('/v1/jobs', {
+    method: 'POST',
+    body: { command: [PYTHON, PMI_CLIENT, ...script], placement: { nodes: 2, ranksPerNode: 1 } },
+  });
   t.equal(submitted.status, 201, 'the job is accepted');
   const id = submitted.body.id;
   // rank 0 has put its card: its barrier_in is the next line it sends
@@ -49,6 +52,10 @@ t.test('a fence survives a controller restart while it is open', { skip }, async
   t.equal(job.state, 'succeeded', job.reason);
   for (const rank of [0, 1]) {
     const log = (await controller.api<string>(`/v1/jobs/${id}/logs?rank=${rank}&stream=stdout`)).body;
-    t.match(log, /answer: cmd=barrier_out rc=0\nanswer: cmd=get_result rc=0 value=from-0\nanswer: cmd=get_result rc=0 value=from-1\n/, `rank ${rank} read both cards after the restart`);
+    t.match(
+      log,
+      /answer: cmd=barrier_out rc=0\nanswer: cmd=get_result rc=0 value=from-0\nanswer: cmd=get_result rc=0 value=from-1\n/,
+      `rank ${rank} read both cards after the restart`,
+    );
   }
 });

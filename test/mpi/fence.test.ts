@@ -17,9 +17,17 @@ for (const [what, count, size] of [
 ] as const) {
   t.test(`2 nodes × 2 ranks, ${what}`, { skip }, async (t) => {
     const cluster = await localCluster(t, ['node-a', 'node-b']);
-    const r = await runCli(['run', '-N', '2', '--ranks-per-node', '2', '--', PYTHON, CARDS, String(count), String(size)], cluster.env, 60_000);
+    const r = await runCli(
+      ['run', '-N', '2', '--ranks-per-node', '2', '--', PYTHON, CARDS, String(count), String(size)],
+      cluster.env,
+      60_000,
+    );
     t.equal(r.code, 0, r.stderr);
-    t.same(r.stdout.trim().split('\n').sort(), [0, 1, 2, 3].map((rank) => `${rank}: cards ok ${4 * count}`), 'every rank read every card of every rank');
+    t.same(
+      r.stdout.trim().split('\n').sort(),
+      [0, 1, 2, 3].map((rank) => `${rank}: cards ok ${4 * count}`),
+      'every rank read every card of every rank',
+    );
     const id = /^rankd: job (\S+)$/m.exec(r.stderr)?.[1];
     const job = (await cluster.controller.api<MpiJobView>(`/v1/jobs/${id}`)).body;
     t.same([...new Set(job.ranks.map((x) => x.node))], ['node-a', 'node-b'], 'the fence joined two agents');

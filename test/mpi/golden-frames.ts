@@ -33,17 +33,49 @@ export const pmiGolden: Record<string, PmiGolden[]> = {
   ],
   'pmi.fetch': [
     { map: AgentMessages, frame: { type: 'pmi.fetch', id: 'pmi-1', jobId: 'j1', epoch: 1, chunk: 0 } },
-    { map: AgentMessages, frame: { type: 'pmi.fetch', id: 'pmi-1', jobId: 'j1', epoch: 1, chunk: 70000 }, error: INVALID },
+    {
+      map: AgentMessages,
+      frame: { type: 'pmi.fetch', id: 'pmi-1', jobId: 'j1', epoch: 1, chunk: 70000 },
+      error: INVALID,
+    },
   ],
   'pmi.chunk': [
-    { map: ControllerMessages, frame: { type: 'pmi.chunk', id: 'pmi-1', jobId: 'j1', epoch: 1, chunk: 0, pairs: [card] } },
-    { map: ControllerMessages, frame: { type: 'pmi.chunk', id: 'pmi-1', jobId: 'j1', epoch: 1, chunk: 9, pairs: [], error: 'no chunk 9 of fence 1 of job j1' } },
+    {
+      map: ControllerMessages,
+      frame: { type: 'pmi.chunk', id: 'pmi-1', jobId: 'j1', epoch: 1, chunk: 0, pairs: [card] },
+    },
+    {
+      map: ControllerMessages,
+      frame: {
+        type: 'pmi.chunk',
+        id: 'pmi-1',
+        jobId: 'j1',
+        epoch: 1,
+        chunk: 9,
+        pairs: [],
+        error: 'no chunk 9 of fence 1 of job j1',
+      },
+    },
     { map: ControllerMessages, frame: { type: 'pmi.chunk', jobId: 'j1', epoch: 1, chunk: 0 }, error: INVALID },
   ],
   'pmi.failed': [
-    { map: AgentMessages, frame: { type: 'pmi.failed', jobId: 'j1', rank: 1, exitCode: 42, reason: 'rank 1 called MPI_Abort' } },
-    { map: AgentMessages, frame: { type: 'pmi.failed', jobId: 'j1', rank: 1, exitCode: null, reason: 'closed before finalize' } },
-    { map: AgentMessages, frame: { type: 'pmi.failed', jobId: 'j1', rank: 1, exitCode: 256, reason: 'x' }, error: INVALID },
-    { map: AgentMessages, frame: { type: 'pmi.failed', jobId: 'j1', rank: -1, exitCode: 1, reason: 'x' }, error: INVALID },
+    {
+      map: AgentMessages,
+      frame: { type: 'pmi.failed', jobId: 'j1', rank: 1, exitCode: 42, reason: 'rank 1 called MPI_Abort' },
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'pmi.failed', jobId: 'j1', rank: 1, exitCode: null, reason: 'closed before finalize' },
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'pmi.failed', jobId: 'j1', rank: 1, exitCode: 256, reason: 'x' },
+      error: INVALID,
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'pmi.failed', jobId: 'j1', rank: -1, exitCode: 1, reason: 'x' },
+      error: INVALID,
+    },
   ],
 };

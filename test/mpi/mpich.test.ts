@@ -21,7 +21,11 @@ t.test('MPI_Allreduce over 2 ranks: one world of size 2, each rank pinned and ve
   const job = await jobOf(cluster, r.stderr);
   t.equal(job.state, 'succeeded');
   t.same(
-    r.stdout.trim().split('\n').map((l) => l.replace(/ host=.*/, '')).sort(),
+    r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.replace(/ host=.*/, ''))
+      .sort(),
     job.ranks.map((rank) => `${rank.rank}: rank=${rank.rank} size=2 sum=2 cpus=${rank.planned.cpus.join(',')}`),
     'one world of 2, and after MPI_Init each rank is still on its planned CPU',
   );
@@ -33,12 +37,27 @@ t.test('MPI_Allreduce over 2 ranks: one world of size 2, each rank pinned and ve
   // the same program without PMI: two singletons, which is what --mpi none is for
   const none = await runCli(['run', '-q', '-n', '2', '--mpi', 'none', '--', bin.allreduce!], cluster.env);
   t.equal(none.code, 0);
-  t.same(none.stdout.trim().split('\n').map((l) => l.replace(/ cpus=.*/, '')).sort(), ['0: rank=0 size=1 sum=1', '1: rank=0 size=1 sum=1']);
+  t.same(
+    none.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.replace(/ cpus=.*/, ''))
+      .sort(),
+    ['0: rank=0 size=1 sum=1', '1: rank=0 size=1 sum=1'],
+  );
 
   // under a terminal the ranks reach the server over PMI_PORT
   const pty = await runCli(['run', '-q', '-n', '2', '--pty', '--', bin.allreduce!], cluster.env);
   t.equal(pty.code, 0, pty.stderr);
-  t.same(pty.stdout.replace(/\r/g, '').trim().split('\n').map((l) => l.replace(/ cpus=.*/, '')).sort(), ['0: rank=0 size=2 sum=2', '1: rank=1 size=2 sum=2']);
+  t.same(
+    pty.stdout
+      .replace(/\r/g, '')
+      .trim()
+      .split('\n')
+      .map((l) => l.replace(/ cpus=.*/, ''))
+      .sort(),
+    ['0: rank=0 size=2 sum=2', '1: rank=1 size=2 sum=2'],
+  );
 });
 
 t.test('MPI_Abort(…, 42) on one rank: the job exits 42 and no rank is left', { skip }, async (t) => {

@@ -12,7 +12,13 @@ const INVALID = 'RANKD_INVALID_MESSAGE';
 const UNKNOWN = 'RANKD_UNKNOWN_TYPE';
 const launch = { rank: 0, argv: ['/usr/bin/python3', 'prog.py'], env: { RANK: '0' }, cpus: [0], memNodes: [0] };
 const start = { type: 'ompi.start', jobId: 'j1', leaseMs: 15000, ranks: [launch] };
-const orted = { jobFamily: '2024669184', vpid: 1, numProcs: 3, nodeRegex: 'host[1:1-3]@0(3)', hnpUri: '2024669184.0;tcp://10.77.0.1:38787;tcp6://[fd00::2]:44529' };
+const orted = {
+  jobFamily: '2024669184',
+  vpid: 1,
+  numProcs: 3,
+  nodeRegex: 'host[1:1-3]@0(3)',
+  hnpUri: '2024669184.0;tcp://10.77.0.1:38787;tcp6://[fd00::2]:44529',
+};
 const request = { type: 'ompi.daemon.request', jobId: 'j1', daemon: 0, host: 'host2', orted };
 const run = { type: 'ompi.daemon.run', jobId: 'j1', daemon: 0, args: ['-mca', 'ess', 'env'] };
 const state = { type: 'ompi.daemon.state', jobId: 'j1', daemon: 0, host: 'host2', state: 'started', pid: 4242 };
@@ -54,8 +60,23 @@ export const ompiGolden: Record<string, OmpiGolden[]> = {
     { map: AgentMessages, frame: { ...state, state: 'sleeping' }, error: INVALID },
   ],
   'ompi.launcher.state': [
-    { map: AgentMessages, frame: { type: 'ompi.launcher.state', jobId: 'j1', state: 'exited', pid: 7, code: 1, signal: null, output: 'ORTE was unable to reliably start one or more daemons.' } },
-    { map: AgentMessages, frame: { type: 'ompi.launcher.state', jobId: 'j1', state: 'started', surprise: 1 }, error: INVALID },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'ompi.launcher.state',
+        jobId: 'j1',
+        state: 'exited',
+        pid: 7,
+        code: 1,
+        signal: null,
+        output: 'ORTE was unable to reliably start one or more daemons.',
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'ompi.launcher.state', jobId: 'j1', state: 'started', surprise: 1 },
+      error: INVALID,
+    },
     { map: ControllerMessages, frame: { type: 'ompi.launcher.state', jobId: 'j1', state: 'started' }, error: UNKNOWN },
   ],
 };

@@ -41,21 +41,25 @@ t.test('a whole PMI-1 conversation on PMI_FD, as MPICH holds it', { skip }, asyn
     'cmd=finalize',
   ]);
   t.equal(code, 0, stderr);
-  t.same(answers, [
-    'cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1',
-    'cmd=maxes rc=0 kvsname_max=64 keylen_max=64 vallen_max=1024',
-    'cmd=appnum rc=0 appnum=0',
-    `cmd=my_kvsname rc=0 kvsname=${job.id}`,
-    'cmd=universe_size rc=0 size=1',
-    'cmd=put_result rc=0',
-    'cmd=get_result rc=-1 msg=key_card-0_not_found',
-    'cmd=barrier_out rc=0',
-    'cmd=get_result rc=0 value=addr#10.0.0.1$port#4711=x',
-    'cmd=get_result rc=0 value=(vector,(0,1,1))',
-    'cmd=get_result rc=-1 msg=key_nobody-put-this_not_found',
-    'cmd=put_result rc=-1 msg=unknown_kvsname_someone-else',
-    'cmd=finalize_ack rc=0',
-  ], 'a put becomes visible at the barrier, not before');
+  t.same(
+    answers,
+    [
+      'cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1',
+      'cmd=maxes rc=0 kvsname_max=64 keylen_max=64 vallen_max=1024',
+      'cmd=appnum rc=0 appnum=0',
+      `cmd=my_kvsname rc=0 kvsname=${job.id}`,
+      'cmd=universe_size rc=0 size=1',
+      'cmd=put_result rc=0',
+      'cmd=get_result rc=-1 msg=key_card-0_not_found',
+      'cmd=barrier_out rc=0',
+      'cmd=get_result rc=0 value=addr#10.0.0.1$port#4711=x',
+      'cmd=get_result rc=0 value=(vector,(0,1,1))',
+      'cmd=get_result rc=-1 msg=key_nobody-put-this_not_found',
+      'cmd=put_result rc=-1 msg=unknown_kvsname_someone-else',
+      'cmd=finalize_ack rc=0',
+    ],
+    'a put becomes visible at the barrier, not before',
+  );
   t.equal(job.state, 'succeeded');
   t.equal(job.mpi, 'pmi1', 'PMI is on by default');
 });
@@ -86,19 +90,52 @@ t.test('unknown commands and requests after finalize get error answers; the rank
 t.test('PMI-2 clients are told this server speaks PMI-1', { skip }, async (t) => {
   const cluster = await localCluster(t, ['solo']);
   const { answers } = await converse(cluster, ['cmd=init pmi_version=2 pmi_subversion=0'], ['--fail-policy', 'wait']);
-  t.same(answers, ['cmd=response_to_init rc=-1 pmi_version=1 pmi_subversion=1 msg=this_server_speaks_PMI-1,_not_PMI-2']);
+  t.same(answers, [
+    'cmd=response_to_init rc=-1 pmi_version=1 pmi_subversion=1 msg=this_server_speaks_PMI-1,_not_PMI-2',
+  ]);
 });
 
 t.test('garbage, over-long lines and endless input end that job only, with the reason', { skip }, async (t) => {
   const cluster = await localCluster(t, ['solo']);
   // a job that must be untouched by the others: it waits in a PMI barrier of its own
-  const bystander = runCli(['run', '-q', '--no-label', '--share', '-n', '1', '--', PYTHON, PMI_CLIENT, 'cmd=init pmi_version=1 pmi_subversion=1', 'cmd=barrier_in', 'cmd=finalize'], cluster.env);
+  const bystander = runCli(
+    [
+      'run',
+      '-q',
+      '--no-label',
+      '--share',
+      '-n',
+      '1',
+      '--',
+      PYTHON,
+      PMI_CLIENT,
+      'cmd=init pmi_version=1 pmi_subversion=1',
+      'cmd=barrier_in',
+      'cmd=finalize',
+    ],
+    cluster.env,
+  );
 
   const cases: Array<[string, string[], RegExp, RegExp]> = [
-    ['not key=value', ['this is not PMI', '@EOF'], /^cmd=error rc=-1 msg=/, /broke the PMI protocol: "this" is not key=value/],
+    [
+      'not key=value',
+      ['this is not PMI', '@EOF'],
+      /^cmd=error rc=-1 msg=/,
+      /broke the PMI protocol: "this" is not key=value/,
+    ],
     ['no cmd', ['key=value other=1', '@EOF'], /^cmd=error rc=-1 msg=no_cmd/, /broke the PMI protocol: no cmd=/],
-    ['a 2,000-byte line', ['cmd=init pmi_version=1 pmi_subversion=1', '@LONG:2000', '@EOF'], /^cmd=error rc=-1 msg=a_line_of_2000_bytes/, /a line of 2000 bytes \(the PMI-1 maximum is 1024\)/],
-    ['3,000 bytes without a newline', ['@RAW:3000', '@EOF'], /^cmd=error rc=-1 msg=more_than_1024_bytes/, /more than 1024 bytes without a newline/],
+    [
+      'a 2,000-byte line',
+      ['cmd=init pmi_version=1 pmi_subversion=1', '@LONG:2000', '@EOF'],
+      /^cmd=error rc=-1 msg=a_line_of_2000_bytes/,
+      /a line of 2000 bytes \(the PMI-1 maximum is 1024\)/,
+    ],
+    [
+      '3,000 bytes without a newline',
+      ['@RAW:3000', '@EOF'],
+      /^cmd=error rc=-1 msg=more_than_1024_bytes/,
+      /more than 1024 bytes without a newline/,
+    ],
   ];
   for (const [what, lines, answer, reason] of cases) {
     const { code, answers, job } = await converse(cluster, lines);
@@ -110,14 +147,22 @@ t.test('garbage, over-long lines and endless input end that job only, with the r
   }
   const b = await bystander;
   t.equal(b.code, 0, 'the bystander job completed its own barrier and finalize');
-  t.same(b.stdout.split('\n').filter(Boolean), ['answer: cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1', 'answer: cmd=barrier_out rc=0', 'answer: cmd=finalize_ack rc=0']);
+  t.same(b.stdout.split('\n').filter(Boolean), [
+    'answer: cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1',
+    'answer: cmd=barrier_out rc=0',
+    'answer: cmd=finalize_ack rc=0',
+  ]);
   await waitForNode(cluster.controller, 'solo', 'ready');
   t.equal(cluster.agents[0]!.child.exitCode, null, 'the agent is still running');
 });
 
 t.test('under --pty the rank finds its server by PMI_PORT and a single-use PMI_ID', { skip }, async (t) => {
   const cluster = await localCluster(t, ['solo']);
-  const { answers, job } = await converse(cluster, ['cmd=init pmi_version=1 pmi_subversion=1', 'cmd=barrier_in', 'cmd=finalize'], ['--pty']);
+  const { answers, job } = await converse(
+    cluster,
+    ['cmd=init pmi_version=1 pmi_subversion=1', 'cmd=barrier_in', 'cmd=finalize'],
+    ['--pty'],
+  );
   t.same(answers, [
     'cmd=initack rc=0',
     'cmd=set size=1',
@@ -130,7 +175,11 @@ t.test('under --pty the rank finds its server by PMI_PORT and a single-use PMI_I
   t.equal(job.state, 'succeeded');
 
   // an id the agent never gave out (the job's own env overrides the server's) opens nothing
-  const forged = await converse(cluster, ['cmd=init pmi_version=1 pmi_subversion=1', '@EOF'], ['--pty', '--env', 'PMI_ID=12345']);
+  const forged = await converse(
+    cluster,
+    ['cmd=init pmi_version=1 pmi_subversion=1', '@EOF'],
+    ['--pty', '--env', 'PMI_ID=12345'],
+  );
   t.match(forged.answers[0] ?? '', /^cmd=error rc=-1 msg=a_PMI_ID_this_agent_did_not_give_out/);
   t.equal(forged.answers.at(-1), 'closed');
 });
@@ -138,9 +187,17 @@ t.test('under --pty the rank finds its server by PMI_PORT and a single-use PMI_I
 t.test('a connection to the PMI port that never names its rank is closed', { skip }, async (t) => {
   const cluster = await localCluster(t, ['solo']);
   // the rank stays (without connecting) so that the port is still open: it closes once no rank can come
-  const job = await cluster.controller.api<{ id: string }>('/v1/jobs', { method: 'POST', body: { command: ['sh', '-c', 'echo "$PMI_PORT"; sleep 60'], placement: { ntasks: 1 }, pty: true } });
+  const job = await cluster.controller.api<{ id: string }>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['sh', '-c', 'echo "$PMI_PORT"; sleep 60'], placement: { ntasks: 1 }, pty: true },
+  });
   t.teardown(() => cluster.controller.api(`/v1/jobs/${job.body.id}/cancel`, { method: 'POST', body: {} }));
-  const port = await waitUntil('the rank prints its PMI_PORT', 30_000, async () => /^127\.0\.0\.1:(\d+)\r?$/m.exec((await cluster.controller.api<string>(`/v1/jobs/${job.body.id}/logs`)).body)?.[1]);
+  const port = await waitUntil(
+    'the rank prints its PMI_PORT',
+    30_000,
+    async () =>
+      /^127\.0\.0\.1:(\d+)\r?$/m.exec((await cluster.controller.api<string>(`/v1/jobs/${job.body.id}/logs`)).body)?.[1],
+  );
   t.ok(port, 'the rank was told its PMI_PORT');
   const socket = net.connect(Number(port), '127.0.0.1');
   let answer = '';

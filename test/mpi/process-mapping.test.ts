@@ -12,16 +12,32 @@ function mapOf(nodeOfRank: number[]): RankMap {
     masterAddr: '10.0.0.1',
     masterPort: 29500,
     nodes: nodes.map((n) => ({ nodeRank: n, name: `n${n}`, address: null, ranks: [], linkLayers: [] })),
-    ranks: nodeOfRank.map((n, rank) => ({ rank, localRank: 0, nodeRank: n, node: `n${n}`, address: null, cpus: [], commCpus: [], memNodes: [], gpus: [], nics: [], env: {} })),
+    ranks: nodeOfRank.map((n, rank) => ({
+      rank,
+      localRank: 0,
+      nodeRank: n,
+      node: `n${n}`,
+      address: null,
+      cpus: [],
+      commCpus: [],
+      memNodes: [],
+      gpus: [],
+      nics: [],
+      env: {},
+    })),
     notes: [],
   };
 }
 
 /** MPICH's reading of a mapping: repeat the triples until `size` ranks are placed. */
 function expand(mapping: string, size: number): number[] {
-  const triples = [...mapping.matchAll(/\((\d+),(\d+),(\d+)\)/g)].map((m) => m.slice(1).map(Number) as [number, number, number]);
+  const triples = [...mapping.matchAll(/\((\d+),(\d+),(\d+)\)/g)].map(
+    (m) => m.slice(1).map(Number) as [number, number, number],
+  );
   const out: number[] = [];
-  while (out.length < size) for (const [start, nodes, per] of triples) for (let n = start; n < start + nodes; n++) for (let k = 0; k < per; k++) out.push(n);
+  while (out.length < size)
+    for (const [start, nodes, per] of triples)
+      for (let n = start; n < start + nodes; n++) for (let k = 0; k < per; k++) out.push(n);
   return out.slice(0, size);
 }
 

@@ -36,7 +36,9 @@ function loadedBy(specifier: string): string[] {
     stdio: ['ignore', 'ignore', 'pipe'],
     timeout: 30_000,
   });
-  return readFileSync(log, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((u) => u.startsWith('file:'));
 }
 
 const typebox = (files: string[]) => files.filter((u) => u.includes('/node_modules/typebox/'));

@@ -27,14 +27,20 @@ t.test('2 ranks: one per socket, each over its allowed cores only', async (t) =>
 
 t.test('a rank on the socket without an RDMA port takes the nearest one, and says so', async (t) => {
   const map = planRankMap(nodes, { ranksPerNode: 2 });
-  t.same(map.ranks.map((r) => r.nics.map((n) => n.device)), [['mlx5_0'], ['mlx5_0']]);
+  t.same(
+    map.ranks.map((r) => r.nics.map((n) => n.device)),
+    [['mlx5_0'], ['mlx5_0']],
+  );
   t.same(map.notes, ['node shared1: no RDMA device on NUMA node 0; took the nearest: mlx5_0']);
 });
 
 t.test('-c larger than a share names the node, the rank and the fix', async (t) => {
   const err = t.throws(() => planRankMap(nodes, { ranksPerNode: 2, cpusPerRank: 10 })) as PlanError;
   t.equal(err.code, PlanErrorCode.TooManyCpus);
-  t.equal(err.message, "node shared1: -c 10 asks for more compute cores than local rank 1's share has 9 allowed cores; nearest feasible spec: -c 9");
+  t.equal(
+    err.message,
+    "node shared1: -c 10 asks for more compute cores than local rank 1's share has 9 allowed cores; nearest feasible spec: -c 9",
+  );
 });
 
 t.test('--ht all leaves no sibling free for the workers', async (t) => {
@@ -49,16 +55,28 @@ t.test('--ht all leaves no sibling free for the workers', async (t) => {
 t.test('more ranks than allowed cores', async (t) => {
   const err = t.throws(() => planRankMap(nodes, { ranksPerNode: 22 })) as PlanError;
   t.equal(err.code, PlanErrorCode.TooManyRanks);
-  t.equal(err.message, 'node shared1: 22 ranks but only 21 allowed cores (--oversubscribe lets ranks share cores); nearest feasible spec: --ranks-per-node 21');
+  t.equal(
+    err.message,
+    'node shared1: 22 ranks but only 21 allowed cores (--oversubscribe lets ranks share cores); nearest feasible spec: --ranks-per-node 21',
+  );
 });
 
-t.test('memory binds inside cpuset.mems, and says so when that moves it off the rank\'s node', async (t) => {
+t.test("memory binds inside cpuset.mems, and says so when that moves it off the rank's node", async (t) => {
   const machine = cgroupRestricted(2);
   machine.cgroup = { ...machine.cgroup!, mems: '0' };
   const memsLimited = uniform(t.testdir(), () => machine, 1, 'shared', null);
   t.same(memsLimited[0]!.facts.numa.allowed, [0]);
   const map = planRankMap(memsLimited, { ranksPerNode: 2 });
-  t.same(map.ranks.map((r) => r.memNodes), [[0], [0]]);
-  t.match(map.notes.join('\n'), /local rank 1: cpuset mems \(0\) exclude NUMA node 1 of the rank's CPUs; memory binds to the allowed nodes/);
-  t.same(planRankMap(memsLimited, { ranksPerNode: 2, memBind: 'none' }).ranks.map((r) => r.memNodes), [[], []]);
+  t.same(
+    map.ranks.map((r) => r.memNodes),
+    [[0], [0]],
+  );
+  t.match(
+    map.notes.join('\n'),
+    /local rank 1: cpuset mems \(0\) exclude NUMA node 1 of the rank's CPUs; memory binds to the allowed nodes/,
+  );
+  t.same(
+    planRankMap(memsLimited, { ranksPerNode: 2, memBind: 'none' }).ranks.map((r) => r.memNodes),
+    [[], []],
+  );
 });

@@ -12,14 +12,28 @@ export interface NodeSpec {
 }
 
 export function cluster(dir: string, nodes: readonly NodeSpec[]): PlannerNode[] {
-  return nodes.map((n) => ({ name: n.name, address: n.address, facts: readFacts({ root: buildSysfs(join(dir, n.name), n.machine) }) }));
+  return nodes.map((n) => ({
+    name: n.name,
+    address: n.address,
+    facts: readFacts({ root: buildSysfs(join(dir, n.name), n.machine) }),
+  }));
 }
 
 /** `count` nodes of one preset, named `${prefix}1…` with addresses `${net}.1…`. */
-export function uniform(dir: string, preset: (host: number) => MachineSpec, count: number, prefix: string, net: string | null): PlannerNode[] {
+export function uniform(
+  dir: string,
+  preset: (host: number) => MachineSpec,
+  count: number,
+  prefix: string,
+  net: string | null,
+): PlannerNode[] {
   return cluster(
     dir,
-    Array.from({ length: count }, (_, i) => ({ name: `${prefix}${i + 1}`, address: net === null ? null : `${net}.${i + 1}`, machine: preset(i + 1) })),
+    Array.from({ length: count }, (_, i) => ({
+      name: `${prefix}${i + 1}`,
+      address: net === null ? null : `${net}.${i + 1}`,
+      machine: preset(i + 1),
+    })),
   );
 }
 

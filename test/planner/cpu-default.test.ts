@@ -38,7 +38,10 @@ t.test('N: each rank gets N cores when the spec has no -c', async (t) => {
 
   const four = plan({ ntasks: 4, nodes: 1 }, 2);
   t.same(cpuLists(four), ['0-1', '14-15', '28-29', '42-43'], '2 cores each, spread over the sockets as shares are');
-  t.equal(cpuHoldLine(four, 'would hold'), 'would hold 8 of 56 cores on clx1 (site default 2 per rank: up to -c 14 for more)');
+  t.equal(
+    cpuHoldLine(four, 'would hold'),
+    'would hold 8 of 56 cores on clx1 (site default 2 per rank: up to -c 14 for more)',
+  );
 });
 
 t.test('-c wins over either default; --exclusive divides its nodes whatever the default', async (t) => {
@@ -56,20 +59,55 @@ t.test('-c wins over either default; --exclusive divides its nodes whatever the 
   t.equal(cpuHoldLine(shared), 'holds 0 of 56 cores on clx1 (--share: it overlaps other jobs)');
 });
 
-t.test('a site default larger than a rank can have says it is the site default, and offers a -c to paste', async (t) => {
-  const err = t.throws(() => planRankMap(nodes, { ntasks: 2, nodes: 1, ranksPerNode: 'numa' }, { defaultCpusPerRank: 30 })) as PlanError;
-  t.equal(err.code, PlanErrorCode.TooManyCpus);
-  t.match(err.message, /the site default of 30 cores per rank \(rankd controller --default-cpus-per-rank\) asks for more compute cores than local rank 0's share has 28 allowed cores; nearest feasible spec: -c 28/);
-});
+t.test(
+  'a site default larger than a rank can have says it is the site default, and offers a -c to paste',
+  async (t) => {
+    const err = t.throws(() =>
+      planRankMap(nodes, { ntasks: 2, nodes: 1, ranksPerNode: 'numa' }, { defaultCpusPerRank: 30 }),
+    ) as PlanError;
+    t.equal(err.code, PlanErrorCode.TooManyCpus);
+    t.match(
+      err.message,
+      /the site default of 30 cores per rank \(rankd controller --default-cpus-per-rank\) asks for more compute cores than local rank 0's share has 28 allowed cores; nearest feasible spec: -c 28/,
+    );
+  },
+);
 
 t.test('the hold line: plurals, several nodes grouped and bounded, old maps without counts', async (t) => {
   const base = plan({ ntasks: 1 }, 1);
-  const node = (name: string, held: number, of: number, ranks: number[]) => ({ ...base.nodes[0]!, name, ranks, cores: { held, of } });
-  t.equal(cpuHoldLine({ ...base, nodes: [node('tiny', 1, 1, [0])] }), 'holds 1 of 1 core on tiny (site default 1 per rank)', 'one core, and no "more" to offer');
-  t.equal(cpuHoldLine({ ...base, cpuPolicy: { site: 'share', applied: 'share', cpusPerRank: null }, nodes: [node('a', 2, 2, [0, 1])] }), 'holds 2 of 2 cores on a (share)', 'one core per rank already: no -c 1 hint');
+  const node = (name: string, held: number, of: number, ranks: number[]) => ({
+    ...base.nodes[0]!,
+    name,
+    ranks,
+    cores: { held, of },
+  });
+  t.equal(
+    cpuHoldLine({ ...base, nodes: [node('tiny', 1, 1, [0])] }),
+    'holds 1 of 1 core on tiny (site default 1 per rank)',
+    'one core, and no "more" to offer',
+  );
+  t.equal(
+    cpuHoldLine({
+      ...base,
+      cpuPolicy: { site: 'share', applied: 'share', cpusPerRank: null },
+      nodes: [node('a', 2, 2, [0, 1])],
+    }),
+    'holds 2 of 2 cores on a (share)',
+    'one core per rank already: no -c 1 hint',
+  );
   const many = Array.from({ length: 7 }, (_, i) => node(`n${i + 1}`, 1, 64, [i]));
-  t.equal(cpuHoldLine({ ...base, nodes: [...many, node('big', 1, 128, [7]), node('odd1', 2, 8, [8]), node('odd2', 3, 8, [9])] }), 'holds 1 of 64 cores on n1,n2,n3,n4,… (7 nodes), 1 of 128 cores on big, 2 of 8 cores on odd1, and more on 1 other node (site default 1 per rank: up to -c 8 for more)');
+  t.equal(
+    cpuHoldLine({
+      ...base,
+      nodes: [...many, node('big', 1, 128, [7]), node('odd1', 2, 8, [8]), node('odd2', 3, 8, [9])],
+    }),
+    'holds 1 of 64 cores on n1,n2,n3,n4,… (7 nodes), 1 of 128 cores on big, 2 of 8 cores on odd1, and more on 1 other node (site default 1 per rank: up to -c 8 for more)',
+  );
   const { cpuPolicy: _p, ...old } = base;
   t.equal(cpuHoldLine(old), null, 'a map stored before the policy existed has no line');
-  t.equal(cpuHoldLine({ ...base, nodes: base.nodes.map(({ cores: _c, ...n }) => n) }), null, 'nor one without hold counts');
+  t.equal(
+    cpuHoldLine({ ...base, nodes: base.nodes.map(({ cores: _c, ...n }) => n) }),
+    null,
+    'nor one without hold counts',
+  );
 });

@@ -12,7 +12,13 @@ const nodes = uniform(t.testdir(), epycNps4Gpu8, 2, 'dgx', '10.4.0');
 t.test('--ppn gpu: rank i owns GPU i, its HCA and half of its NUMA node', async (t) => {
   const map = planRankMap(nodes, { nodes: 1, ranksPerNode: 'gpu' });
   t.same(
-    map.ranks.map((r) => [r.rank, r.gpus, r.memNodes, formatCpuList(r.cpus), r.nics.map((n) => `${n.device}:${n.port}`)]),
+    map.ranks.map((r) => [
+      r.rank,
+      r.gpus,
+      r.memNodes,
+      formatCpuList(r.cpus),
+      r.nics.map((n) => `${n.device}:${n.port}`),
+    ]),
     [
       // NUMA node 3 is cores 48-63 of package 0
       [0, [0], [3], '48-55', ['mlx5_0:1']],
@@ -29,7 +35,14 @@ t.test('--ppn gpu: rank i owns GPU i, its HCA and half of its NUMA node', async 
   t.equal(env['NCCL_IB_HCA'], '=mlx5_7:1');
   t.notOk('NCCL_IB_GID_INDEX' in env, 'InfiniBand needs no GID index');
   t.notOk('CUDA_VISIBLE_DEVICES' in env, '--gpu-bind none is the default');
-  t.same(map.ranks[0]!.nics[0], { device: 'mlx5_0', port: 1, netdev: null, linkLayer: 'InfiniBand', gidIndex: null, gid: null });
+  t.same(map.ranks[0]!.nics[0], {
+    device: 'mlx5_0',
+    port: 1,
+    netdev: null,
+    linkLayer: 'InfiniBand',
+    gidIndex: null,
+    gid: null,
+  });
   t.same(map.nodes[0]!.linkLayers, ['InfiniBand']);
 });
 
@@ -44,8 +57,24 @@ t.test('--gpu-bind visible sets CUDA_VISIBLE_DEVICES in PCI bus order', async (t
 t.test('--gpus-per-rank 2 with 4 ranks: each rank takes the GPUs of its NUMA nodes', async (t) => {
   const map = planRankMap(nodes, { nodes: 1, ranksPerNode: 4, gpusPerRank: 2 });
   // 4 ranks over 8 NUMA nodes do not divide evenly; each rank gets one package half
-  t.same(map.ranks.map((r) => r.memNodes), [[0, 1], [2, 3], [4, 5], [6, 7]]);
-  t.same(map.ranks.map((r) => r.gpus), [[2, 3], [0, 1], [6, 7], [4, 5]]);
+  t.same(
+    map.ranks.map((r) => r.memNodes),
+    [
+      [0, 1],
+      [2, 3],
+      [4, 5],
+      [6, 7],
+    ],
+  );
+  t.same(
+    map.ranks.map((r) => r.gpus),
+    [
+      [2, 3],
+      [0, 1],
+      [6, 7],
+      [4, 5],
+    ],
+  );
 });
 
 t.test('more ranks than GPUs with --ranks-per-node gpu', async (t) => {
@@ -65,8 +94,17 @@ t.test('GPUs without NUMA locality: even shares by NUMA node, HCAs paired in PCI
   const machine = epycNps4Gpu8(3);
   for (const g of machine.gpus!) g.numaNode = -1;
   const blind = cluster(t.testdir(), [{ name: 'dgx3', address: null, machine }]);
-  t.same(blind[0]!.facts.gpus.map((g) => g.numaNode), Array(8).fill(null));
+  t.same(
+    blind[0]!.facts.gpus.map((g) => g.numaNode),
+    Array(8).fill(null),
+  );
   const map = planRankMap(blind, { ranksPerNode: 'gpu' });
-  t.same(map.ranks.map((r) => r.memNodes), [[0], [1], [2], [3], [4], [5], [6], [7]]);
-  t.same(map.ranks.map((r) => r.nics[0]!.device), ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7']);
+  t.same(
+    map.ranks.map((r) => r.memNodes),
+    [[0], [1], [2], [3], [4], [5], [6], [7]],
+  );
+  t.same(
+    map.ranks.map((r) => r.nics[0]!.device),
+    ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7'],
+  );
 });

@@ -10,7 +10,14 @@ const V4 = ipv4Gid('172.16.0.1');
 
 function gid(index: number, text: string, type: Gid['type']): Gid {
   const v4 = text.startsWith('0000:0000:0000:0000:0000:ffff:');
-  return { index, gid: text, type, netdev: 'net1', scope: v4 ? 'ipv4-mapped' : text.startsWith('fe80') ? 'link-local' : 'global', ipv4: null };
+  return {
+    index,
+    gid: text,
+    type,
+    netdev: 'net1',
+    scope: v4 ? 'ipv4-mapped' : text.startsWith('fe80') ? 'link-local' : 'global',
+    ipv4: null,
+  };
 }
 
 // the pod of seed 004: IPv6 before IPv4, empty slots in between
@@ -35,7 +42,11 @@ t.test('NCCL_IB_ADDR_FAMILY and NCCL_IB_ROCE_VERSION_NUM change the walk as they
   t.equal(chooseGid(pod, gidPreferenceFromEnv({ NCCL_IB_ADDR_FAMILY: 'AF_INET6' })).index, 4);
   t.equal(chooseGid(pod, gidPreferenceFromEnv({ NCCL_IB_ROCE_VERSION_NUM: '1' })).index, 8);
   t.equal(chooseGid(pod, gidPreferenceFromEnv({ NCCL_IB_GID_INDEX: '1' })).index, 1);
-  t.equal(chooseGid(pod, gidPreferenceFromEnv({ NCCL_IB_GID_INDEX: '1' })).ideal, false, 'a link-local entry is never ideal');
+  t.equal(
+    chooseGid(pod, gidPreferenceFromEnv({ NCCL_IB_GID_INDEX: '1' })).ideal,
+    false,
+    'a link-local entry is never ideal',
+  );
 });
 
 t.test('link-local entries are skipped; a table without IPv4 stays on index 0, not ideal', async (t) => {
@@ -57,5 +68,9 @@ t.test('malformed or upper-case entries are read as NCCL would read the raw byte
   t.equal(chooseGid([gid(0, 'not-a-gid', 'RoCE v2'), gid(1, V4, 'RoCE v2')]).index, 1);
   // upper-case hex still parses: a link-local entry stays invalid, an IPv6 one valid
   const upper = [gid(0, LL.toUpperCase(), 'RoCE v2'), gid(1, V6.toUpperCase(), 'RoCE v2')];
-  t.same(chooseGid(upper, gidPreferenceFromEnv({ NCCL_IB_ADDR_FAMILY: 'AF_INET6' })), { index: 1, gid: V6.toUpperCase(), ideal: true });
+  t.same(chooseGid(upper, gidPreferenceFromEnv({ NCCL_IB_ADDR_FAMILY: 'AF_INET6' })), {
+    index: 1,
+    gid: V6.toUpperCase(),
+    ideal: true,
+  });
 });

@@ -32,7 +32,12 @@ export function hydraWords(text: string): string[] {
 
 export function readHydraLine(text: string): HydraLine {
   const words = hydraWords(text);
-  const line: HydraLine = { options: {}, genv: {}, sets: [{ n: null, env: {} }], comments: text.split('\n').filter((l) => l.startsWith('#')) };
+  const line: HydraLine = {
+    options: {},
+    genv: {},
+    sets: [{ n: null, env: {} }],
+    comments: text.split('\n').filter((l) => l.startsWith('#')),
+  };
   const pair = (word: string | undefined): [string, string] => {
     const eq = word?.indexOf('=') ?? -1;
     if (eq <= 0) throw new Error(`expected K=V, got ${word}`);

@@ -30,7 +30,7 @@ t.test('counts with --ranks-per-node: block fills in order, cyclic deals round-r
   t.same(rankCounts(names, uneven, { ranksPerNode: 'numa', ntasks: 5, distribution: 'cyclic' }, false), [1, 2, 2]);
 });
 
-t.test('global ranks: block keeps a node\'s ranks together, cyclic interleaves', async (t) => {
+t.test("global ranks: block keeps a node's ranks together, cyclic interleaves", async (t) => {
   t.same(assignRanks([2, 2, 1], 'block'), [[0, 1], [2, 3], [4]]);
   t.same(assignRanks([2, 2, 1], 'cyclic'), [[0, 3], [1, 4], [2]]);
   t.same(assignRanks([3, 1], 'cyclic'), [[0, 2, 3], [1]]);
@@ -53,5 +53,8 @@ t.test('globs and group patterns', async (t) => {
 });
 
 t.test('suggestions print as the flags a user would type', async (t) => {
-  t.equal(formatSpecFlags({ cpusPerRank: 24, commOn: 'cores', nodelist: ['a', 'b'], env: { A: '1' } }), '-c 24 --comm-on cores --nodelist a,b --env A=1');
+  t.equal(
+    formatSpecFlags({ cpusPerRank: 24, commOn: 'cores', nodelist: ['a', 'b'], env: { A: '1' } }),
+    '-c 24 --comm-on cores --nodelist a,b --env A=1',
+  );
 });

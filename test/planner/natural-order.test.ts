@@ -30,5 +30,9 @@ t.test('the planner takes nodes in that same order', async (t) => {
     'rank r is on the r-th node in natural order',
   );
   const firstThree = planRankMap(nodes, { nodes: 3, ranksPerNode: 1 });
-  t.same(firstThree.ranks.map((r) => r.node), [...NAMES].sort(collator.compare).slice(0, 3), '-N 3 keeps the first three of that order');
+  t.same(
+    firstThree.ranks.map((r) => r.node),
+    [...NAMES].sort(collator.compare).slice(0, 3),
+    '-N 3 keeps the first three of that order',
+  );
 });

@@ -9,9 +9,11 @@ import { CliError, ExitCode } from '#cli/exit-codes';
 
 function parse(args: string[]): PlacementSpec {
   let opts: PlacementOptions = {};
-  const cmd = addPlacementOptions(new Command('x').exitOverride().configureOutput({ writeErr: () => {} })).action((o: PlacementOptions) => {
-    opts = o;
-  });
+  const cmd = addPlacementOptions(new Command('x').exitOverride().configureOutput({ writeErr: () => {} })).action(
+    (o: PlacementOptions) => {
+      opts = o;
+    },
+  );
   cmd.parse(args, { from: 'user' });
   return placementSpecFromOptions(opts);
 }
@@ -20,9 +22,42 @@ const validSpec = Compile(PlacementSpec);
 
 t.test('every flag lands in its spec field, and nothing else appears', async (t) => {
   const spec = parse([
-    '-N', '2', '--group', 'spr*', '-n', '4', '--ppn', '2', '--distribution', 'cyclic', '-c', '48', '--ht', 'all',
-    '--comm-workers', '4', '--comm-on', 'cores', '--mem-bind', 'none', '--nic', 'irdma-*', '--gpus-per-rank', '0',
-    '--gpu-bind', 'visible', '--master-port', '29600', '--env', 'A=1', '--env', 'B=x=y', '--env', 'C=', '--env-profile', 'mpi',
+    '-N',
+    '2',
+    '--group',
+    'spr*',
+    '-n',
+    '4',
+    '--ppn',
+    '2',
+    '--distribution',
+    'cyclic',
+    '-c',
+    '48',
+    '--ht',
+    'all',
+    '--comm-workers',
+    '4',
+    '--comm-on',
+    'cores',
+    '--mem-bind',
+    'none',
+    '--nic',
+    'irdma-*',
+    '--gpus-per-rank',
+    '0',
+    '--gpu-bind',
+    'visible',
+    '--master-port',
+    '29600',
+    '--env',
+    'A=1',
+    '--env',
+    'B=x=y',
+    '--env',
+    'C=',
+    '--env-profile',
+    'mpi',
   ]);
   t.same(spec, {
     nodes: 2,
@@ -44,7 +79,10 @@ t.test('every flag lands in its spec field, and nothing else appears', async (t)
   });
   t.ok(validSpec.Check(spec), 'the REST schema accepts what the flags build');
   t.same(parse([]), {});
-  t.same(parse(['--nodelist', 'a, b,c', '--ranks-per-node', 'gpu']), { nodelist: ['a', 'b', 'c'], ranksPerNode: 'gpu' });
+  t.same(parse(['--nodelist', 'a, b,c', '--ranks-per-node', 'gpu']), {
+    nodelist: ['a', 'b', 'c'],
+    ranksPerNode: 'gpu',
+  });
   t.same(parse(['--ppn', 'numa', '--ranks-per-node', 'numa']), { ranksPerNode: 'numa' });
 });
 

@@ -28,14 +28,18 @@ t.before(async () => {
   }
 });
 
-const offline = (...args: string[]) => runCli(['plan', '--facts-dir', factsDir, '--address', 'node1=10.1.0.1', '--address', 'node2=10.1.0.2', ...args]);
+const offline = (...args: string[]) =>
+  runCli(['plan', '--facts-dir', factsDir, '--address', 'node1=10.1.0.1', '--address', 'node2=10.1.0.2', ...args]);
 
-t.test('offline --format json: the seed\'s CPU lists and environment', async (t) => {
+t.test("offline --format json: the seed's CPU lists and environment", async (t) => {
   const r = await offline(...seedFlags, '--format', 'json', '--master-port', '29777');
   t.equal(r.code, 0, r.stderr);
   const map = JSON.parse(r.stdout) as RankMap;
   t.equal(map.worldSize, 4);
-  t.same(map.ranks.map((x) => x.node), ['node1', 'node1', 'node2', 'node2']);
+  t.same(
+    map.ranks.map((x) => x.node),
+    ['node1', 'node1', 'node2', 'node2'],
+  );
   t.same(map.ranks[1]!.cpus, cpus('56-103'));
   t.same(map.ranks[1]!.commCpus, cpus('220-223'));
   t.equal(map.ranks[2]!.env['MASTER_ADDR'], '10.1.0.1');
@@ -45,10 +49,24 @@ t.test('offline --format json: the seed\'s CPU lists and environment', async (t)
 });
 
 t.test('offline --format bindings draws sockets and cores from the facts files', async (t) => {
-  const b = await offline('--nodelist', 'node2', '--ppn', '2', '-c', '1', '--comm-workers', '1', '--format', 'bindings');
+  const b = await offline(
+    '--nodelist',
+    'node2',
+    '--ppn',
+    '2',
+    '-c',
+    '1',
+    '--comm-workers',
+    '1',
+    '--format',
+    'bindings',
+  );
   t.equal(b.code, 0, b.stderr);
   const lines = b.stdout.split('\n');
-  t.match(lines[0], /^\[node2\] MCW rank 0 bound to socket 0\[core 0\[hwt 0\]\], socket 0\[core 55\[hwt 1\]\]: \[B\.\/(\.\.\/){54}\.B\]\[(\.\.\/){55}\.\.\]$/);
+  t.match(
+    lines[0],
+    /^\[node2\] MCW rank 0 bound to socket 0\[core 0\[hwt 0\]\], socket 0\[core 55\[hwt 1\]\]: \[B\.\/(\.\.\/){54}\.B\]\[(\.\.\/){55}\.\.\]$/,
+  );
   t.match(lines[1], /^\[node2\] MCW rank 1 bound to socket 1\[core 56\[hwt 0\]\], socket 1\[core 111\[hwt 1\]\]: /);
 });
 
@@ -65,7 +83,7 @@ t.test('offline --format machinefile and impi: hydra input for the seed, and --h
   t.match(help.stdout, /machinefile\s+\(hydra,\s+host:N\),\s+impi\s+\(an\s+mpiexec\.hydra\s+command/);
 });
 
-t.test('an impossible spec exits 65 with the planner\'s message and code', async (t) => {
+t.test("an impossible spec exits 65 with the planner's message and code", async (t) => {
   const r = await offline('--ppn', '2', '-c', '57');
   t.equal(r.code, 65);
   t.equal(r.stdout, '');
@@ -88,7 +106,10 @@ t.test('bad flags are usage errors (64) that say what is wrong', async (t) => {
     t.equal(r.code, 64, args.join(' '));
     t.match(r.stderr, message);
   }
-  const noAddress = await runCli(['plan', '--address', 'a=1.2.3.4'], { RANKD_URL: 'https://127.0.0.1:9', RANKD_TOKEN: 'x' });
+  const noAddress = await runCli(['plan', '--address', 'a=1.2.3.4'], {
+    RANKD_URL: 'https://127.0.0.1:9',
+    RANKD_TOKEN: 'x',
+  });
   t.equal(noAddress.code, 64);
   t.match(noAddress.stderr, /--address only applies with --facts-dir/);
 });
@@ -102,7 +123,7 @@ t.test('a facts file that is not facts names the file', async (t) => {
   t.match(r.stderr, /x\.json is not facts as `rankd facts --json` writes them/);
 });
 
-t.test('online: the controller plans over its agents\' facts', async (t) => {
+t.test("online: the controller plans over its agents' facts", async (t) => {
   const controller = await startController();
   t.teardown(() => controller.stop());
   const env = { ...controller.clientEnv };

@@ -9,7 +9,7 @@ import { cpus, uniform } from './cluster.js';
 
 const nodes = uniform(t.testdir(), seed000Spr, 2, 'node', '10.1.0');
 
-t.test('2 ranks per node, -c 48 --comm-workers 4: the seed\'s lists', async (t) => {
+t.test("2 ranks per node, -c 48 --comm-workers 4: the seed's lists", async (t) => {
   const map = planRankMap(nodes, { ranksPerNode: 2, cpusPerRank: 48, commWorkers: 4 });
   t.equal(map.worldSize, 4);
   t.equal(map.masterAddr, '10.1.0.1');
@@ -25,8 +25,22 @@ t.test('2 ranks per node, -c 48 --comm-workers 4: the seed\'s lists', async (t) 
   t.same(map.ranks[1]!.cpus, cpus('56-103'));
   // each rank uses the two ports of its own socket, with the IPv4 RoCE v2 GID
   t.same(map.ranks[0]!.nics, [
-    { device: 'irdma-cvl01tf2', port: 1, netdev: 'cvl01tf2', linkLayer: 'Ethernet', gidIndex: 3, gid: ipv4Gid('10.0.0.1') },
-    { device: 'irdma-cvl02tf2', port: 1, netdev: 'cvl02tf2', linkLayer: 'Ethernet', gidIndex: 3, gid: ipv4Gid('10.0.1.1') },
+    {
+      device: 'irdma-cvl01tf2',
+      port: 1,
+      netdev: 'cvl01tf2',
+      linkLayer: 'Ethernet',
+      gidIndex: 3,
+      gid: ipv4Gid('10.0.0.1'),
+    },
+    {
+      device: 'irdma-cvl02tf2',
+      port: 1,
+      netdev: 'cvl02tf2',
+      linkLayer: 'Ethernet',
+      gidIndex: 3,
+      gid: ipv4Gid('10.0.1.1'),
+    },
   ]);
   t.same(
     map.ranks[3]!.nics.map((n) => [n.device, n.gid]),
@@ -73,8 +87,9 @@ t.test('the whole environment of one rank', async (t) => {
   });
 });
 
-t.test('the seed\'s other worker counts', async (t) => {
-  const affinity = (k: number) => planRankMap(nodes, { ranksPerNode: 2, cpusPerRank: 48, commWorkers: k }).ranks[0]!.env['CCL_WORKER_AFFINITY'];
+t.test("the seed's other worker counts", async (t) => {
+  const affinity = (k: number) =>
+    planRankMap(nodes, { ranksPerNode: 2, cpusPerRank: 48, commWorkers: k }).ranks[0]!.env['CCL_WORKER_AFFINITY'];
   t.equal(affinity(1), '167,223');
   t.equal(affinity(2), '166,167,222,223');
   t.equal(affinity(4), '164,165,166,167,220,221,222,223');
@@ -96,7 +111,10 @@ t.test('one rank per node spans both sockets and uses all four ports', async (t)
   const map = planRankMap(nodes, {});
   t.equal(formatCpuList(map.ranks[0]!.cpus), '0-111');
   t.same(map.ranks[0]!.memNodes, [0, 1]);
-  t.same(map.ranks[0]!.nics.map((n) => n.device), ['irdma-cvl01tf2', 'irdma-cvl02tf2', 'irdma-cvl11tf2', 'irdma-cvl12tf2']);
+  t.same(
+    map.ranks[0]!.nics.map((n) => n.device),
+    ['irdma-cvl01tf2', 'irdma-cvl02tf2', 'irdma-cvl11tf2', 'irdma-cvl12tf2'],
+  );
   t.match(map.notes, [/local rank 0 spans NUMA nodes 0,1/]);
 });
 
@@ -108,18 +126,24 @@ t.test('4 ranks per node: two per socket, split evenly inside it', async (t) => 
   );
 });
 
-t.test('3 ranks per node: even shares of 38/37/37 cores cannot stay in a socket, so they follow core order', async (t) => {
-  const map = planRankMap(nodes, { nodes: 1, ranksPerNode: 3 });
-  t.same(
-    map.ranks.map((r) => formatCpuList(r.cpus)),
-    ['0-37', '38-74', '75-111'],
-  );
-  t.match(map.notes.join('\n'), /local rank 1 spans NUMA nodes 0,1/);
-});
+t.test(
+  '3 ranks per node: even shares of 38/37/37 cores cannot stay in a socket, so they follow core order',
+  async (t) => {
+    const map = planRankMap(nodes, { nodes: 1, ranksPerNode: 3 });
+    t.same(
+      map.ranks.map((r) => formatCpuList(r.cpus)),
+      ['0-37', '38-74', '75-111'],
+    );
+    t.match(map.notes.join('\n'), /local rank 1 spans NUMA nodes 0,1/);
+  },
+);
 
 t.test('--nic with a pattern narrows the devices; the local rule still applies', async (t) => {
   const map = planRankMap(nodes, { nodes: 1, ranksPerNode: 2, nic: 'irdma-cvl?1tf2' });
-  t.same(map.ranks.map((r) => r.nics.map((n) => n.device)), [['irdma-cvl01tf2'], ['irdma-cvl11tf2']]);
+  t.same(
+    map.ranks.map((r) => r.nics.map((n) => n.device)),
+    [['irdma-cvl01tf2'], ['irdma-cvl11tf2']],
+  );
   t.equal(map.ranks[0]!.env['NCCL_IB_HCA'], '=irdma-cvl01tf2:1');
 });
 
@@ -134,7 +158,21 @@ t.test('--nic all gives every port to every rank; --nic none gives none', async 
 
 t.test('-n with cyclic distribution deals ranks round-robin', async (t) => {
   const map = planRankMap(nodes, { ntasks: 4, ranksPerNode: 2, distribution: 'cyclic' });
-  t.same(map.nodes.map((n) => n.ranks), [[0, 2], [1, 3]]);
-  t.same(map.ranks.map((r) => [r.node, r.localRank]), [['node1', 0], ['node2', 0], ['node1', 1], ['node2', 1]]);
+  t.same(
+    map.nodes.map((n) => n.ranks),
+    [
+      [0, 2],
+      [1, 3],
+    ],
+  );
+  t.same(
+    map.ranks.map((r) => [r.node, r.localRank]),
+    [
+      ['node1', 0],
+      ['node2', 0],
+      ['node1', 1],
+      ['node2', 1],
+    ],
+  );
   t.equal(map.ranks[2]!.env['LOCAL_RANK'], '1');
 });

@@ -23,7 +23,9 @@ t.test('1 rank, -c 48 --comm-workers 1: the even CPUs, the worker on 95', async 
 
 t.test('eRDMA is iWARP: used as a NIC, but no RoCE GID is chosen or exported', async (t) => {
   const map = planRankMap(nodes, { cpusPerRank: 48, commWorkers: 1 });
-  t.same(map.ranks[2]!.nics, [{ device: 'erdma_0', port: 1, netdev: 'eth0', linkLayer: 'Ethernet', gidIndex: null, gid: null }]);
+  t.same(map.ranks[2]!.nics, [
+    { device: 'erdma_0', port: 1, netdev: 'eth0', linkLayer: 'Ethernet', gidIndex: null, gid: null },
+  ]);
   const env = map.ranks[2]!.env;
   t.equal(env['FI_VERBS_IFACE'], 'eth0');
   t.equal(env['NCCL_SOCKET_IFNAME'], '=eth0');

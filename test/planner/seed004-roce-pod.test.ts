@@ -29,7 +29,7 @@ t.test('the table shows the choice with its IPv4 address', async (t) => {
   t.match(rankRows[1], /^0 +pod-1 +0 +0-63 +- +0-1 +mlx5_bond_0:1 +9\(172\.16\.0\.1\) +-$/);
 });
 
-t.test('NCCL_IB_ADDR_FAMILY and NCCL_IB_ROCE_VERSION_NUM overrides move the choice as they move NCCL\'s', async (t) => {
+t.test("NCCL_IB_ADDR_FAMILY and NCCL_IB_ROCE_VERSION_NUM overrides move the choice as they move NCCL's", async (t) => {
   const v6 = planRankMap(nodes, { env: { NCCL_IB_ADDR_FAMILY: 'AF_INET6' } });
   t.equal(v6.ranks[0]!.nics[0]!.gidIndex, 4);
   t.equal(v6.ranks[0]!.env['NCCL_IB_GID_INDEX'], '4');
@@ -42,24 +42,25 @@ t.test('NCCL_IB_ADDR_FAMILY and NCCL_IB_ROCE_VERSION_NUM overrides move the choi
 });
 
 t.test('--env overrides any computed variable; --env-profile mpi adds the MPI shims', async (t) => {
-  const map = planRankMap(nodes, { env: { OMP_NUM_THREADS: '7', MASTER_ADDR: 'pod-1.svc' }, envProfile: 'mpi', masterPort: 23456 });
+  const map = planRankMap(nodes, {
+    env: { OMP_NUM_THREADS: '7', MASTER_ADDR: 'pod-1.svc' },
+    envProfile: 'mpi',
+    masterPort: 23456,
+  });
   const env = map.ranks[1]!.env;
   t.equal(env['OMP_NUM_THREADS'], '7');
   t.equal(env['MASTER_ADDR'], 'pod-1.svc');
-  t.same(
-    Object.fromEntries(Object.entries(env).filter(([k]) => /^(PMI_|OMPI_|MPI_)/.test(k))),
-    {
-      PMI_RANK: '1',
-      PMI_SIZE: '2',
-      OMPI_COMM_WORLD_RANK: '1',
-      OMPI_COMM_WORLD_SIZE: '2',
-      OMPI_COMM_WORLD_LOCAL_RANK: '0',
-      OMPI_COMM_WORLD_LOCAL_SIZE: '1',
-      OMPI_COMM_WORLD_NODE_RANK: '0',
-      MPI_LOCALRANKID: '0',
-      MPI_LOCALNRANKS: '1',
-    },
-  );
+  t.same(Object.fromEntries(Object.entries(env).filter(([k]) => /^(PMI_|OMPI_|MPI_)/.test(k))), {
+    PMI_RANK: '1',
+    PMI_SIZE: '2',
+    OMPI_COMM_WORLD_RANK: '1',
+    OMPI_COMM_WORLD_SIZE: '2',
+    OMPI_COMM_WORLD_LOCAL_RANK: '0',
+    OMPI_COMM_WORLD_LOCAL_SIZE: '1',
+    OMPI_COMM_WORLD_NODE_RANK: '0',
+    MPI_LOCALRANKID: '0',
+    MPI_LOCALNRANKS: '1',
+  });
   const plain = planRankMap(nodes, {});
   t.notOk(Object.keys(plain.ranks[0]!.env).some((k) => /^(PMI_|OMPI_|MPI_|SLURM_)/.test(k)));
 });
@@ -70,7 +71,11 @@ t.test('with live addresses, the interface holding the node address carries the 
     ...n,
     facts: {
       ...n.facts,
-      nics: n.facts.nics.map((nic) => (nic.name === 'eth0' ? { ...nic, addresses: [{ family: 'inet' as const, address: `10.5.0.${i + 1}`, prefixLength: 24 }] } : nic)),
+      nics: n.facts.nics.map((nic) =>
+        nic.name === 'eth0'
+          ? { ...nic, addresses: [{ family: 'inet' as const, address: `10.5.0.${i + 1}`, prefixLength: 24 }] }
+          : nic,
+      ),
     },
   }));
   const env = planRankMap(live, {}).ranks[1]!.env;

@@ -42,11 +42,19 @@ function launch(name: string, map: RankMap): Map<number, Record<string, string>>
     .replace(/^mpiexec\.hydra /m, 'mpiexec.hydra -launcher fork ')
     .replaceAll(IMPI_COMMAND_PLACEHOLDER, `/bin/sh ${shellQuote(probe)}`);
   // nothing inherited: what the ranks see comes from the command
-  execFileSync('/bin/sh', ['-c', script], { cwd: work, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' }, timeout: 120_000, stdio: 'pipe' });
+  execFileSync('/bin/sh', ['-c', script], {
+    cwd: work,
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
+    timeout: 120_000,
+    stdio: 'pipe',
+  });
   const ranks = new Map<number, Record<string, string>>();
   for (const file of readdirSync(out)) {
     const vars = readFileSync(join(out, file), 'utf8').split('\0').filter(Boolean);
-    ranks.set(Number(file), Object.fromEntries(vars.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])));
+    ranks.set(
+      Number(file),
+      Object.fromEntries(vars.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+    );
   }
   return ranks;
 }
@@ -72,7 +80,8 @@ function checkRanks(t: Test, map: RankMap, launched: Map<number, Record<string, 
     for (const [k, v] of Object.entries(planned.env)) {
       if (passed.has(k) && k !== 'CCL_PROCESS_LAUNCHER') t.equal(env[k], v, `${at}: ${k}`);
     }
-    for (const k of ['RANK', 'LOCAL_RANK', 'NODE_RANK', 'CCL_LOCAL_RANK']) t.notOk(k in env, `${at}: no ${k}, which would be wrong for some rank`);
+    for (const k of ['RANK', 'LOCAL_RANK', 'NODE_RANK', 'CCL_LOCAL_RANK'])
+      t.notOk(k in env, `${at}: no ${k}, which would be wrong for some rank`);
   }
 }
 
@@ -83,14 +92,27 @@ t.test("seed 002's machine, 2 nodes: one -genv'd mask list", { skip }, async (t)
 
 t.test('--distribution cyclic: -ppn 1 deals the ranks as the plan does', { skip }, async (t) => {
   const map = planRankMap(clx, { ranksPerNode: 2, commWorkers: 4, distribution: 'cyclic' });
-  t.same(map.nodes.map((n) => n.ranks), [[0, 2], [1, 3]]);
+  t.same(
+    map.nodes.map((n) => n.ranks),
+    [
+      [0, 2],
+      [1, 3],
+    ],
+  );
   checkRanks(t, map, launch('cyclic', map));
 });
 
 t.test('unlike nodes: argument sets land on their nodes through the machinefile', { skip }, async (t) => {
   const vm = uniform(`${dir}/vm`, seed001CloudVm, 1, 'vm', '10.5.0');
   const map = planRankMap([...clx, ...vm], { ranksPerNode: 'numa', commWorkers: 1 });
-  t.same(map.nodes.map((n) => [n.name, n.ranks.length]), [['clx1', 2], ['clx2', 2], ['vm1', 1]]);
+  t.same(
+    map.nodes.map((n) => [n.name, n.ranks.length]),
+    [
+      ['clx1', 2],
+      ['clx2', 2],
+      ['vm1', 1],
+    ],
+  );
   const launched = launch('unlike', map);
   checkRanks(t, map, launched);
   // each kind of node got its own OpenMP thread count from its argument set: a worker

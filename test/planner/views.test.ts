@@ -39,7 +39,10 @@ t.test('table: the oneCCL node table, then one row per rank, then the rendezvous
 
 t.test('table: notes close the view', async (t) => {
   const text = renderRankMap(planRankMap(shared, { ranksPerNode: 2 }), 'table');
-  t.match(text, /\nworld size 2, master shared1:29500\nnote: node shared1 has no known address: MASTER_ADDR is its name\nnote: node shared1: no RDMA device on NUMA node 0; took the nearest: mlx5_0\n$/);
+  t.match(
+    text,
+    /\nworld size 2, master shared1:29500\nnote: node shared1 has no known address: MASTER_ADDR is its name\nnote: node shared1: no RDMA device on NUMA node 0; took the nearest: mlx5_0\n$/,
+  );
 });
 
 t.test('matrix: RDMA only between nodes sharing a link layer', async (t) => {
@@ -89,8 +92,8 @@ t.test('hostfile and rankfile', async (t) => {
   );
 });
 
-t.test('env: a shell sourcing a rank\'s block gets exactly its environment', async (t) => {
-  const tricky = { GREETING: "it's a \"test\" $HOME `x`", EMPTY: '' };
+t.test("env: a shell sourcing a rank's block gets exactly its environment", async (t) => {
+  const tricky = { GREETING: 'it\'s a "test" $HOME `x`', EMPTY: '' };
   const map = planRankMap(spr, { ranksPerNode: 2, commWorkers: 1, env: tricky });
   const blocks = renderRankMap(map, 'env').split('\n\n');
   t.equal(blocks.length, 4);
@@ -100,7 +103,12 @@ t.test('env: a shell sourcing a rank\'s block gets exactly its environment', asy
   const keys = Object.keys(map.ranks[2]!.env);
   const script = `. ${file}; for k in ${keys.join(' ')}; do eval "printf '%s=%s\\\\0' \\"\\$k\\" \\"\\\${$k}\\""; done`;
   const out = execFileSync('/bin/sh', ['-c', script], { encoding: 'utf8', env: {} });
-  const got = Object.fromEntries(out.split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const got = Object.fromEntries(
+    out
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
   t.same(got, map.ranks[2]!.env);
 });
 
@@ -149,7 +157,8 @@ function checkImpi(t: Test, map: RankMap): ReturnType<typeof readHydraLine> {
     }
   }
   t.equal(next, map.nodes.length, 'every node has its argument set');
-  const leftOut = /^# not -genv'd, they differ between ranks: ([^;]*);/m.exec(line.comments.join('\n'))?.[1]?.split(' ') ?? [];
+  const leftOut =
+    /^# not -genv'd, they differ between ranks: ([^;]*);/m.exec(line.comments.join('\n'))?.[1]?.split(' ') ?? [];
   const passed = new Set([...Object.keys(line.genv), ...line.sets.flatMap((s) => Object.keys(s.env))]);
   const byHydra = ['PMI_RANK', 'PMI_SIZE', 'MPI_LOCALRANKID', 'MPI_LOCALNRANKS', 'CCL_LOCAL_RANK', 'CCL_LOCAL_SIZE'];
   for (const k of new Set(map.ranks.flatMap((r) => Object.keys(r.env)))) {
@@ -158,33 +167,62 @@ function checkImpi(t: Test, map: RankMap): ReturnType<typeof readHydraLine> {
   return line;
 }
 
-t.test('impi on RDMA nodes: each local rank\'s NICs differ, so they are named, not -genv\'d', async (t) => {
+t.test("impi on RDMA nodes: each local rank's NICs differ, so they are named, not -genv'd", async (t) => {
   const line = checkImpi(t, seedMap);
   t.same(line.options, { '-machinefile': 'machinefile', '-np': '4', '-ppn': '2', '-l': '' });
   // the rankfile's slots, as masks
   t.same(pinDomainCpus(line.genv['I_MPI_PIN_DOMAIN']!).map(formatCpuList), ['0-47,164-167', '56-103,220-223']);
-  for (const k of ['RANK', 'LOCAL_RANK', 'NODE_RANK', 'CCL_LOCAL_RANK', 'NCCL_IB_HCA', 'CCL_MNIC_NAME', 'UCX_NET_DEVICES', 'PSM3_NIC']) {
+  for (const k of [
+    'RANK',
+    'LOCAL_RANK',
+    'NODE_RANK',
+    'CCL_LOCAL_RANK',
+    'NCCL_IB_HCA',
+    'CCL_MNIC_NAME',
+    'UCX_NET_DEVICES',
+    'PSM3_NIC',
+  ]) {
     t.notOk(k in line.genv, `${k} is not -genv'd`);
   }
-  t.match(line.comments.join('\n'), /differ between ranks: RANK LOCAL_RANK GROUP_RANK NODE_RANK ROLE_RANK CROSS_RANK .*NCCL_IB_HCA/);
-  t.equal(line.genv['CCL_MNIC'], 'local', 'what every rank shares is -genv\'d');
+  t.match(
+    line.comments.join('\n'),
+    /differ between ranks: RANK LOCAL_RANK GROUP_RANK NODE_RANK ROLE_RANK CROSS_RANK .*NCCL_IB_HCA/,
+  );
+  t.equal(line.genv['CCL_MNIC'], 'local', "what every rank shares is -genv'd");
 });
 
 // two kinds of node: 2 × 28 cores in 2 NUMA nodes, and 2 × 64 cores with threads in 8
-const unlike = [...uniform(`${dir}/unlike`, seed002NoHt, 2, 'clx', '10.3.0'), ...uniform(`${dir}/unlike`, epycNps4Gpu8, 1, 'dgx', '10.4.0')];
+const unlike = [
+  ...uniform(`${dir}/unlike`, seed002NoHt, 2, 'clx', '10.3.0'),
+  ...uniform(`${dir}/unlike`, epycNps4Gpu8, 1, 'dgx', '10.4.0'),
+];
 
 t.test('impi on unlike nodes: one command, an argument set per run of alike nodes', async (t) => {
   const map = planRankMap(unlike, { ranksPerNode: 'numa', commWorkers: 2 });
-  t.same(map.nodes.map((n) => [n.name, n.ranks.length]), [['clx1', 2], ['clx2', 2], ['dgx1', 8]]);
+  t.same(
+    map.nodes.map((n) => [n.name, n.ranks.length]),
+    [
+      ['clx1', 2],
+      ['clx2', 2],
+      ['dgx1', 8],
+    ],
+  );
   const line = checkImpi(t, map);
   // the two clx nodes share a set; no -np or -ppn, which would fight the sets' -n
-  t.same(line.sets.map((s) => s.n), [4, 8]);
+  t.same(
+    line.sets.map((s) => s.n),
+    [4, 8],
+  );
   t.same(line.options, { '-machinefile': 'machinefile', '-l': '' });
   t.notOk('I_MPI_PIN_DOMAIN' in line.genv);
   // what differs between the kinds of node but not within one goes in each set's -env:
   // without hyperthreads the workers take 2 of 28 cores, on dgx1 sibling threads of 16
   t.same([line.sets[0]!.env['OMP_NUM_THREADS'], line.sets[1]!.env['OMP_NUM_THREADS']], ['26', '16']);
-  t.same([line.sets[0]!.env['CCL_MNIC'], line.sets[1]!.env['CCL_MNIC']], [undefined, 'local'], 'a node without RDMA has no CCL_MNIC');
+  t.same(
+    [line.sets[0]!.env['CCL_MNIC'], line.sets[1]!.env['CCL_MNIC']],
+    [undefined, 'local'],
+    'a node without RDMA has no CCL_MNIC',
+  );
   t.equal(line.genv['WORLD_SIZE'], '12');
   const text = line.comments.join('\n');
   t.match(text, /one argument set per run of alike nodes/);
@@ -194,39 +232,74 @@ t.test('impi on unlike nodes: one command, an argument set per run of alike node
 
 t.test('impi and machinefile with --distribution cyclic: -ppn 1, or a note where hydra cannot follow', async (t) => {
   const cyclic = planRankMap(spr, { ranksPerNode: 2, distribution: 'cyclic' });
-  t.same(cyclic.nodes.map((n) => n.ranks), [[0, 2], [1, 3]]);
+  t.same(
+    cyclic.nodes.map((n) => n.ranks),
+    [
+      [0, 2],
+      [1, 3],
+    ],
+  );
   const line = checkImpi(t, cyclic);
   t.equal(line.options['-ppn'], '1');
-  t.match(renderRankMap(cyclic, 'machinefile'), /^# the plan deals ranks round robin: run with -ppn 1 .*\nnode1:2\nnode2:2\n$/);
+  t.match(
+    renderRankMap(cyclic, 'machinefile'),
+    /^# the plan deals ranks round robin: run with -ppn 1 .*\nnode1:2\nnode2:2\n$/,
+  );
   // capacities 2 and 8: once clx1 is full the plan deals on to dgx1 alone, which hydra
   // cannot do; each node still gets its count and its domains
-  const uneven = planRankMap(unlike, { nodelist: ['clx1', 'dgx1'], ranksPerNode: 'numa', ntasks: 6, distribution: 'cyclic' });
-  t.same(uneven.nodes.map((n) => n.ranks), [[0, 2], [1, 3, 4, 5]]);
+  const uneven = planRankMap(unlike, {
+    nodelist: ['clx1', 'dgx1'],
+    ranksPerNode: 'numa',
+    ntasks: 6,
+    distribution: 'cyclic',
+  });
+  t.same(
+    uneven.nodes.map((n) => n.ranks),
+    [
+      [0, 2],
+      [1, 3, 4, 5],
+    ],
+  );
   checkImpi(t, uneven);
   t.match(renderRankMap(uneven, 'impi'), /^# hydra numbers ranks node by node; the plan numbers them otherwise/m);
-  t.match(renderRankMap(uneven, 'machinefile'), /^# hydra numbers ranks node by node from these counts.*\nclx1:2\ndgx1:4\n$/);
+  t.match(
+    renderRankMap(uneven, 'machinefile'),
+    /^# hydra numbers ranks node by node from these counts.*\nclx1:2\ndgx1:4\n$/,
+  );
 });
 
-t.test('impi: --env values reach hydra exactly; rankd\'s PMI_ copies are left to hydra', async (t) => {
-  const tricky = { GREETING: "it's a \"test\" $HOME `x`", EMPTY: '', EQUATION: 'a=b=c', I_MPI_DEBUG: '4' };
+t.test("impi: --env values reach hydra exactly; rankd's PMI_ copies are left to hydra", async (t) => {
+  const tricky = { GREETING: 'it\'s a "test" $HOME `x`', EMPTY: '', EQUATION: 'a=b=c', I_MPI_DEBUG: '4' };
   const map = planRankMap(spr, { ranksPerNode: 2, envProfile: 'mpi', env: tricky });
   const line = checkImpi(t, map);
   for (const [k, v] of Object.entries(tricky)) t.equal(line.genv[k], v, k);
-  for (const k of ['PMI_RANK', 'PMI_SIZE', 'MPI_LOCALRANKID', 'MPI_LOCALNRANKS']) t.notOk(k in line.genv, `${k} is hydra's`);
+  for (const k of ['PMI_RANK', 'PMI_SIZE', 'MPI_LOCALRANKID', 'MPI_LOCALNRANKS'])
+    t.notOk(k in line.genv, `${k} is hydra's`);
   t.match(line.comments.join('\n'), /differ between ranks: .*OMPI_COMM_WORLD_RANK/);
   // a user's own I_MPI_PIN_DOMAIN stands, as --env overrides anything
-  const own = readHydraLine(renderRankMap(planRankMap(spr, { ranksPerNode: 2, env: { I_MPI_PIN_DOMAIN: 'socket' } }), 'impi'));
+  const own = readHydraLine(
+    renderRankMap(planRankMap(spr, { ranksPerNode: 2, env: { I_MPI_PIN_DOMAIN: 'socket' } }), 'impi'),
+  );
   t.equal(own.genv['I_MPI_PIN_DOMAIN'], 'socket');
   t.match(own.comments.join('\n'), /I_MPI_PIN_DOMAIN is the one --env gave, not the plan's masks/);
 });
 
-t.test('machinefile: host:N per node in node order, names as the hostfile view, read back by the inventory', async (t) => {
-  const uneven = planRankMap(spr, { ranksPerNode: 3, ntasks: 4 });
-  const text = renderRankMap(uneven, 'machinefile');
-  t.equal(text, 'node1:3\nnode2:1\n');
-  const doc = parseHostfile(text, 'machinefile');
-  t.same(Object.entries(doc.hosts).map(([h, v]) => [h, v.vars['slots']]), [['node1', '3'], ['node2', '1']]);
-  // the hostfile view names the same hosts, though the map knows their addresses
-  t.equal(renderRankMap(uneven, 'hostfile'), 'node1 slots=3\nnode2 slots=1\n');
-  t.equal(uneven.nodes[0]!.address, '10.1.0.1');
-});
+t.test(
+  'machinefile: host:N per node in node order, names as the hostfile view, read back by the inventory',
+  async (t) => {
+    const uneven = planRankMap(spr, { ranksPerNode: 3, ntasks: 4 });
+    const text = renderRankMap(uneven, 'machinefile');
+    t.equal(text, 'node1:3\nnode2:1\n');
+    const doc = parseHostfile(text, 'machinefile');
+    t.same(
+      Object.entries(doc.hosts).map(([h, v]) => [h, v.vars['slots']]),
+      [
+        ['node1', '3'],
+        ['node2', '1'],
+      ],
+    );
+    // the hostfile view names the same hosts, though the map knows their addresses
+    t.equal(renderRankMap(uneven, 'hostfile'), 'node1 slots=3\nnode2 slots=1\n');
+    t.equal(uneven.nodes[0]!.address, '10.1.0.1');
+  },
+);

@@ -24,7 +24,10 @@ t.test('formatting', async (t) => {
   t.equal(formatCpuList([5, 1, 3, 2]), '1-3,5');
   t.equal(formatCpuList([]), '');
   t.equal(formatCpuMask([0, 1, 4]), '0x13');
-  t.equal(formatCpuMask([4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]), '0xffffff0');
+  t.equal(
+    formatCpuMask([4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]),
+    '0xffffff0',
+  );
   const big = Array.from({ length: 224 }, (_, i) => i);
   t.same(parseCpuList(formatCpuList(big)), big, 'round trip');
 });

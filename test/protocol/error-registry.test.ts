@@ -111,9 +111,15 @@ t.test('every RANKD_* code in the sources is in the registry and the docs table'
   const findings = files.flatMap((f) => check(relative(ROOT, f), readFileSync(f, 'utf8'), table));
   t.same(report(findings), [], 'no unregistered or undocumented code');
   // the scan reads what it claims to: the C supervisor's codes and the TypeScript call sites
-  const c = files.filter((f) => f.endsWith('.c')).map((f) => readFileSync(f, 'utf8')).join('\n');
+  const c = files
+    .filter((f) => f.endsWith('.c'))
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
   t.match(c, RankErrorCode.SpawnFailed, 'the C sources were scanned');
-  t.ok(files.some((f) => f.endsWith('/packages/controller/src/api/errors.ts')), 'the controller sources were scanned');
+  t.ok(
+    files.some((f) => f.endsWith('/packages/controller/src/api/errors.ts')),
+    'the controller sources were scanned',
+  );
 });
 
 t.test('every RANKD_* code the docs name is registered', async (t) => {
@@ -146,8 +152,16 @@ t.test('docs/errors.md has the table the registry generates', async (t) => {
 
 t.test('the registry: well-formed codes, each defined once, each with a doc', async (t) => {
   const all = ERROR_SECTIONS.flatMap((s) => s.errors);
-  t.same(all.filter((e) => !/^RANKD_[A-Z0-9]+(_[A-Z0-9]+)*$/.test(e.code)).map((e) => e.code), [], 'well-formed codes');
-  t.same(all.filter((e) => e.doc.trim() === '' || e.doc.includes('\n')).map((e) => e.code), [], 'one-line docs');
+  t.same(
+    all.filter((e) => !/^RANKD_[A-Z0-9]+(_[A-Z0-9]+)*$/.test(e.code)).map((e) => e.code),
+    [],
+    'well-formed codes',
+  );
+  t.same(
+    all.filter((e) => e.doc.trim() === '' || e.doc.includes('\n')).map((e) => e.code),
+    [],
+    'one-line docs',
+  );
   t.equal(new Set(registered).size, registered.length, 'no code is defined twice');
   // the registry is what the REST error handler answers with: planner codes are requests' faults
   t.equal(errorDefinition(PlanErrorCode.NoCpus)?.status, 400);

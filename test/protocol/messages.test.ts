@@ -1,6 +1,15 @@
 // Golden frames, valid and invalid, for every message of the agent gateway.
 import t from 'tap';
-import { AgentBinaryMessages, AgentMessages, ControllerMessages, MAX_BINARY_PAYLOAD_BYTES, decodeBinaryFrame, decodeFrame, encodeBinaryFrame, type MessageMap } from '@rankd/protocol';
+import {
+  AgentBinaryMessages,
+  AgentMessages,
+  ControllerMessages,
+  MAX_BINARY_PAYLOAD_BYTES,
+  decodeBinaryFrame,
+  decodeFrame,
+  encodeBinaryFrame,
+  type MessageMap,
+} from '@rankd/protocol';
 import { fleetGolden } from '../fleet/golden-frames.js';
 import { pmiGolden } from '../mpi/golden-frames.js';
 import { ompiGolden } from '../mpi/openmpi-golden-frames.js';
@@ -33,10 +42,25 @@ const golden: Record<string, Golden[]> = {
     { map: ControllerMessages, frame: hello, error: 'RANKD_UNKNOWN_TYPE' },
   ],
   welcome: [
-    { map: ControllerMessages, frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 5000, ttlMs: 15000 } },
-    { map: ControllerMessages, frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 5 }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: ControllerMessages, frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 1.5, ttlMs: 3 }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: AgentMessages, frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 5000, ttlMs: 15000 }, error: 'RANKD_UNKNOWN_TYPE' },
+    {
+      map: ControllerMessages,
+      frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 5000, ttlMs: 15000 },
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 5 },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 1.5, ttlMs: 3 },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'welcome', controllerVersion: '0.1.0', heartbeatMs: 5000, ttlMs: 15000 },
+      error: 'RANKD_UNKNOWN_TYPE',
+    },
   ],
   heartbeat: [
     { map: AgentMessages, frame: { type: 'heartbeat', seq: 0 } },
@@ -54,56 +78,218 @@ const golden: Record<string, Golden[]> = {
   ],
   'job.start': [
     { map: ControllerMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [launch] } },
-    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [{ ...launch, cwd: '/tmp', user: 'alice', pty: true }] } },
-    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [] }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: ControllerMessages, frame: { type: 'job.start', jobId: '../etc', leaseMs: 60000, ranks: [launch] }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'j1', leaseMs: 60000, ranks: [{ ...launch, argv: 'sh -c x' }] }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: ControllerMessages, frame: { type: 'job.start', jobId: 'j1', leaseMs: 60000, ranks: [{ ...launch, cpus: ['0-3'] }] }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: AgentMessages, frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [launch] }, error: 'RANKD_UNKNOWN_TYPE' },
+    {
+      map: ControllerMessages,
+      frame: {
+        type: 'job.start',
+        jobId: 'jabc',
+        leaseMs: 60000,
+        ranks: [{ ...launch, cwd: '/tmp', user: 'alice', pty: true }],
+      },
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [] },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.start', jobId: '../etc', leaseMs: 60000, ranks: [launch] },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.start', jobId: 'j1', leaseMs: 60000, ranks: [{ ...launch, argv: 'sh -c x' }] },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.start', jobId: 'j1', leaseMs: 60000, ranks: [{ ...launch, cpus: ['0-3'] }] },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'job.start', jobId: 'jabc', leaseMs: 60000, ranks: [launch] },
+      error: 'RANKD_UNKNOWN_TYPE',
+    },
   ],
   'job.abort': [
-    { map: ControllerMessages, frame: { type: 'job.abort', jobId: 'j1', graceMs: 10000, reason: 'rank 1 exited with code 1' } },
-    { map: ControllerMessages, frame: { type: 'job.abort', jobId: 'j1', graceMs: -1, reason: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.abort', jobId: 'j1', graceMs: 10000, reason: 'rank 1 exited with code 1' },
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.abort', jobId: 'j1', graceMs: -1, reason: 'x' },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
   ],
   'job.signal': [
     { map: ControllerMessages, frame: { type: 'job.signal', jobId: 'j1', signal: 'SIGUSR1' } },
     { map: ControllerMessages, frame: { type: 'job.signal', jobId: 'j1', rank: 3, signal: 'SIGTERM' } },
-    { map: ControllerMessages, frame: { type: 'job.signal', jobId: 'j1', signal: 'kill -9' }, error: 'RANKD_INVALID_MESSAGE' },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.signal', jobId: 'j1', signal: 'kill -9' },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
   ],
   'job.resume': [
-    { map: ControllerMessages, frame: { type: 'job.resume', jobId: 'j1', rank: 0, offsets: { stdout: 120, stderr: 0 } } },
-    { map: ControllerMessages, frame: { type: 'job.resume', jobId: 'j1', rank: 0, offsets: { stdout: 120 } }, error: 'RANKD_INVALID_MESSAGE' },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.resume', jobId: 'j1', rank: 0, offsets: { stdout: 120, stderr: 0 } },
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'job.resume', jobId: 'j1', rank: 0, offsets: { stdout: 120 } },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
   ],
   'job.release': [
     { map: ControllerMessages, frame: { type: 'job.release', jobId: 'j1' } },
     { map: ControllerMessages, frame: { type: 'job.release' }, error: 'RANKD_INVALID_MESSAGE' },
   ],
   'rank.started': [
-    { map: AgentMessages, frame: { type: 'rank.started', jobId: 'j1', rank: 0, pid: 4242, startedAt: '2026-11-22T01:00:00.000Z', binding: { cpus: [0, 1], memNodes: [0], verified: true }, warnings: [] } },
-    { map: AgentMessages, frame: { type: 'rank.started', jobId: 'j1', rank: 0, pid: 4242, startedAt: 'x', binding: { cpus: [], memNodes: [], verified: false, detail: 'not read: the rank exited first' }, warnings: ['numactl is not installed'] } },
-    { map: AgentMessages, frame: { type: 'rank.started', jobId: 'j1', rank: 0, pid: 0, startedAt: 'x', binding: { cpus: [], memNodes: [], verified: true }, warnings: [] }, error: 'RANKD_INVALID_MESSAGE' },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'rank.started',
+        jobId: 'j1',
+        rank: 0,
+        pid: 4242,
+        startedAt: '2026-11-22T01:00:00.000Z',
+        binding: { cpus: [0, 1], memNodes: [0], verified: true },
+        warnings: [],
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'rank.started',
+        jobId: 'j1',
+        rank: 0,
+        pid: 4242,
+        startedAt: 'x',
+        binding: { cpus: [], memNodes: [], verified: false, detail: 'not read: the rank exited first' },
+        warnings: ['numactl is not installed'],
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'rank.started',
+        jobId: 'j1',
+        rank: 0,
+        pid: 0,
+        startedAt: 'x',
+        binding: { cpus: [], memNodes: [], verified: true },
+        warnings: [],
+      },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
   ],
   'rank.output': [
-    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0 }, payload: Buffer.from('hello\n') },
-    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: 'aGVsbG8K' }, payload: Buffer.alloc(0), error: 'RANKD_INVALID_MESSAGE' },
-    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stderr', offset: 7 }, payload: Buffer.from([0xff, 0x00, 0x0a]) },
-    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdin', offset: 0 }, payload: Buffer.alloc(0), error: 'RANKD_INVALID_MESSAGE' },
-    { map: AgentBinaryMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: -5 }, payload: Buffer.alloc(0), error: 'RANKD_INVALID_MESSAGE' },
-    { map: AgentBinaryMessages, frame: { type: 'hello', name: 'n', version: '1', capabilities: [], labels: {} }, payload: Buffer.alloc(0), error: 'RANKD_UNKNOWN_TYPE' },
+    {
+      map: AgentBinaryMessages,
+      frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0 },
+      payload: Buffer.from('hello\n'),
+    },
+    {
+      map: AgentBinaryMessages,
+      frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: 'aGVsbG8K' },
+      payload: Buffer.alloc(0),
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: AgentBinaryMessages,
+      frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stderr', offset: 7 },
+      payload: Buffer.from([0xff, 0x00, 0x0a]),
+    },
+    {
+      map: AgentBinaryMessages,
+      frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdin', offset: 0 },
+      payload: Buffer.alloc(0),
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: AgentBinaryMessages,
+      frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: -5 },
+      payload: Buffer.alloc(0),
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: AgentBinaryMessages,
+      frame: { type: 'hello', name: 'n', version: '1', capabilities: [], labels: {} },
+      payload: Buffer.alloc(0),
+      error: 'RANKD_UNKNOWN_TYPE',
+    },
     // bulk bytes never travel as text (base64 in JSON cost more CPU than the rest of the log path)
-    { map: AgentMessages, frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: 'aGVsbG8K' }, error: 'RANKD_UNKNOWN_TYPE' },
+    {
+      map: AgentMessages,
+      frame: { type: 'rank.output', jobId: 'j1', rank: 1, stream: 'stdout', offset: 0, data: 'aGVsbG8K' },
+      error: 'RANKD_UNKNOWN_TYPE',
+    },
   ],
   'rank.exit': [
-    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: 0, signal: null, endedAt: 'x', outputBytes: { stdout: 6, stderr: 0 } } },
-    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: null, signal: 'SIGKILL', endedAt: 'x', outputBytes: { stdout: 6, stderr: 0 } } },
-    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: null, signal: null, endedAt: 'x', outputBytes: { stdout: 0, stderr: 0 }, error: { code: 'RANKD_RANK_BAD_USER', message: 'no user nosuch' } } },
-    { map: AgentMessages, frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: 0, signal: null, endedAt: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'rank.exit',
+        jobId: 'j1',
+        rank: 1,
+        code: 0,
+        signal: null,
+        endedAt: 'x',
+        outputBytes: { stdout: 6, stderr: 0 },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'rank.exit',
+        jobId: 'j1',
+        rank: 1,
+        code: null,
+        signal: 'SIGKILL',
+        endedAt: 'x',
+        outputBytes: { stdout: 6, stderr: 0 },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'rank.exit',
+        jobId: 'j1',
+        rank: 1,
+        code: null,
+        signal: null,
+        endedAt: 'x',
+        outputBytes: { stdout: 0, stderr: 0 },
+        error: { code: 'RANKD_RANK_BAD_USER', message: 'no user nosuch' },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'rank.exit', jobId: 'j1', rank: 1, code: 0, signal: null, endedAt: 'x' },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
   ],
   'rank.stdin': [
     { map: ControllerMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'aGVsbG8K' } },
-    { map: ControllerMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'not base64!' }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: ControllerMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'A'.repeat(262_148) }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: AgentMessages, frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'aGVsbG8K' }, error: 'RANKD_UNKNOWN_TYPE' },
+    {
+      map: ControllerMessages,
+      frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'not base64!' },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'A'.repeat(262_148) },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'rank.stdin', jobId: 'j1', rank: 0, data: 'aGVsbG8K' },
+      error: 'RANKD_UNKNOWN_TYPE',
+    },
   ],
   'rank.stdin.end': [
     { map: ControllerMessages, frame: { type: 'rank.stdin.end', jobId: 'j1', rank: 0 } },
@@ -111,17 +297,45 @@ const golden: Record<string, Golden[]> = {
   ],
   'rank.stdin.ack': [
     { map: AgentMessages, frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 65536 } },
-    { map: AgentMessages, frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 0 }, error: 'RANKD_INVALID_MESSAGE' },
-    { map: ControllerMessages, frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 1 }, error: 'RANKD_UNKNOWN_TYPE' },
+    {
+      map: AgentMessages,
+      frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 0 },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      map: ControllerMessages,
+      frame: { type: 'rank.stdin.ack', jobId: 'j1', rank: 0, bytes: 1 },
+      error: 'RANKD_UNKNOWN_TYPE',
+    },
   ],
   'rank.stdin.closed': [
-    { map: AgentMessages, frame: { type: 'rank.stdin.closed', jobId: 'j1', rank: 0, reason: 'rank 0 closed its stdin or ended' } },
-    { map: AgentMessages, frame: { type: 'rank.stdin.closed', jobId: 'j1', rank: -1, reason: 'x' }, error: 'RANKD_INVALID_MESSAGE' },
+    {
+      map: AgentMessages,
+      frame: { type: 'rank.stdin.closed', jobId: 'j1', rank: 0, reason: 'rank 0 closed its stdin or ended' },
+    },
+    {
+      map: AgentMessages,
+      frame: { type: 'rank.stdin.closed', jobId: 'j1', rank: -1, reason: 'x' },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
   ],
   'ranks.report': [
     { map: AgentMessages, frame: { type: 'ranks.report', ranks: [] } },
-    { map: AgentMessages, frame: { type: 'ranks.report', ranks: [{ jobId: 'j1', rank: 0, state: 'running', pid: 77, outputBytes: { stdout: 1, stderr: 2 } }] } },
-    { map: AgentMessages, frame: { type: 'ranks.report', ranks: [{ jobId: 'j1', rank: 0, state: 'sleeping', pid: 77, outputBytes: { stdout: 1, stderr: 2 } }] }, error: 'RANKD_INVALID_MESSAGE' },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'ranks.report',
+        ranks: [{ jobId: 'j1', rank: 0, state: 'running', pid: 77, outputBytes: { stdout: 1, stderr: 2 } }],
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'ranks.report',
+        ranks: [{ jobId: 'j1', rank: 0, state: 'sleeping', pid: 77, outputBytes: { stdout: 1, stderr: 2 } }],
+      },
+      error: 'RANKD_INVALID_MESSAGE',
+    },
   ],
   envelope: [
     { map: AgentMessages, frame: 'not json', error: 'RANKD_BAD_FRAME' },
@@ -140,7 +354,8 @@ for (const [name, cases] of Object.entries(golden)) {
         : decodeFrame(raw, c.map);
       if (c.error === undefined) {
         t.ok(decoded.ok, `valid: ${raw.slice(0, 80)}${decoded.ok ? '' : ` (${decoded.error})`}`);
-        if (c.payload && decoded.ok) t.same('payload' in decoded ? decoded.payload : null, c.payload, 'the payload comes back byte for byte');
+        if (c.payload && decoded.ok)
+          t.same('payload' in decoded ? decoded.payload : null, c.payload, 'the payload comes back byte for byte');
       } else {
         t.notOk(decoded.ok, `invalid: ${raw.slice(0, 80)}`);
         if (!decoded.ok) {
@@ -157,17 +372,29 @@ t.test('binary frames that are not well formed are refused with a reason, never 
   const good = encodeBinaryFrame(header, Buffer.from('x\n'));
   const cases: Array<[string, Buffer, string]> = [
     ['shorter than its length prefix', Buffer.from([0, 0]), 'RANKD_BAD_FRAME'],
-    ['a header length past the frame', Buffer.concat([Buffer.from([0, 0, 1, 0]), Buffer.from('{}')]), 'RANKD_BAD_FRAME'],
+    [
+      'a header length past the frame',
+      Buffer.concat([Buffer.from([0, 0, 1, 0]), Buffer.from('{}')]),
+      'RANKD_BAD_FRAME',
+    ],
     ['a header length over the cap', Buffer.from([0, 1, 0, 0, 1, 2, 3]), 'RANKD_BAD_FRAME'],
     ['a header that is not JSON', Buffer.concat([Buffer.from([0, 0, 0, 3]), Buffer.from('{{{')]), 'RANKD_BAD_FRAME'],
-    ['a payload over the cap', Buffer.concat([good.subarray(0, good.length - 2), Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES + 1)]), 'RANKD_TOO_LARGE'],
+    [
+      'a payload over the cap',
+      Buffer.concat([good.subarray(0, good.length - 2), Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES + 1)]),
+      'RANKD_TOO_LARGE',
+    ],
   ];
   for (const [what, frame, code] of cases) {
     const decoded = decodeBinaryFrame(frame, AgentBinaryMessages);
     t.notOk(decoded.ok, what);
     if (!decoded.ok) t.equal(decoded.code, code, what);
   }
-  t.throws(() => encodeBinaryFrame(header, Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES + 1)), RangeError, 'the sender refuses an oversize payload too');
+  t.throws(
+    () => encodeBinaryFrame(header, Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES + 1)),
+    RangeError,
+    'the sender refuses an oversize payload too',
+  );
 });
 
 t.test('the facts message accepts a real snapshot of this machine', async (t) => {
@@ -181,5 +408,6 @@ t.test('the facts message accepts a real snapshot of this machine', async (t) =>
 
 t.test('every message type has golden frames', async (t) => {
   const covered = new Set(Object.keys(golden));
-  for (const type of [...AgentMessages.keys(), ...AgentBinaryMessages.keys(), ...ControllerMessages.keys()]) t.ok(covered.has(type), `golden frames for ${type}`);
+  for (const type of [...AgentMessages.keys(), ...AgentBinaryMessages.keys(), ...ControllerMessages.keys()])
+    t.ok(covered.has(type), `golden frames for ${type}`);
 });

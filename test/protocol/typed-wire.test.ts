@@ -6,7 +6,13 @@
 // every `@ts-expect-error` line must fail to compile, or tsc reports the directive as unused.
 // The runtime half shows the decoder refuses the same mistakes when a peer sends them.
 import t from 'tap';
-import { ControllerMessages, decodeFrame, type AgentMessage, type ControllerMessage, type Message } from '@rankd/protocol';
+import {
+  ControllerMessages,
+  decodeFrame,
+  type AgentMessage,
+  type ControllerMessage,
+  type Message,
+} from '@rankd/protocol';
 import type { ControllerLink } from '#agent/link/controller-link';
 import type { AgentHandlers } from '#controller/gateway/agent-handlers';
 import type { AgentSender } from '#controller/jobs/job-manager';
@@ -62,8 +68,16 @@ t.test('what the types refuse, the decoder refuses when a peer sends it', async 
   const valid: ControllerMessage = { type: 'job.start', jobId: 'j1', leaseMs: 60_000, ranks: [launch] };
   t.ok(decodeFrame(JSON.stringify(valid), ControllerMessages).ok, 'a valid job.start');
   const cases: Array<[string, unknown, string]> = [
-    ['a misspelled field of job.start', { type: 'job.start', jobId: 'j1', leaseMs: 60_000, rank: [launch] }, 'RANKD_INVALID_MESSAGE'],
-    ['a field of the wrong type', { type: 'job.abort', jobId: 'j1', graceMs: '10s', reason: 'x' }, 'RANKD_INVALID_MESSAGE'],
+    [
+      'a misspelled field of job.start',
+      { type: 'job.start', jobId: 'j1', leaseMs: 60_000, rank: [launch] },
+      'RANKD_INVALID_MESSAGE',
+    ],
+    [
+      'a field of the wrong type',
+      { type: 'job.abort', jobId: 'j1', graceMs: '10s', reason: 'x' },
+      'RANKD_INVALID_MESSAGE',
+    ],
     ['a type not in the table', { type: 'job.begin', jobId: 'j1' }, 'RANKD_UNKNOWN_TYPE'],
     ["an agent's message", { type: 'heartbeat', seq: 1 }, 'RANKD_UNKNOWN_TYPE'],
   ];
@@ -75,7 +89,10 @@ t.test('what the types refuse, the decoder refuses when a peer sends it', async 
 });
 
 t.test('a decoded message is the one of its type', async (t) => {
-  const decoded = decodeFrame(JSON.stringify({ type: 'pmi.fenced', jobId: 'j1', epoch: 2, chunks: 3 }), ControllerMessages);
+  const decoded = decodeFrame(
+    JSON.stringify({ type: 'pmi.fenced', jobId: 'j1', epoch: 2, chunks: 3 }),
+    ControllerMessages,
+  );
   t.ok(decoded.ok);
   if (!decoded.ok || decoded.message.type !== 'pmi.fenced') return t.fail('not a pmi.fenced');
   // narrowed by its type: `chunks` is a number here without a cast

@@ -38,9 +38,21 @@ function parsed(frame: Buffer): unknown {
 
 t.test('pmi.fenced: inline and lazy answers are valid messages that say what was meant', async (t) => {
   const cases = [
-    { what: 'inline', frame: encodePmiFenced({ type: 'pmi.fenced', jobId: 'j-1_a', epoch: 0, chunks: 0 }, new EncodedPmiPairs(pairs)), pairs },
-    { what: 'inline, no puts', frame: encodePmiFenced({ type: 'pmi.fenced', jobId: 'j1', epoch: 7, chunks: 0 }, new EncodedPmiPairs([])), pairs: [] },
-    { what: 'lazy', frame: encodePmiFenced({ type: 'pmi.fenced', jobId: 'j1', epoch: 1_000_000, chunks: 25 }, null), pairs: undefined },
+    {
+      what: 'inline',
+      frame: encodePmiFenced({ type: 'pmi.fenced', jobId: 'j-1_a', epoch: 0, chunks: 0 }, new EncodedPmiPairs(pairs)),
+      pairs,
+    },
+    {
+      what: 'inline, no puts',
+      frame: encodePmiFenced({ type: 'pmi.fenced', jobId: 'j1', epoch: 7, chunks: 0 }, new EncodedPmiPairs([])),
+      pairs: [],
+    },
+    {
+      what: 'lazy',
+      frame: encodePmiFenced({ type: 'pmi.fenced', jobId: 'j1', epoch: 1_000_000, chunks: 25 }, null),
+      pairs: undefined,
+    },
   ];
   for (const c of cases) {
     const value = parsed(c.frame);
@@ -54,11 +66,25 @@ t.test('pmi.fenced: inline and lazy answers are valid messages that say what was
 
 t.test('pmi.chunk: a chunk, with or without an id, and the error answer are valid messages', async (t) => {
   const cases = [
-    { what: 'with an id', frame: encodePmiChunk({ type: 'pmi.chunk', id: 'pmi-1', jobId: 'j1', epoch: 2, chunk: 0 }, new EncodedPmiPairs(pairs)), pairs },
-    { what: 'without an id', frame: encodePmiChunk({ type: 'pmi.chunk', jobId: 'j1', epoch: 2, chunk: 65535 }, new EncodedPmiPairs(pairs)), pairs },
+    {
+      what: 'with an id',
+      frame: encodePmiChunk(
+        { type: 'pmi.chunk', id: 'pmi-1', jobId: 'j1', epoch: 2, chunk: 0 },
+        new EncodedPmiPairs(pairs),
+      ),
+      pairs,
+    },
+    {
+      what: 'without an id',
+      frame: encodePmiChunk({ type: 'pmi.chunk', jobId: 'j1', epoch: 2, chunk: 65535 }, new EncodedPmiPairs(pairs)),
+      pairs,
+    },
     {
       what: 'an error',
-      frame: encodePmiChunk({ type: 'pmi.chunk', id: 'pmi-2', jobId: 'j1', epoch: 2, chunk: 9, error: 'no chunk 9 of fence 2 of job j1' }, null),
+      frame: encodePmiChunk(
+        { type: 'pmi.chunk', id: 'pmi-2', jobId: 'j1', epoch: 2, chunk: 9, error: 'no chunk 9 of fence 2 of job j1' },
+        null,
+      ),
       pairs: [],
     },
   ];
@@ -70,7 +96,11 @@ t.test('pmi.chunk: a chunk, with or without an id, and the error answer are vali
     t.same(decoded.message.pairs, c.pairs, `${c.what}: the pairs`);
   }
   const error = parsed(cases[2]!.frame);
-  t.match(error, { error: 'no chunk 9 of fence 2 of job j1', id: 'pmi-2' }, 'the error answer says which chunk, under the fetch id');
+  t.match(
+    error,
+    { error: 'no chunk 9 of fence 2 of job j1', id: 'pmi-2' },
+    'the error answer says which chunk, under the fetch id',
+  );
 });
 
 t.test('an encoded answer whose head the schema refuses is refused by the receiving decoder', async (t) => {
@@ -83,13 +113,21 @@ t.test('an encoded answer whose head the schema refuses is refused by the receiv
 });
 
 t.test('rank.output: the binary frame of each stream carries a valid header and the bytes as they were', async (t) => {
-  const payloads = [Buffer.alloc(0), Buffer.from('step 1 loss=0.25\n'), Buffer.from([0, 255, 10, 13, 0x22]), Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES, 7)];
+  const payloads = [
+    Buffer.alloc(0),
+    Buffer.from('step 1 loss=0.25\n'),
+    Buffer.from([0, 255, 10, 13, 0x22]),
+    Buffer.alloc(MAX_BINARY_PAYLOAD_BYTES, 7),
+  ];
   for (const stream of ['stdout', 'stderr'] as const) {
     for (const payload of payloads) {
       const header: RankOutput = { type: 'rank.output', jobId: 'j-7', rank: 4095, stream, offset: 2 ** 40 };
       const frame = encodeBinaryFrame(header, payload);
       const decoded = decodeBinaryFrame(frame, AgentBinaryMessages);
-      t.ok(decoded.ok, `${stream}, ${payload.length} bytes: the controller's decoder takes it${decoded.ok ? '' : ` (${decoded.error})`}`);
+      t.ok(
+        decoded.ok,
+        `${stream}, ${payload.length} bytes: the controller's decoder takes it${decoded.ok ? '' : ` (${decoded.error})`}`,
+      );
       if (!decoded.ok) continue;
       t.ok(Value.Check(RankOutput, decoded.message), 'the header matches the RankOutput schema');
       t.same(decoded.message, header, 'the header comes back as it was');

@@ -6,7 +6,14 @@
 import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { formatCpuList, parseCpuList } from '@rankd/protocol';
-import { runCli, startAgent, startController, waitForNode, waitUntil, type ControllerHandle } from '../helpers/daemons.js';
+import {
+  runCli,
+  startAgent,
+  startController,
+  waitForNode,
+  waitUntil,
+  type ControllerHandle,
+} from '../helpers/daemons.js';
 
 /** Cores (not threads) among the CPUs this process may run on: what the agent, its child, may bind. */
 function coresHere(): number {
@@ -14,7 +21,9 @@ function coresHere(): number {
   const cores = new Set<string>();
   for (const cpu of allowed) {
     const topo = `/sys/devices/system/cpu/cpu${cpu}/topology`;
-    cores.add(`${readFileSync(`${topo}/physical_package_id`, 'utf8').trim()}/${readFileSync(`${topo}/core_id`, 'utf8').trim()}`);
+    cores.add(
+      `${readFileSync(`${topo}/physical_package_id`, 'utf8').trim()}/${readFileSync(`${topo}/core_id`, 'utf8').trim()}`,
+    );
   }
   return cores.size;
 }
@@ -38,15 +47,27 @@ async function cluster(t: Test, extra: string[]): Promise<ControllerHandle> {
 
 /** `rankd run` of a rank that prints its CPU list: the list, the header's hold line, and the job. */
 async function boundRun(ctl: ControllerHandle, flags: string[]) {
-  const r = await runCli(['run', ...flags, '-n', '1', '--', 'grep', 'Cpus_allowed_list', '/proc/self/status'], ctl.clientEnv);
+  const r = await runCli(
+    ['run', ...flags, '-n', '1', '--', 'grep', 'Cpus_allowed_list', '/proc/self/status'],
+    ctl.clientEnv,
+  );
   const id = /^rankd: job (\S+)$/m.exec(r.stderr)?.[1];
   const job = id ? (await ctl.api<JobLike>(`/v1/jobs/${id}`)).body : undefined;
   const list = /Cpus_allowed_list:\s*(\S+)/.exec(r.stdout)?.[1];
-  return { ...r, id, job, bound: list === undefined ? undefined : parseCpuList(list), hold: r.stderr.split('\n').find((l) => / holds /.test(l)) };
+  return {
+    ...r,
+    id,
+    job,
+    bound: list === undefined ? undefined : parseCpuList(list),
+    hold: r.stderr.split('\n').find((l) => / holds /.test(l)),
+  };
 }
 
 async function sleeper(ctl: ControllerHandle): Promise<JobLike> {
-  const s = await ctl.api<JobLike>('/v1/jobs', { method: 'POST', body: { command: ['sleep', '30'], cwd: '/tmp', placement: { ntasks: 1 } } });
+  const s = await ctl.api<JobLike>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['sleep', '30'], cwd: '/tmp', placement: { ntasks: 1 } },
+  });
   return waitUntil('the sleeper to run', 15_000, async () => {
     const v = (await ctl.api<JobLike>(`/v1/jobs/${s.body.id}`)).body;
     return v.state === 'running' ? v : undefined;
@@ -59,12 +80,23 @@ t.test('share (the default, as `rankd up` runs it): -n 1 is bound to, and holds,
   t.equal(r.code, 0, r.stderr);
   t.equal(r.bound?.length, C, `the rank is bound to one CPU per core of the node: ${r.stdout}`);
   t.same(r.bound, r.job?.rankMap?.ranks[0]?.cpus, 'exactly the CPUs of its rank map');
-  t.same(r.job?.rankMap?.cpuPolicy, { site: 'share', applied: 'share', cpusPerRank: null }, 'the job view says which rule applied');
-  t.equal(r.hold, `rankd: job ${r.id} holds ${C} of ${cores(C)} on vm (${C > 1 ? 'share: -c 1 to ask for fewer' : 'share'})`);
+  t.same(
+    r.job?.rankMap?.cpuPolicy,
+    { site: 'share', applied: 'share', cpusPerRank: null },
+    'the job view says which rule applied',
+  );
+  t.equal(
+    r.hold,
+    `rankd: job ${r.id} holds ${C} of ${cores(C)} on vm (${C > 1 ? 'share: -c 1 to ask for fewer' : 'share'})`,
+  );
 
   const plan = await runCli(['plan', '-n', '1'], ctl.clientEnv);
   t.equal(plan.code, 0, plan.stderr);
-  t.match(plan.stderr, `rankd: it would hold ${C} of ${cores(C)} on vm (${C > 1 ? 'share: -c 1 to ask for fewer' : 'share'})\n`, 'rankd plan says it too');
+  t.match(
+    plan.stderr,
+    `rankd: it would hold ${C} of ${cores(C)} on vm (${C > 1 ? 'share: -c 1 to ask for fewer' : 'share'})\n`,
+    'rankd plan says it too',
+  );
 
   const s = await sleeper(ctl);
   t.teardown(() => ctl.api(`/v1/jobs/${s.id}/cancel`, { method: 'POST' }));
@@ -80,7 +112,10 @@ t.test('--default-cpus-per-rank 1: -n 1 is bound to one core, and a second job s
   t.equal(r.bound?.length, 1, `the rank is bound to one CPU: ${r.stdout}`);
   t.same(r.bound, r.job?.rankMap?.ranks[0]?.cpus, 'exactly the CPU of its rank map');
   t.same(r.job?.rankMap?.cpuPolicy, { site: 1, applied: 'site', cpusPerRank: 1 });
-  t.equal(r.hold, `rankd: job ${r.id} holds 1 of ${cores(C)} on vm (site default 1 per rank${C > 1 ? `: up to -c ${C} for more` : ''})`);
+  t.equal(
+    r.hold,
+    `rankd: job ${r.id} holds 1 of ${cores(C)} on vm (site default 1 per rank${C > 1 ? `: up to -c ${C} for more` : ''})`,
+  );
 
   const plan = await runCli(['plan', '-n', '1', '--format', 'json'], ctl.clientEnv);
   t.equal(plan.code, 0, plan.stderr);
@@ -98,10 +133,17 @@ t.test('--default-cpus-per-rank 1: -n 1 is bound to one core, and a second job s
   const beside = await boundRun(ctl, ['--immediate']);
   t.equal(beside.code, 0, `a second -n 1 job starts at once beside the first: ${beside.stderr}`);
   t.equal(beside.bound?.length, 1);
-  t.notOk(s.rankMap!.ranks[0]!.cpus.includes(beside.bound![0]!), `on another core than the first (${formatCpuList(s.rankMap!.ranks[0]!.cpus)} vs ${formatCpuList(beside.bound!)})`);
+  t.notOk(
+    s.rankMap!.ranks[0]!.cpus.includes(beside.bound![0]!),
+    `on another core than the first (${formatCpuList(s.rankMap!.ranks[0]!.cpus)} vs ${formatCpuList(beside.bound!)})`,
+  );
 
   await ctl.api(`/v1/jobs/${s.id}/cancel`, { method: 'POST' });
-  await waitUntil('the sleeper to end', 15_000, async () => (await ctl.api<JobLike>(`/v1/jobs/${s.id}`)).body.state !== 'running');
+  await waitUntil(
+    'the sleeper to end',
+    15_000,
+    async () => (await ctl.api<JobLike>(`/v1/jobs/${s.id}`)).body.state !== 'running',
+  );
   const asked = await boundRun(ctl, ['-c', '2']);
   t.equal(asked.code, 0, asked.stderr);
   t.equal(asked.bound?.length, 2, '-c wins over the site default');
@@ -114,9 +156,19 @@ t.test('a queued job keeps the default it was admitted under across a controller
     return;
   }
   const ctl = await cluster(t, ['--default-cpus-per-rank', '1']);
-  const hog = await ctl.api<JobLike>('/v1/jobs', { method: 'POST', body: { command: ['sleep', '30'], cwd: '/tmp', placement: { ntasks: 1, cpusPerRank: C } } });
-  await waitUntil('the hog to run', 15_000, async () => (await ctl.api<JobLike>(`/v1/jobs/${hog.body.id}`)).body.state === 'running');
-  const queued = await ctl.api<JobLike>('/v1/jobs', { method: 'POST', body: { command: ['true'], cwd: '/tmp', placement: { ntasks: 1 } } });
+  const hog = await ctl.api<JobLike>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['sleep', '30'], cwd: '/tmp', placement: { ntasks: 1, cpusPerRank: C } },
+  });
+  await waitUntil(
+    'the hog to run',
+    15_000,
+    async () => (await ctl.api<JobLike>(`/v1/jobs/${hog.body.id}`)).body.state === 'running',
+  );
+  const queued = await ctl.api<JobLike>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['true'], cwd: '/tmp', placement: { ntasks: 1 } },
+  });
   t.equal(queued.body.state, 'queued', 'a -n 1 job waits for a core');
 
   const port = Number(new URL(ctl.url).port);
@@ -130,14 +182,29 @@ t.test('a queued job keeps the default it was admitted under across a controller
     return ['succeeded', 'failed', 'cancelled'].includes(v.state) ? v : undefined;
   });
   t.equal(done.state, 'succeeded', 'it starts under the restarted controller (default share)');
-  t.same(done.rankMap?.cpuPolicy, { site: 1, applied: 'site', cpusPerRank: 1 }, 'planned under the default it was admitted with');
+  t.same(
+    done.rankMap?.cpuPolicy,
+    { site: 1, applied: 'site', cpusPerRank: 1 },
+    'planned under the default it was admitted with',
+  );
   t.equal(done.rankMap?.ranks[0]?.cpus.length, 1, 'one core, as planned');
 });
 
 t.test('a bad --default-cpus-per-rank exits 64 and names the flag', async (t) => {
   for (const bad of ['0', 'all', '1.5', '-2']) {
-    const r = await runCli(['controller', '--listen', '127.0.0.1:0', '--data-dir', t.testdir() + '/d', '--default-cpus-per-rank', bad]);
+    const r = await runCli([
+      'controller',
+      '--listen',
+      '127.0.0.1:0',
+      '--data-dir',
+      t.testdir() + '/d',
+      '--default-cpus-per-rank',
+      bad,
+    ]);
     t.equal(r.code, 64, bad);
-    t.equal(r.stderr, `rankd: --default-cpus-per-rank: "${bad}" is neither share nor a number of cores from 1 to 65536\n`);
+    t.equal(
+      r.stderr,
+      `rankd: --default-cpus-per-rank: "${bad}" is neither share nor a number of cores from 1 to 65536\n`,
+    );
   }
 });

@@ -28,15 +28,26 @@ t.test('a job that fits only on a drained node waits with the drain reason and s
 
   const immediate = await runCli(['run', '--immediate', '-n', '1', '--', 'echo', 'now'], env);
   t.equal(immediate.code, 65, 'exit 65 with --immediate');
-  t.match(immediate.stderr, /^rankd: .*--immediate: the job cannot start now: node vm drained: bad DIMM\b/m, immediate.stderr);
+  t.match(
+    immediate.stderr,
+    /^rankd: .*--immediate: the job cannot start now: node vm drained: bad DIMM\b/m,
+    immediate.stderr,
+  );
   t.same(await jobs(), [], 'and nothing was stored');
 
   const plan = await runCli(['plan', '-n', '1'], env);
   t.equal(plan.code, 0, plan.stderr);
-  t.match(plan.stderr, /rankd: a job of this spec would wait: node vm drained: bad DIMM\n/, 'rankd plan says why it would wait');
+  t.match(
+    plan.stderr,
+    /rankd: a job of this spec would wait: node vm drained: bad DIMM\n/,
+    'rankd plan says why it would wait',
+  );
   t.equal((await runCli(['plan', '--immediate', '-n', '1'], env)).code, 65, 'rankd plan --immediate exits 65');
 
-  const run = spawn(process.execPath, [CLI, 'run', '-n', '1', '--', 'echo', 'resumed'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const run = spawn(process.execPath, [CLI, 'run', '-n', '1', '--', 'echo', 'resumed'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.teardown(() => void (run.exitCode === null && run.kill('SIGKILL')));
   let out = '';
   let err = '';
@@ -58,35 +69,59 @@ t.test('a job that fits only on a drained node waits with the drain reason and s
   t.match(await jobs(), [{ id: queued!.id, state: 'succeeded' }]);
 });
 
-t.test('several drained nodes: the reasons of the ones the job could use; a job that never fits is refused', async (t) => {
-  const ctl = await startController();
-  t.teardown(() => ctl.stop());
-  for (const name of ['d1', 'd2', 'd3']) {
-    const agent = startAgent(ctl, { name });
-    t.teardown(() => agent.stop());
-  }
-  for (const name of ['d1', 'd2', 'd3']) await waitForNode(ctl, name, 'ready');
-  const env = ctl.clientEnv;
-  for (const [name, reason] of [['d1', 'fan'], ['d2', 'fan'], ['d3', 'bad DIMM']] as const) {
-    const r = await runCli(['node', 'drain', name, '--reason', reason], env);
-    t.equal(r.code, 0, r.stderr);
-  }
-  const all = await runCli(['run', '--immediate', '-N', '2', '--', 'true'], env);
-  t.equal(all.code, 65);
-  t.match(all.stderr, /cannot start now: nodes d1,d2 drained: fan; node d3 drained: bad DIMM/, 'grouped by reason, in name order');
-  const listed = await runCli(['run', '--immediate', '--nodelist', 'd3', '--', 'true'], env);
-  t.match(listed.stderr, /cannot start now: node d3 drained: bad DIMM/, '--nodelist: only the drains of the nodes it names');
+t.test(
+  'several drained nodes: the reasons of the ones the job could use; a job that never fits is refused',
+  async (t) => {
+    const ctl = await startController();
+    t.teardown(() => ctl.stop());
+    for (const name of ['d1', 'd2', 'd3']) {
+      const agent = startAgent(ctl, { name });
+      t.teardown(() => agent.stop());
+    }
+    for (const name of ['d1', 'd2', 'd3']) await waitForNode(ctl, name, 'ready');
+    const env = ctl.clientEnv;
+    for (const [name, reason] of [
+      ['d1', 'fan'],
+      ['d2', 'fan'],
+      ['d3', 'bad DIMM'],
+    ] as const) {
+      const r = await runCli(['node', 'drain', name, '--reason', reason], env);
+      t.equal(r.code, 0, r.stderr);
+    }
+    const all = await runCli(['run', '--immediate', '-N', '2', '--', 'true'], env);
+    t.equal(all.code, 65);
+    t.match(
+      all.stderr,
+      /cannot start now: nodes d1,d2 drained: fan; node d3 drained: bad DIMM/,
+      'grouped by reason, in name order',
+    );
+    const listed = await runCli(['run', '--immediate', '--nodelist', 'd3', '--', 'true'], env);
+    t.match(
+      listed.stderr,
+      /cannot start now: node d3 drained: bad DIMM/,
+      '--nodelist: only the drains of the nodes it names',
+    );
 
-  const never = await runCli(['run', '-N', '4', '--', 'true'], env);
-  t.equal(never.code, 65, 'a job that cannot run even with every drained node back is refused, not queued');
-  t.match(never.stderr, /-N 4 asks for more nodes than the 3 nodes that match/);
-  t.same((await ctl.api<{ jobs: unknown[] }>('/v1/jobs')).body.jobs, [], 'nothing was queued');
-});
+    const never = await runCli(['run', '-N', '4', '--', 'true'], env);
+    t.equal(never.code, 65, 'a job that cannot run even with every drained node back is refused, not queued');
+    t.match(never.stderr, /-N 4 asks for more nodes than the 3 nodes that match/);
+    t.same((await ctl.api<{ jobs: unknown[] }>('/v1/jobs')).body.jobs, [], 'nothing was queued');
+  },
+);
 
 t.test('the summary of many drains stays bounded', async (t) => {
   const node = (name: string, drain: string) => ({ name, address: null, facts: {} as never, drain });
-  const nodes = [...Array.from({ length: 40 }, (_, i) => node(`n${i + 1}`, 'rack 3 power')), node('a', 'fan'), node('b', 'bad DIMM'), node('c', 'firmware')];
+  const nodes = [
+    ...Array.from({ length: 40 }, (_, i) => node(`n${i + 1}`, 'rack 3 power')),
+    node('a', 'fan'),
+    node('b', 'bad DIMM'),
+    node('c', 'firmware'),
+  ];
   const text = summarizeDrains(nodes);
-  t.equal(text, 'node a drained: fan; node b drained: bad DIMM; node c drained: firmware; 1 more drain reason', 'three reasons in name order, the rest counted');
+  t.equal(
+    text,
+    'node a drained: fan; node b drained: bad DIMM; node c drained: firmware; 1 more drain reason',
+    'three reasons in name order, the rest counted',
+  );
   t.equal(summarizeDrains(nodes.slice(0, 40)), 'nodes n1,n2,n3,n4,… (+36) drained: rack 3 power');
 });

@@ -4,7 +4,14 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { runCli, startAgent, startController, waitForNode, waitUntil, type ControllerHandle } from '../helpers/daemons.js';
+import {
+  runCli,
+  startAgent,
+  startController,
+  waitForNode,
+  waitUntil,
+  type ControllerHandle,
+} from '../helpers/daemons.js';
 
 export interface QueueEntryLike {
   id: string;
@@ -27,7 +34,11 @@ export interface JobLike {
 export interface Solo {
   controller: ControllerHandle;
   env: NodeJS.ProcessEnv;
-  submit(placement: Record<string, unknown>, command?: string[], extra?: Record<string, unknown>): Promise<{ status: number; body: JobLike & { message?: string; code?: string } }>;
+  submit(
+    placement: Record<string, unknown>,
+    command?: string[],
+    extra?: Record<string, unknown>,
+  ): Promise<{ status: number; body: JobLike & { message?: string; code?: string } }>;
   job(id: string): Promise<JobLike>;
   queue(): Promise<QueueEntryLike[]>;
   waitState(id: string, states: string[], timeoutMs?: number): Promise<JobLike>;
@@ -74,7 +85,11 @@ export interface EventRow {
 export function history(controller: { dataDir: string }): EventRow[] {
   const db = new Database(join(controller.dataDir, 'rankd.db'), { readonly: true, fileMustExist: true });
   try {
-    return (db.prepare('SELECT id, kind, subject, data FROM events ORDER BY id').all() as Array<Omit<EventRow, 'data'> & { data: string }>).map((r) => ({
+    return (
+      db.prepare('SELECT id, kind, subject, data FROM events ORDER BY id').all() as Array<
+        Omit<EventRow, 'data'> & { data: string }
+      >
+    ).map((r) => ({
       ...r,
       data: JSON.parse(r.data) as Record<string, unknown>,
     }));
@@ -85,7 +100,9 @@ export function history(controller: { dataDir: string }): EventRow[] {
 
 /** The order in which jobs got their allocations. */
 export function allocationOrder(controller: { dataDir: string }): string[] {
-  return history(controller).filter((e) => e.kind === 'job.allocated').map((e) => e.subject);
+  return history(controller)
+    .filter((e) => e.kind === 'job.allocated')
+    .map((e) => e.subject);
 }
 
 export { allocationOverlaps as overlaps } from '../helpers/allocations.js';

@@ -10,14 +10,25 @@ import { history, overlaps, soloOn } from './helpers.js';
 import { startSimAgents } from './sim-agents.js';
 import { seededRandom } from '../../bench/shared/seeded-random.js';
 
-const cpuNode: MachineSpec = { packages: 2, coresPerPackage: 4, threadsPerCore: 2, numbering: 'split', cpu: { modelName: 'sim 2-socket HT' }, host: { hostname: 'cpu' } };
+const cpuNode: MachineSpec = {
+  packages: 2,
+  coresPerPackage: 4,
+  threadsPerCore: 2,
+  numbering: 'split',
+  cpu: { modelName: 'sim 2-socket HT' },
+  host: { hostname: 'cpu' },
+};
 const gpuNode: MachineSpec = {
   packages: 2,
   coresPerPackage: 8,
   threadsPerCore: 2,
   cpu: { modelName: 'sim 8-GPU' },
   host: { hostname: 'gpu' },
-  gpus: Array.from({ length: 8 }, (_, i) => ({ pci: `0000:${(0x10 + i * 0x10).toString(16)}:00.0`, numaNode: i < 4 ? 0 : 1, model: 'NVIDIA A100-SXM4-80GB' })),
+  gpus: Array.from({ length: 8 }, (_, i) => ({
+    pci: `0000:${(0x10 + i * 0x10).toString(16)}:00.0`,
+    numaNode: i < 4 ? 0 : 1,
+    model: 'NVIDIA A100-SXM4-80GB',
+  })),
 };
 
 t.test('random concurrent jobs on CPU and GPU nodes never share a core or GPU', async (t) => {
@@ -30,7 +41,8 @@ t.test('random concurrent jobs on CPU and GPU nodes never share a core or GPU', 
   t.teardown(() => controller.stop());
   await startSimAgents(t, controller, buildSysfs(t.testdir() + '/cpu', cpuNode), 3, 'cpu');
   await startSimAgents(t, controller, buildSysfs(t.testdir() + '/gpu', gpuNode), 2, 'gpu');
-  for (const name of ['cpu-0', 'cpu-1', 'cpu-2', 'gpu-0', 'gpu-1']) await waitForNode(controller, name, 'ready', 30_000);
+  for (const name of ['cpu-0', 'cpu-1', 'cpu-2', 'gpu-0', 'gpu-1'])
+    await waitForNode(controller, name, 'ready', 30_000);
   const s = soloOn(controller);
 
   const specs = Array.from({ length: 40 }, () => {
@@ -41,24 +53,53 @@ t.test('random concurrent jobs on CPU and GPU nodes never share a core or GPU', 
     if (rnd() < 0.15) placement['exclusive'] = true;
     return { placement, command: ['sleep', (0.2 + rnd()).toFixed(2)] };
   });
-  const answers = await Promise.all(specs.map((spec) => controller.api<{ id: string; state: string; message?: string; code?: string }>('/v1/jobs', { method: 'POST', body: spec })));
+  const answers = await Promise.all(
+    specs.map((spec) =>
+      controller.api<{ id: string; state: string; message?: string; code?: string }>('/v1/jobs', {
+        method: 'POST',
+        body: spec,
+      }),
+    ),
+  );
   const accepted = answers.filter((a) => a.status === 201).map((a) => a.body.id);
   const refused = answers.filter((a) => a.status !== 201);
-  for (const r of refused) t.match(r, { status: 400, body: { code: /^RANKD_/, message: /\w/ } }, `refused at submit with a reason: ${r.body.message}`);
+  for (const r of refused)
+    t.match(
+      r,
+      { status: 400, body: { code: /^RANKD_/, message: /\w/ } },
+      `refused at submit with a reason: ${r.body.message}`,
+    );
   t.ok(accepted.length >= 20, `${accepted.length} of 40 jobs accepted`);
 
-  const ends = await waitUntil('every accepted job to end', 120_000, async () => {
-    const views = await Promise.all(accepted.map((id) => s.job(id)));
-    return views.every((v) => !['queued', 'pending', 'starting', 'running'].includes(v.state)) ? views : undefined;
-  }, 250);
-  t.same(ends.filter((v) => v.state !== 'succeeded').map((v) => `${v.id} ${v.state}: ${v.reason}`), [], 'every accepted job ran to its end');
+  const ends = await waitUntil(
+    'every accepted job to end',
+    120_000,
+    async () => {
+      const views = await Promise.all(accepted.map((id) => s.job(id)));
+      return views.every((v) => !['queued', 'pending', 'starting', 'running'].includes(v.state)) ? views : undefined;
+    },
+    250,
+  );
+  t.same(
+    ends.filter((v) => v.state !== 'succeeded').map((v) => `${v.id} ${v.state}: ${v.reason}`),
+    [],
+    'every accepted job ran to its end',
+  );
 
   const events = history(controller);
   t.same(overlaps(events), [], 'at no moment did two jobs hold one core or GPU');
-  for (const id of accepted) t.equal(events.filter((e) => e.kind === 'job.allocated' && e.subject === id).length, 1, `${id} was allocated once`);
-  t.ok(events.some((e) => e.kind === 'job.queued'), 'some jobs had to wait: the property was under pressure');
+  for (const id of accepted)
+    t.equal(events.filter((e) => e.kind === 'job.allocated' && e.subject === id).length, 1, `${id} was allocated once`);
   t.ok(
-    events.some((e) => e.kind === 'job.allocated' && Object.values((e.data as { nodes: Record<string, { gpus: number[] }> }).nodes).some((n) => n.gpus.length > 0)),
+    events.some((e) => e.kind === 'job.queued'),
+    'some jobs had to wait: the property was under pressure',
+  );
+  t.ok(
+    events.some(
+      (e) =>
+        e.kind === 'job.allocated' &&
+        Object.values((e.data as { nodes: Record<string, { gpus: number[] }> }).nodes).some((n) => n.gpus.length > 0),
+    ),
     'GPUs were allocated',
   );
 });

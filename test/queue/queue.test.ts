@@ -36,7 +36,11 @@ t.test('queued jobs wait with a reason and start by priority, then submission, w
   t.match(queue[0]!.held, { nodes: ['solo'], cpus: 2, gpus: 0 }, 'what the running job holds');
   const table = await s.cli(['queue']);
   t.equal(table.code, 0, table.stderr);
-  t.match(table.stdout, new RegExp(`${d.body.id}\\s+admin\\s+queued\\s+1\\s+5\\s`), 'rankd queue shows position and priority');
+  t.match(
+    table.stdout,
+    new RegExp(`${d.body.id}\\s+admin\\s+queued\\s+1\\s+5\\s`),
+    'rankd queue shows position and priority',
+  );
 
   const plan = await s.cli(['plan', '-n', '1', '-c', '1']);
   t.equal(plan.code, 0, plan.stderr);
@@ -70,7 +74,10 @@ t.test('Ctrl-C on a queued rankd run removes it from the queue; it never runs', 
   const hog = await s.submit({ ntasks: 1, cpusPerRank: 2 });
   t.teardown(() => s.controller.api(`/v1/jobs/${hog.body.id}/cancel`, { method: 'POST' }));
   await s.waitState(hog.body.id, ['running']);
-  const child = spawn(process.execPath, [CLI, 'run', '-n', '1', '--', 'true'], { env: { ...process.env, ...s.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'run', '-n', '1', '--', 'true'], {
+    env: { ...process.env, ...s.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -87,8 +94,15 @@ t.test('Ctrl-C on a queued rankd run removes it from the queue; it never runs', 
   const job = await s.job(queued!.id);
   t.equal(job.state, 'cancelled');
   t.equal(job.rankMap, null, 'it never got a rank map');
-  t.notOk(history(s.controller).some((e) => e.kind === 'job.allocated' && e.subject === queued!.id), 'nor an allocation');
-  t.same((await s.queue()).map((q) => q.id), [hog.body.id], 'the queue holds only the running job');
+  t.notOk(
+    history(s.controller).some((e) => e.kind === 'job.allocated' && e.subject === queued!.id),
+    'nor an allocation',
+  );
+  t.same(
+    (await s.queue()).map((q) => q.id),
+    [hog.body.id],
+    'the queue holds only the running job',
+  );
 });
 
 t.test('rankd run waits in the queue, says so, and streams once its job starts', async (t) => {
@@ -97,19 +111,40 @@ t.test('rankd run waits in the queue, says so, and streams once its job starts',
   await s.waitState(hog.body.id, ['running']);
   const r = await s.cli(['run', '-n', '1', '--', 'sh', '-c', 'echo hello from $RANK']);
   t.equal(r.code, 0, r.stderr);
-  t.match(r.stderr, /queued: needs 1 node with 2 free cores[\s\S]*started[\s\S]*RANK\s+NODE/, 'queued, then started, then the rank map');
+  t.match(
+    r.stderr,
+    /queued: needs 1 node with 2 free cores[\s\S]*started[\s\S]*RANK\s+NODE/,
+    'queued, then started, then the rank map',
+  );
   t.match(r.stdout, /^0: hello from 0$/m, 'the output of the job once it ran');
 });
 
 t.test('only operators and admins submit above the default priority', async (t) => {
   const s = await solo(t);
-  const added = await s.cli(['user', 'add', 'alice', '--role', 'user', '--unix-user', process.getuid?.() === 0 ? 'nobody' : String(process.env['USER'] ?? 'nobody'), '--json']);
+  const added = await s.cli([
+    'user',
+    'add',
+    'alice',
+    '--role',
+    'user',
+    '--unix-user',
+    process.getuid?.() === 0 ? 'nobody' : String(process.env['USER'] ?? 'nobody'),
+    '--json',
+  ]);
   t.equal(added.code, 0, added.stderr);
   const token = (JSON.parse(added.stdout) as { token: string }).token;
-  const high = await s.controller.api<{ message: string }>('/v1/jobs', { method: 'POST', token, body: { command: ['true'], placement: { ntasks: 1 }, priority: 10 } });
+  const high = await s.controller.api<{ message: string }>('/v1/jobs', {
+    method: 'POST',
+    token,
+    body: { command: ['true'], placement: { ntasks: 1 }, priority: 10 },
+  });
   t.equal(high.status, 403, 'a user may not raise a priority');
   t.match(high.body.message, /may not submit above the default priority 0/);
-  const low = await s.controller.api<{ id: string; state: string }>('/v1/jobs', { method: 'POST', token, body: { command: ['true'], placement: { ntasks: 1 }, priority: -5 } });
+  const low = await s.controller.api<{ id: string; state: string }>('/v1/jobs', {
+    method: 'POST',
+    token,
+    body: { command: ['true'], placement: { ntasks: 1 }, priority: -5 },
+  });
   t.equal(low.status, 201, 'but may lower one');
   const queue = await s.controller.api<{ jobs: unknown[] }>('/v1/queue', { token });
   t.equal(queue.status, 200, 'and may read the whole queue');

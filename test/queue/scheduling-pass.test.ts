@@ -220,7 +220,11 @@ for (const row of rows) {
     const taken = new Set([...ledger.jobs.values()].flatMap((j) => cpusOf(j.alloc)));
     for (const s of result.starts) {
       const held = cpusOf(s.alloc);
-      t.same(held.filter((c) => taken.has(c)), [], `${s.job.id} holds no core a running job or an earlier start holds`);
+      t.same(
+        held.filter((c) => taken.has(c)),
+        [],
+        `${s.job.id} holds no core a running job or an earlier start holds`,
+      );
       for (const c of held) taken.add(c);
       const endsAt = s.job.timeLimitMs === null ? Infinity : NOW + s.job.timeLimitMs;
       t.equal(s.endsAt, endsAt, `${s.job.id} ends at its time limit from now`);

@@ -12,7 +12,14 @@ import { waitUntil, type ControllerHandle } from '../helpers/daemons.js';
 const SIM = fileURLToPath(new URL('../../bench/dist/rankd/agent-sim.js', import.meta.url));
 
 /** Starts COUNT simulated nodes PREFIX-0 … with the facts under `root` (and more `env`); resolves once they are enrolled and told to connect. */
-export async function startSimAgents(t: Test, controller: ControllerHandle, root: string, count: number, prefix: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+export async function startSimAgents(
+  t: Test,
+  controller: ControllerHandle,
+  root: string,
+  count: number,
+  prefix: string,
+  env: Record<string, string> = {},
+): Promise<ChildProcess> {
   const child = spawn(process.execPath, [SIM, controller.url, controller.caHash, String(count), prefix], {
     env: { ...process.env, SIM_JOIN_TOKEN: controller.joinToken, SIM_ROOT: root, SIM_SLEEP_RANKS: '1', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],

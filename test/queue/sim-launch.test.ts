@@ -11,7 +11,14 @@ import { startController, waitForNode } from '../helpers/daemons.js';
 import { history } from './helpers.js';
 import { startSimAgents } from './sim-agents.js';
 
-const machine: MachineSpec = { packages: 2, coresPerPackage: 4, threadsPerCore: 2, numbering: 'split', cpu: { modelName: 'sim 2-socket HT' }, host: { hostname: 'sim' } };
+const machine: MachineSpec = {
+  packages: 2,
+  coresPerPackage: 4,
+  threadsPerCore: 2,
+  numbering: 'split',
+  cpu: { modelName: 'sim 2-socket HT' },
+  host: { hostname: 'sim' },
+};
 
 interface RankLike {
   rank: number;
@@ -40,10 +47,14 @@ t.test('simulated agents start, report and end ranks through the real protocol',
   const root = buildSysfs(t.testdir() + '/sim', machine);
   await startSimAgents(t, controller, root, 3, 'now');
   await startSimAgents(t, controller, root, 2, 'late', { SIM_EXIT_DELAY_MS: '400' });
-  for (const name of ['now-0', 'now-1', 'now-2', 'late-0', 'late-1']) await waitForNode(controller, name, 'ready', 30_000);
+  for (const name of ['now-0', 'now-1', 'now-2', 'late-0', 'late-1'])
+    await waitForNode(controller, name, 'ready', 30_000);
 
   const run = async (group: string, command: string[]): Promise<JobLike> => {
-    const submitted = await controller.api<JobLike>('/v1/jobs', { method: 'POST', body: { command, placement: { group, ranksPerNode: 4 } } });
+    const submitted = await controller.api<JobLike>('/v1/jobs', {
+      method: 'POST',
+      body: { command, placement: { group, ranksPerNode: 4 } },
+    });
     t.equal(submitted.status, 201, `${command.join(' ')} on ${group} submitted`);
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -59,16 +70,28 @@ t.test('simulated agents start, report and end ranks through the real protocol',
   t.equal(ok.ranks.length, 12, '3 nodes × 4 ranks');
   for (const r of ok.ranks) {
     t.match(r, { state: 'exited', exitCode: 0, pid: Number }, `rank ${r.rank} exited 0 with a pid`);
-    t.same(r.actual, { cpus: r.planned.cpus, memNodes: r.planned.memNodes, verified: true }, `rank ${r.rank}: the binding reported is the plan, verified`);
+    t.same(
+      r.actual,
+      { cpus: r.planned.cpus, memNodes: r.planned.memNodes, verified: true },
+      `rank ${r.rank}: the binding reported is the plan, verified`,
+    );
     t.ok(r.planned.cpus.length > 0, `rank ${r.rank} was planned on CPUs`);
   }
   const events = history(controller);
-  t.equal(events.filter((e) => e.kind === 'rank.started' && e.subject.startsWith(`${ok.id}/`)).length, 12, 'every rank.started was accepted and recorded');
-  t.ok(events.some((e) => e.kind === 'job.state' && e.subject === ok.id && (e.data as { to: string }).to === 'running'), 'the job was running once every rank had started');
+  t.equal(
+    events.filter((e) => e.kind === 'rank.started' && e.subject.startsWith(`${ok.id}/`)).length,
+    12,
+    'every rank.started was accepted and recorded',
+  );
+  t.ok(
+    events.some((e) => e.kind === 'job.state' && e.subject === ok.id && (e.data as { to: string }).to === 'running'),
+    'the job was running once every rank had started',
+  );
 
   const echoed = await run('now-*', ['echo', 'hello', 'from a sim']);
   t.match(echoed, { state: 'succeeded', exitCode: 0 }, '`echo` succeeds');
-  for (const r of echoed.ranks) t.same(r.outputBytes, { stdout: 17, stderr: 0 }, `rank ${r.rank}: its output is stored, byte for byte counted`);
+  for (const r of echoed.ranks)
+    t.same(r.outputBytes, { stdout: 17, stderr: 0 }, `rank ${r.rank}: its output is stored, byte for byte counted`);
   const text = await controller.api<string>(`/v1/jobs/${echoed.id}/logs?rank=5&stream=stdout&format=text`);
   t.equal(text.body, 'hello from a sim\n', "rank 5's stdout is what echo wrote");
 

@@ -22,7 +22,9 @@ setInterval(() => {}, 1 << 30);
 
 /** Runs the agent until its ranks started, then SIGKILLs it. */
 async function crashAgent(spool: string, launches: unknown[]): Promise<StartedRank[]> {
-  const agent = spawn(process.execPath, ['--input-type=module', '-e', AGENT, spool, JSON.stringify(launches)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const agent = spawn(process.execPath, ['--input-type=module', '-e', AGENT, spool, JSON.stringify(launches)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   agent.stdout.setEncoding('utf8');
   await new Promise<void>((resolve, reject) => {
@@ -35,7 +37,11 @@ async function crashAgent(spool: string, launches: unknown[]): Promise<StartedRa
   const gone = new Promise((r) => agent.once('exit', r));
   agent.kill('SIGKILL');
   await gone;
-  return out.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as StartedRank);
+  return out
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as StartedRank);
 }
 
 t.test('a new agent adopts the ranks of a SIGKILLed one', async (t) => {
@@ -43,14 +49,21 @@ t.test('a new agent adopts the ranks of a SIGKILLed one', async (t) => {
   const go = (name: string): string => path.join(spool, name);
   const started = await crashAgent(spool, [
     // runs across the crash and ends after adoption
-    launch('crash', 0, ['sh', '-c', `echo before; while [ ! -e ${go('go0')} ]; do sleep 0.01; done; echo after; printf tail; exit 7`]),
+    launch('crash', 0, [
+      'sh',
+      '-c',
+      `echo before; while [ ! -e ${go('go0')} ]; do sleep 0.01; done; echo after; printf tail; exit 7`,
+    ]),
     // ends while no agent is there
     launch('crash', 1, ['sh', '-c', `while [ ! -e ${go('go1')} ]; do sleep 0.01; done; echo done; exit 3`]),
     // loses its supervisor while no agent is there
     launch('crash', 2, ['sleep', '300']),
   ]);
   t.equal(started.length, 3);
-  t.ok(started.every((s) => alive(s.pid)), 'the ranks outlive the agent');
+  t.ok(
+    started.every((s) => alive(s.pid)),
+    'the ranks outlive the agent',
+  );
 
   fs.writeFileSync(go('go1'), '');
   await until(() => fs.existsSync(path.join(spool, 'crash', '1', 'exit.json')), 'rank 1 to end without an agent');

@@ -64,18 +64,24 @@ export function readSpoolFile(r: RankRunner, jobId: string, rank: number, name: 
 }
 
 export function hasTool(name: string): boolean {
-  return (process.env.PATH ?? '/usr/bin:/bin').split(':').concat('/usr/bin', '/usr/sbin').some((d) => {
-    try {
-      fs.accessSync(path.join(d, name), fs.constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  return (process.env.PATH ?? '/usr/bin:/bin')
+    .split(':')
+    .concat('/usr/bin', '/usr/sbin')
+    .some((d) => {
+      try {
+        fs.accessSync(path.join(d, name), fs.constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
 }
 
 export function allowedCpus(): number[] {
-  const line = fs.readFileSync('/proc/self/status', 'utf8').split('\n').find((l) => l.startsWith('Cpus_allowed_list:'))!;
+  const line = fs
+    .readFileSync('/proc/self/status', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Cpus_allowed_list:'))!;
   const out: number[] = [];
   for (const part of line.split(':')[1]!.trim().split(',')) {
     const [lo, hi] = part.split('-').map(Number);

@@ -11,11 +11,15 @@ const LINES = 200_000;
 t.test(`2 ranks × ${LINES} lines, followed live: every line once, in order`, async (t) => {
   const r = runner(t);
   const out = new RankOutput(r.spool);
-  const program = (rank: number): string[] => ['awk', `BEGIN { for (i = 1; i <= ${LINES}; i++) print "rank ${rank} line " i }`];
+  const program = (rank: number): string[] => [
+    'awk',
+    `BEGIN { for (i = 1; i <= ${LINES}; i++) print "rank ${rank} line " i }`,
+  ];
   // followers start before the ranks: they must cope with files that do not exist yet
   const follow = async (rank: number): Promise<{ text: string; chunks: OutputChunk[] }> => {
     const chunks: OutputChunk[] = [];
-    for await (const c of out.follow('lines', rank, 'stdout', 0, { wholeLines: true, maxBytes: 64 * 1024 })) chunks.push(c);
+    for await (const c of out.follow('lines', rank, 'stdout', 0, { wholeLines: true, maxBytes: 64 * 1024 }))
+      chunks.push(c);
     return { text: Buffer.concat(chunks.map((c) => c.data)).toString('utf8'), chunks };
   };
   const following = [0, 1].map(follow);
@@ -34,7 +38,10 @@ t.test(`2 ranks × ${LINES} lines, followed live: every line once, in order`, as
       return ok;
     });
     t.ok(contiguous, `rank ${rank}: chunk offsets are contiguous`);
-    t.ok(chunks.slice(0, -1).every((c) => c.data[c.data.length - 1] === 0x0a), 'every chunk but the last ends a line');
+    t.ok(
+      chunks.slice(0, -1).every((c) => c.data[c.data.length - 1] === 0x0a),
+      'every chunk but the last ends a line',
+    );
     t.equal(chunks.at(-1)?.final, true, 'the last chunk is final');
     t.equal(offset, fs.statSync(r.spool.streamPath('lines', rank, 'stdout')).size, 'up to the end of the file');
   }
@@ -58,7 +65,13 @@ t.test('a partial last line is held back while the rank runs and delivered at ex
   const r = runner(t);
   const out = new RankOutput(r.spool);
   const go = path.join(r.spool.root, 'go');
-  await r.start(launch('partial', 0, ['sh', '-c', `printf 'head\\npart'; while [ ! -e ${go} ]; do sleep 0.01; done; printf 'ial\\nno newline'`]));
+  await r.start(
+    launch('partial', 0, [
+      'sh',
+      '-c',
+      `printf 'head\\npart'; while [ ! -e ${go} ]; do sleep 0.01; done; printf 'ial\\nno newline'`,
+    ]),
+  );
   await until(() => out.size('partial', 0, 'stdout') === 9, 'the first bytes');
   const early = await out.read('partial', 0, 'stdout', 0, 1024, { wholeLines: true });
   t.equal(early.data.toString(), 'head\n', 'only whole lines while running');
@@ -77,7 +90,9 @@ t.test('a partial last line is held back while the rank runs and delivered at ex
 t.test('stdout and stderr are separate streams; a long line is not held back forever', async (t) => {
   const r = runner(t);
   const out = new RankOutput(r.spool);
-  await r.start(launch('streams', 0, ['sh', '-c', 'echo out; echo err >&2; head -c 5000 /dev/zero | tr "\\0" x; echo']));
+  await r.start(
+    launch('streams', 0, ['sh', '-c', 'echo out; echo err >&2; head -c 5000 /dev/zero | tr "\\0" x; echo']),
+  );
   await r.exited('streams', 0);
   t.equal((await out.read('streams', 0, 'stderr', 0)).data.toString(), 'err\n');
   const first = await out.read('streams', 0, 'stdout', 4, 1000, { wholeLines: true });

@@ -12,7 +12,13 @@ t.test('a PTY rank runs tty and sees a terminal of the asked size', async (t) =>
   t.match(readSpoolFile(r, 'pty', 0, 'stdout'), /^\/dev\/pts\/\d+\r?\n$/);
   t.equal(readSpoolFile(r, 'pty', 0, 'stderr'), '', 'a terminal has one stream');
 
-  await r.start(launch('pty', 1, ['sh', '-c', 'test -t 0 && test -t 1 && echo terminal; stty size; exit 4'], { pty: true, cols: 100, rows: 30 }));
+  await r.start(
+    launch('pty', 1, ['sh', '-c', 'test -t 0 && test -t 1 && echo terminal; stty size; exit 4'], {
+      pty: true,
+      cols: 100,
+      rows: 30,
+    }),
+  );
   t.match(await r.exited('pty', 1), { outcome: 'exited', code: 4 });
   t.match(readSpoolFile(r, 'pty', 1, 'stdout'), /^terminal\r?\n30 100\r?\n$/);
 });
@@ -21,13 +27,23 @@ t.test('a PTY rank is pinned, gets its environment and can be aborted', async (t
   const r = runner(t);
   const cpu = allowedCpus().at(-1)!;
   const armed = path.join(r.spool.root, 'armed');
-  const s = await r.start(launch('ptyabort', 0, ['sh', '-c', `echo "V=$JOB_VAR"; touch ${armed}; exec sleep 300`], { pty: true, cpus: [cpu], env: { PATH: '/usr/bin:/bin', JOB_VAR: 'kept', PERL5OPT: '-Mnonexistent' } }));
+  const s = await r.start(
+    launch('ptyabort', 0, ['sh', '-c', `echo "V=$JOB_VAR"; touch ${armed}; exec sleep 300`], {
+      pty: true,
+      cpus: [cpu],
+      env: { PATH: '/usr/bin:/bin', JOB_VAR: 'kept', PERL5OPT: '-Mnonexistent' },
+    }),
+  );
   t.same(s.binding.cpus, [cpu]);
   t.equal(s.binding.verified, true);
   await until(() => fs.existsSync(armed), 'the rank to run');
   const [exit] = await r.abortJob('ptyabort', 1000);
   t.match(exit, { outcome: 'signaled', signal: 'SIGTERM' });
-  t.match(readSpoolFile(r, 'ptyabort', 0, 'stdout'), /^V=kept\r?\n/, 'the job\'s PERL5OPT did not reach the supervisor, its other variables reached the rank');
+  t.match(
+    readSpoolFile(r, 'ptyabort', 0, 'stdout'),
+    /^V=kept\r?\n/,
+    "the job's PERL5OPT did not reach the supervisor, its other variables reached the rank",
+  );
 });
 
 t.test('a PTY rank that prints a lot and exits at once keeps its last lines', async (t) => {

@@ -18,12 +18,20 @@ function exitOf(r: RankRunner, jobId: string): Promise<RankExit> {
 t.test('the rank reads what the agent writes, then EOF', async (t) => {
   const r = runner(t);
   // as nobody when we are root: fd 0 is usable after the switch of user
-  const started = await r.start(launch('in-native', 0, ['sh', '-c', 'wc -c; id -u; ls -l /proc/self/fd/0'], { stdin: true, ...(isRoot ? { user: 'nobody', cwd: '/' } : {}) }));
+  const started = await r.start(
+    launch('in-native', 0, ['sh', '-c', 'wc -c; id -u; ls -l /proc/self/fd/0'], {
+      stdin: true,
+      ...(isRoot ? { user: 'nobody', cwd: '/' } : {}),
+    }),
+  );
   t.ok(started.stdin, 'the agent holds the other end');
   const ended = exitOf(r, 'in-native');
   started.stdin!.end('hello');
   t.match(await ended, { outcome: 'exited', code: 0 });
-  const [count, uid, fd0] = fs.readFileSync(path.join(r.spool.rankDir('in-native', 0), 'stdout'), 'utf8').trim().split('\n');
+  const [count, uid, fd0] = fs
+    .readFileSync(path.join(r.spool.rankDir('in-native', 0), 'stdout'), 'utf8')
+    .trim()
+    .split('\n');
   t.equal(count, '5', 'five bytes, then EOF');
   if (isRoot) t.not(uid, '0', 'the rank ran as nobody');
   t.match(fd0, /socket:\[/, "the rank's fd 0 is the agent's socket");
@@ -56,7 +64,9 @@ t.test('a rank outlives its agent, and its stdin ends with it', async (t) => {
   const spool = tmpSpool(t);
   const counted = path.join(spool, 'counted');
   const rankLaunch = launch('crash', 0, ['sh', '-c', `n=$(wc -c); echo $n > ${counted}; sleep 300`], { stdin: true });
-  const agent = spawn(process.execPath, ['--input-type=module', '-e', AGENT, spool, JSON.stringify(rankLaunch)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const agent = spawn(process.execPath, ['--input-type=module', '-e', AGENT, spool, JSON.stringify(rankLaunch)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   agent.stdout.setEncoding('utf8');
   await new Promise<void>((resolve, reject) => {

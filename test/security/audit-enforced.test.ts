@@ -14,10 +14,15 @@ t.test('a mutating request whose audit entry cannot be written is not carried ou
   // another connection makes every audit insert fail, as a full disk or a broken table would
   const db = new Database(join(controller.dataDir, 'rankd.db'));
   db.pragma('busy_timeout = 5000');
-  db.exec(`CREATE TRIGGER audit_broken BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit log unwritable (test)'); END;`);
+  db.exec(
+    `CREATE TRIGGER audit_broken BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit log unwritable (test)'); END;`,
+  );
   t.teardown(() => db.close());
 
-  const refused = await controller.api<{ code: string; message: string }>('/v1/users', { method: 'POST', body: { name: 'during', role: 'reader' } });
+  const refused = await controller.api<{ code: string; message: string }>('/v1/users', {
+    method: 'POST',
+    body: { name: 'during', role: 'reader' },
+  });
   t.equal(refused.status, 503);
   t.equal(refused.body.code, 'RANKD_AUDIT_UNAVAILABLE');
   t.match(refused.body.message, /the audit log cannot be written .*; the request was not carried out/);

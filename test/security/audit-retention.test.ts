@@ -32,7 +32,10 @@ t.test('audit.jsonl is rotated by size and keeps N files; the store keeps every 
   t.teardown(() => c.stop());
   const file = join(c.dataDir, 'audit.jsonl');
   for (let i = 0; i < 60; i++) {
-    const r = await c.api('/v1/join-tokens', { method: 'POST', body: { ttlSeconds: 60, uses: 1, description: `rotation ${i}` } });
+    const r = await c.api('/v1/join-tokens', {
+      method: 'POST',
+      body: { ttlSeconds: 60, uses: 1, description: `rotation ${i}` },
+    });
     if (r.status !== 200) throw new Error(`mint ${i}: ${r.status}`);
   }
   for (const path of [file, `${file}.1`, `${file}.2`]) {
@@ -63,8 +66,15 @@ t.test('--audit-retention deletes older entries from the store at start', async 
   t.teardown(() => second.stop());
   const now = await second.api<{ entries: Line[] }>('/v1/audit?limit=10000');
   const oldIds = new Set(old.body.entries.map((e) => e.id));
-  t.same(now.body.entries.filter((e) => oldIds.has(e.id)), [], 'every entry older than 2 s is gone from the store');
-  t.ok(now.body.entries.some((e) => e.route === '/v1/join-tokens'), 'the new start’s own entries are there');
+  t.same(
+    now.body.entries.filter((e) => oldIds.has(e.id)),
+    [],
+    'every entry older than 2 s is gone from the store',
+  );
+  t.ok(
+    now.body.entries.some((e) => e.route === '/v1/join-tokens'),
+    'the new start’s own entries are there',
+  );
 });
 
 t.test('the store: entries past the retention are deleted, refusal counts close with their minute', async (t) => {
@@ -77,26 +87,66 @@ t.test('the store: entries past the retention are deleted, refusal counts close 
     audit.close();
     db.close();
   });
-  const entry: AuditStart = { user: 'admin', role: 'admin', accessor: 'a', source: '10.0.0.1', method: 'POST', route: '/v1/jobs', resource: {}, argv: null, decision: 'allow', reason: '' };
+  const entry: AuditStart = {
+    user: 'admin',
+    role: 'admin',
+    accessor: 'a',
+    source: '10.0.0.1',
+    method: 'POST',
+    route: '/v1/jobs',
+    resource: {},
+    argv: null,
+    decision: 'allow',
+    reason: '',
+  };
   audit.record(entry, { status: 201, durationMs: 1 });
   now += 30 * 60_000;
   audit.record(entry, { status: 202, durationMs: 1 });
   now += 45 * 60_000;
   t.equal(audit.expireOld(), 1, 'an hour and a quarter later the first entry has expired');
-  t.same(audit.list(null, 100).map((e) => e.status), [202], 'the newer one stays');
+  t.same(
+    audit.list(null, 100).map((e) => e.status),
+    [202],
+    'the newer one stays',
+  );
 
-  const refused: AuditStart = { ...entry, user: null, role: null, accessor: null, source: '10.0.0.9', method: 'GET', route: '/v1/nodes', decision: 'deny', reason: 'bad token' };
+  const refused: AuditStart = {
+    ...entry,
+    user: null,
+    role: null,
+    accessor: null,
+    source: '10.0.0.9',
+    method: 'GET',
+    route: '/v1/nodes',
+    decision: 'deny',
+    reason: 'bad token',
+  };
   for (let i = 0; i < 500; i++) audit.record(refused, { status: 401, durationMs: 1 });
   audit.record({ ...refused, route: '/v1/jobs' }, { status: 401, durationMs: 1 });
   const counted = audit.list(null, 100).filter((e) => e.source === '10.0.0.9');
   t.equal(counted.length, 1, '501 refusals from one source in one minute are one entry');
-  t.match(counted[0], { count: 501, status: 401, route: '(several)', method: 'GET', user: null, reason: 'RANKD_UNAUTHORIZED: bad token', resource: { routes: '/v1/nodes /v1/jobs' } });
+  t.match(counted[0], {
+    count: 501,
+    status: 401,
+    route: '(several)',
+    method: 'GET',
+    user: null,
+    reason: 'RANKD_UNAUTHORIZED: bad token',
+    resource: { routes: '/v1/nodes /v1/jobs' },
+  });
   const file = join(dir, 'audit.jsonl');
-  t.notOk(lines(file).some((l) => l.source === '10.0.0.9'), 'its line waits for the minute to end');
+  t.notOk(
+    lines(file).some((l) => l.source === '10.0.0.9'),
+    'its line waits for the minute to end',
+  );
   now += 60_000;
   audit.record(refused, { status: 401, durationMs: 1 });
   audit.flushRefusals();
   const written = lines(file).filter((l) => l.source === '10.0.0.9');
-  t.same(written.map((l) => l.count), [501], 'the minute over, its line is written once, with the final count');
+  t.same(
+    written.map((l) => l.count),
+    [501],
+    'the minute over, its line is written once, with the final count',
+  );
   t.equal(audit.list(null, 100).filter((e) => e.source === '10.0.0.9').length, 2, 'the next minute has its own entry');
 });

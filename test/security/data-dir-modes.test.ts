@@ -15,11 +15,31 @@ function modes(dataDir: string): Record<string, string> {
   return out;
 }
 
-const EXPECTED = ['.', 'api-token', 'audit.jsonl', 'ca-bundle.crt', 'ca.crt', 'ca.key', 'controller.json', 'logs', 'rankd.db', 'rankd.db-shm', 'rankd.db-wal', 'server.crt', 'server.key'];
+const EXPECTED = [
+  '.',
+  'api-token',
+  'audit.jsonl',
+  'ca-bundle.crt',
+  'ca.crt',
+  'ca.key',
+  'controller.json',
+  'logs',
+  'rankd.db',
+  'rankd.db-shm',
+  'rankd.db-wal',
+  'server.crt',
+  'server.key',
+];
 
 function tight(t: Test, dataDir: string): void {
   const seen = modes(dataDir);
-  t.same(Object.keys(seen).filter((k) => EXPECTED.includes(k)).sort(), [...EXPECTED].sort(), 'every file of a running controller is there to check');
+  t.same(
+    Object.keys(seen)
+      .filter((k) => EXPECTED.includes(k))
+      .sort(),
+    [...EXPECTED].sort(),
+    'every file of a running controller is there to check',
+  );
   for (const [name, mode] of Object.entries(seen)) {
     const dir = name === '.' || statSync(join(dataDir, name)).isDirectory();
     t.equal(mode, dir ? '700' : '600', `${name} is ${dir ? '0700' : '0600'}`);
@@ -47,7 +67,8 @@ t.test('an existing directory with loose modes is tightened at start', async (t)
   await first.stop();
   // as an older release left it, or worse
   chmodSync(dataDir, 0o777);
-  for (const name of readdirSync(dataDir)) chmodSync(join(dataDir, name), statSync(join(dataDir, name)).isDirectory() ? 0o777 : 0o666);
+  for (const name of readdirSync(dataDir))
+    chmodSync(join(dataDir, name), statSync(join(dataDir, name)).isDirectory() ? 0o777 : 0o666);
   t.equal(modes(dataDir)['rankd.db'], '666', 'loosened for the test');
   const second = await startController({ dataDir });
   t.teardown(() => second.stop());

@@ -39,7 +39,11 @@ async function mitm(t: Test, own: Issued, caAnswer: string): Promise<Mitm> {
   return { url: `https://127.0.0.1:${(server.address() as { port: number }).port}`, seen };
 }
 
-const spkiHash = (pem: string) => 'sha256:' + createHash('sha256').update(new X509Certificate(pem).publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
+const spkiHash = (pem: string) =>
+  'sha256:' +
+  createHash('sha256')
+    .update(new X509Certificate(pem).publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex');
 
 /** Runs a real agent against `url`, pinned to `caHash`, with the join token in a 0600 file; returns its exit, output and state dir. */
 async function runAgent(url: string, caHash: string, joinToken: string) {
@@ -47,7 +51,23 @@ async function runAgent(url: string, caHash: string, joinToken: string) {
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, joinToken + '\n', { mode: 0o600 });
   const stateDir = join(dir, 'state');
-  const agent = spawnDaemon(['agent', '--controller', url, '--ca-hash', caHash, '--join-token-file', tokenFile, '--state-dir', stateDir, '--spool-dir', join(dir, 'spool'), '--name', 'victim', '--config', '/dev/null']);
+  const agent = spawnDaemon([
+    'agent',
+    '--controller',
+    url,
+    '--ca-hash',
+    caHash,
+    '--join-token-file',
+    tokenFile,
+    '--state-dir',
+    stateDir,
+    '--spool-dir',
+    join(dir, 'spool'),
+    '--name',
+    'victim',
+    '--config',
+    '/dev/null',
+  ]);
   const timer = setTimeout(() => void agent.stop('SIGKILL'), 20_000);
   const exit = await agent.exited;
   clearTimeout(timer);
@@ -66,59 +86,87 @@ t.before(async () => {
 });
 t.teardown(() => controller?.stop());
 
-t.test('the real CA followed by his own: refused as a bundle (RANKD_CA_BUNDLE_INVALID, exit 77), no token reaches him, nothing saved', async (t) => {
-  const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
-  const m = await mitm(t, own, realCa + own.certPem);
-  const r = await runAgent(m.url, controller.caHash, controller.joinToken);
-  t.equal(r.exit.code, 77, r.output);
-  t.match(r.output, /RANKD_CA_BUNDLE_INVALID/);
-  t.match(r.output, /holds 2 certificates/);
-  t.same(m.seen.map((s) => `${s.method} ${s.path}`), ['GET /v1/enroll/ca'], 'he was asked for the CA and nothing else');
-  t.notOk(m.seen.some((s) => s.body.includes(secret)), 'no request body holds the join token secret');
-  t.same(saved(r.stateDir), [], 'nothing saved in the state directory');
-});
+t.test(
+  'the real CA followed by his own: refused as a bundle (RANKD_CA_BUNDLE_INVALID, exit 77), no token reaches him, nothing saved',
+  async (t) => {
+    const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
+    const m = await mitm(t, own, realCa + own.certPem);
+    const r = await runAgent(m.url, controller.caHash, controller.joinToken);
+    t.equal(r.exit.code, 77, r.output);
+    t.match(r.output, /RANKD_CA_BUNDLE_INVALID/);
+    t.match(r.output, /holds 2 certificates/);
+    t.same(
+      m.seen.map((s) => `${s.method} ${s.path}`),
+      ['GET /v1/enroll/ca'],
+      'he was asked for the CA and nothing else',
+    );
+    t.notOk(
+      m.seen.some((s) => s.body.includes(secret)),
+      'no request body holds the join token secret',
+    );
+    t.same(saved(r.stateDir), [], 'nothing saved in the state directory');
+  },
+);
 
-t.test('only his own CA: refused by the hash (RANKD_CA_HASH_MISMATCH, exit 77), no token reaches him, nothing saved', async (t) => {
-  const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
-  const m = await mitm(t, own, own.certPem);
-  const r = await runAgent(m.url, controller.caHash, controller.joinToken);
-  t.equal(r.exit.code, 77, r.output);
-  t.match(r.output, /RANKD_CA_HASH_MISMATCH/);
-  t.same(m.seen.map((s) => `${s.method} ${s.path}`), ['GET /v1/enroll/ca']);
-  t.notOk(m.seen.some((s) => s.body.includes(secret)));
-  t.same(saved(r.stateDir), []);
-});
+t.test(
+  'only his own CA: refused by the hash (RANKD_CA_HASH_MISMATCH, exit 77), no token reaches him, nothing saved',
+  async (t) => {
+    const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
+    const m = await mitm(t, own, own.certPem);
+    const r = await runAgent(m.url, controller.caHash, controller.joinToken);
+    t.equal(r.exit.code, 77, r.output);
+    t.match(r.output, /RANKD_CA_HASH_MISMATCH/);
+    t.same(
+      m.seen.map((s) => `${s.method} ${s.path}`),
+      ['GET /v1/enroll/ca'],
+    );
+    t.notOk(m.seen.some((s) => s.body.includes(secret)));
+    t.same(saved(r.stateDir), []);
+  },
+);
 
-t.test('the real CA relayed alone, with his own TLS certificate: the verified connection fails before the token is written', async (t) => {
-  const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
-  const m = await mitm(t, own, realCa);
-  const r = await runAgent(m.url, controller.caHash, controller.joinToken);
-  t.equal(r.exit.code, 77, r.output);
-  t.match(r.output, /RANKD_SERVER_CERT_UNTRUSTED/);
-  t.match(r.output, /The join token was not sent/);
-  t.same(m.seen.map((s) => `${s.method} ${s.path}`), ['GET /v1/enroll/ca'], 'the enrollment POST never reached him');
-  t.notOk(m.seen.some((s) => s.body.includes(secret)));
-  t.same(saved(r.stateDir), []);
-});
+t.test(
+  'the real CA relayed alone, with his own TLS certificate: the verified connection fails before the token is written',
+  async (t) => {
+    const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
+    const m = await mitm(t, own, realCa);
+    const r = await runAgent(m.url, controller.caHash, controller.joinToken);
+    t.equal(r.exit.code, 77, r.output);
+    t.match(r.output, /RANKD_SERVER_CERT_UNTRUSTED/);
+    t.match(r.output, /The join token was not sent/);
+    t.same(
+      m.seen.map((s) => `${s.method} ${s.path}`),
+      ['GET /v1/enroll/ca'],
+      'the enrollment POST never reached him',
+    );
+    t.notOk(m.seen.some((s) => s.body.includes(secret)));
+    t.same(saved(r.stateDir), []);
+  },
+);
 
-t.test('control: an agent pinned to his CA does send him the token, so the recorder above would have seen it', async (t) => {
-  const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
-  const m = await mitm(t, own, own.certPem);
-  const r = await runAgent(m.url, spkiHash(own.certPem), controller.joinToken);
-  t.ok(
-    m.seen.some((s) => s.method === 'POST' && s.path === '/v1/enroll' && s.body.includes(secret)),
-    'the token reached the server the agent was pinned to',
-  );
-  t.equal(r.exit.code, 77, 'his refusal ends the agent');
-  t.same(saved(r.stateDir), [], 'a refused enrollment saves nothing');
-});
+t.test(
+  'control: an agent pinned to his CA does send him the token, so the recorder above would have seen it',
+  async (t) => {
+    const own = await makeCa('CN=rankd cluster CA 0000, O=rankd');
+    const m = await mitm(t, own, own.certPem);
+    const r = await runAgent(m.url, spkiHash(own.certPem), controller.joinToken);
+    t.ok(
+      m.seen.some((s) => s.method === 'POST' && s.path === '/v1/enroll' && s.body.includes(secret)),
+      'the token reached the server the agent was pinned to',
+    );
+    t.equal(r.exit.code, 77, 'his refusal ends the agent');
+    t.same(saved(r.stateDir), [], 'a refused enrollment saves nothing');
+  },
+);
 
 t.test('whatever /v1/enroll/ca serves must be exactly one self-signed CA certificate', async (t) => {
   const root = await makeCa('CN=org root, O=org');
   const intermediate = await makeIntermediate(root, 'CN=org intermediate, O=org');
   const leaf = await issueServer(root);
   const der = new X509Certificate(realCa).raw;
-  const padded = `-----BEGIN CERTIFICATE-----\n${Buffer.concat([der, Buffer.from([0x30, 0x00])]).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`;
+  const padded = `-----BEGIN CERTIFICATE-----\n${Buffer.concat([der, Buffer.from([0x30, 0x00])])
+    .toString('base64')
+    .replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`;
   const cases: Array<[string, string, string, RegExp]> = [
     ['nothing', '', spkiHash(realCa), /holds no PEM certificate/],
     ['two certificates', realCa + root.certPem, spkiHash(realCa), /holds 2 certificates/],
@@ -126,7 +174,12 @@ t.test('whatever /v1/enroll/ca serves must be exactly one self-signed CA certifi
     ['trailing text', realCa + 'and more\n', spkiHash(realCa), /text outside its one certificate/],
     ['bytes after the DER', padded, spkiHash(realCa), /bytes after its certificate/],
     ['leading text', 'Subject: x\n' + realCa, spkiHash(realCa), /text outside its one certificate/],
-    ['a private key beside it', realCa + root.keyPem, spkiHash(realCa), /CERTIFICATE, PRIVATE KEY, not one certificate/],
+    [
+      'a private key beside it',
+      realCa + root.keyPem,
+      spkiHash(realCa),
+      /CERTIFICATE, PRIVATE KEY, not one certificate/,
+    ],
     ['a server certificate, not a CA', leaf.certPem, spkiHash(leaf.certPem), /is not a CA certificate/],
     ['an intermediate CA', intermediate.certPem, spkiHash(intermediate.certPem), /is not self-signed/],
   ];
@@ -144,17 +197,35 @@ t.test('whatever /v1/enroll/ca serves must be exactly one self-signed CA certifi
   t.equal(await fetchPinnedCa(controller.url, controller.caHash), new X509Certificate(realCa).toString());
 });
 
-t.test('a state directory whose ca.crt holds a second certificate (pinned by an older agent) is refused at start, not trusted', async (t) => {
-  const stateDir = mkdtempSync(join(tmpdir(), 'rankd-old-state-'));
-  await enrollIdentity(controller, 'old-agent', stateDir);
-  appendFileSync(join(stateDir, 'ca.crt'), (await makeCa('CN=mitm, O=mitm')).certPem);
-  const agent = spawnDaemon(['agent', '--controller', controller.url, '--state-dir', stateDir, '--spool-dir', join(stateDir, 'spool'), '--name', 'old-agent', '--config', '/dev/null']);
-  const timer = setTimeout(() => void agent.stop('SIGKILL'), 20_000);
-  const exit = await agent.exited;
-  clearTimeout(timer);
-  t.equal(exit.code, 77, agent.output());
-  t.match(agent.output(), /RANKD_CA_BUNDLE_INVALID/);
-  t.match(agent.output(), /the pinned CA .*ca\.crt: holds 2 certificates/);
-  const nodes = await controller.api<{ nodes: Array<{ name: string }> }>('/v1/nodes');
-  t.notOk(nodes.body.nodes.some((n) => n.name === 'old-agent'), 'it never connected');
-});
+t.test(
+  'a state directory whose ca.crt holds a second certificate (pinned by an older agent) is refused at start, not trusted',
+  async (t) => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'rankd-old-state-'));
+    await enrollIdentity(controller, 'old-agent', stateDir);
+    appendFileSync(join(stateDir, 'ca.crt'), (await makeCa('CN=mitm, O=mitm')).certPem);
+    const agent = spawnDaemon([
+      'agent',
+      '--controller',
+      controller.url,
+      '--state-dir',
+      stateDir,
+      '--spool-dir',
+      join(stateDir, 'spool'),
+      '--name',
+      'old-agent',
+      '--config',
+      '/dev/null',
+    ]);
+    const timer = setTimeout(() => void agent.stop('SIGKILL'), 20_000);
+    const exit = await agent.exited;
+    clearTimeout(timer);
+    t.equal(exit.code, 77, agent.output());
+    t.match(agent.output(), /RANKD_CA_BUNDLE_INVALID/);
+    t.match(agent.output(), /the pinned CA .*ca\.crt: holds 2 certificates/);
+    const nodes = await controller.api<{ nodes: Array<{ name: string }> }>('/v1/nodes');
+    t.notOk(
+      nodes.body.nodes.some((n) => n.name === 'old-agent'),
+      'it never connected',
+    );
+  },
+);

@@ -14,7 +14,11 @@ async function mint(controller: ControllerHandle, body: Record<string, unknown> 
 }
 
 async function post(controller: ControllerHandle, token: string, csr: string) {
-  return controller.api<{ code: string; message: string; certificate?: string }>('/v1/enroll', { method: 'POST', token: null, body: { token, csr } });
+  return controller.api<{ code: string; message: string; certificate?: string }>('/v1/enroll', {
+    method: 'POST',
+    token: null,
+    body: { token, csr },
+  });
 }
 
 t.test('join tokens: unknown, expired, revoked and spent tokens get stable codes and change nothing', async (t) => {
@@ -66,57 +70,102 @@ t.test('join tokens: unknown, expired, revoked and spent tokens get stable codes
   t.same(nodes.body.nodes, [], 'no refused enrollment created a node');
 });
 
-t.test('the answers are whole: mint, list, revoke, enroll, renew and remove send every field their schemas name', async (t) => {
-  // fastify serializes these answers with their response schemas: a field a schema lacked would be dropped
-  const controller = await startController();
-  t.teardown(() => controller.stop());
-  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-  const pem = /^-----BEGIN CERTIFICATE-----\n/;
-  const minted = await controller.api<Record<string, unknown>>('/v1/join-tokens', { method: 'POST', body: { uses: 2, description: 'shapes' } });
-  t.equal(minted.status, 200);
-  t.same(Object.keys(minted.body).sort(), ['caHash', 'expiresAt', 'id', 'maxUses', 'token']);
-  t.match(minted.body, { token: /^[a-z0-9]{6}\.[a-z0-9]{16}$/, expiresAt: iso, maxUses: 2, caHash: controller.caHash });
-  t.equal(String(minted.body.token).split('.')[0], minted.body.id, "the id is the token's public part");
+t.test(
+  'the answers are whole: mint, list, revoke, enroll, renew and remove send every field their schemas name',
+  async (t) => {
+    // fastify serializes these answers with their response schemas: a field a schema lacked would be dropped
+    const controller = await startController();
+    t.teardown(() => controller.stop());
+    const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+    const pem = /^-----BEGIN CERTIFICATE-----\n/;
+    const minted = await controller.api<Record<string, unknown>>('/v1/join-tokens', {
+      method: 'POST',
+      body: { uses: 2, description: 'shapes' },
+    });
+    t.equal(minted.status, 200);
+    t.same(Object.keys(minted.body).sort(), ['caHash', 'expiresAt', 'id', 'maxUses', 'token']);
+    t.match(minted.body, {
+      token: /^[a-z0-9]{6}\.[a-z0-9]{16}$/,
+      expiresAt: iso,
+      maxUses: 2,
+      caHash: controller.caHash,
+    });
+    t.equal(String(minted.body.token).split('.')[0], minted.body.id, "the id is the token's public part");
 
-  const { key, csr } = await keyAndCsr('shape-node');
-  const enrolled = await post(controller, String(minted.body.token), csr);
-  t.equal(enrolled.status, 200);
-  const issued = enrolled.body as unknown as Record<string, string>;
-  const certificateKeys = ['ca', 'certificate', 'clusterCa', 'node', 'notAfter', 'serial'];
-  t.same(Object.keys(issued).sort(), certificateKeys);
-  t.match(issued, { node: 'shape-node', certificate: pem, serial: /^[0-9A-F]+$/, notAfter: iso, ca: controller.ca, clusterCa: pem });
+    const { key, csr } = await keyAndCsr('shape-node');
+    const enrolled = await post(controller, String(minted.body.token), csr);
+    t.equal(enrolled.status, 200);
+    const issued = enrolled.body as unknown as Record<string, string>;
+    const certificateKeys = ['ca', 'certificate', 'clusterCa', 'node', 'notAfter', 'serial'];
+    t.same(Object.keys(issued).sort(), certificateKeys);
+    t.match(issued, {
+      node: 'shape-node',
+      certificate: pem,
+      serial: /^[0-9A-F]+$/,
+      notAfter: iso,
+      ca: controller.ca,
+      clusterCa: pem,
+    });
 
-  const renewed = await httpsFetch(`${controller.url}/v1/enroll/renew`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ csr: (await keyAndCsr('shape-node')).csr }),
-    ca: controller.ca,
-    cert: issued.certificate!,
-    key,
-  });
-  t.equal(renewed.status, 200);
-  const renewal = JSON.parse(await renewed.text()) as Record<string, unknown>;
-  t.same(Object.keys(renewal).sort(), certificateKeys, 'a renewal answers as an enrollment does');
-  t.not(renewal.serial, issued.serial, 'with a new certificate');
+    const renewed = await httpsFetch(`${controller.url}/v1/enroll/renew`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ csr: (await keyAndCsr('shape-node')).csr }),
+      ca: controller.ca,
+      cert: issued.certificate!,
+      key,
+    });
+    t.equal(renewed.status, 200);
+    const renewal = JSON.parse(await renewed.text()) as Record<string, unknown>;
+    t.same(Object.keys(renewal).sort(), certificateKeys, 'a renewal answers as an enrollment does');
+    t.not(renewal.serial, issued.serial, 'with a new certificate');
 
-  const listed = await controller.api<{ tokens: Array<Record<string, unknown>> }>('/v1/join-tokens');
-  const view = listed.body.tokens.find((x) => x.id === minted.body.id);
-  t.same(Object.keys(view ?? {}).sort(), ['createdAt', 'description', 'expiresAt', 'id', 'maxUses', 'revoked', 'state', 'uses']);
-  t.match(view, { description: 'shapes', createdAt: iso, expiresAt: minted.body.expiresAt, maxUses: 2, uses: 1, revoked: false, state: 'valid' });
-  const revoked = await controller.api<Record<string, unknown>>(`/v1/join-tokens/${String(minted.body.id)}`, { method: 'DELETE' });
-  t.equal(revoked.status, 200);
-  t.same(revoked.body, { ...view, revoked: true, state: 'revoked' }, 'revoking answers with the token as a list shows it');
-  const unknown = await controller.api<{ code: string }>('/v1/join-tokens/zzzzzz', { method: 'DELETE' });
-  t.same([unknown.status, unknown.body.code], [401, 'RANKD_JOIN_TOKEN_UNKNOWN']);
+    const listed = await controller.api<{ tokens: Array<Record<string, unknown>> }>('/v1/join-tokens');
+    const view = listed.body.tokens.find((x) => x.id === minted.body.id);
+    t.same(Object.keys(view ?? {}).sort(), [
+      'createdAt',
+      'description',
+      'expiresAt',
+      'id',
+      'maxUses',
+      'revoked',
+      'state',
+      'uses',
+    ]);
+    t.match(view, {
+      description: 'shapes',
+      createdAt: iso,
+      expiresAt: minted.body.expiresAt,
+      maxUses: 2,
+      uses: 1,
+      revoked: false,
+      state: 'valid',
+    });
+    const revoked = await controller.api<Record<string, unknown>>(`/v1/join-tokens/${String(minted.body.id)}`, {
+      method: 'DELETE',
+    });
+    t.equal(revoked.status, 200);
+    t.same(
+      revoked.body,
+      { ...view, revoked: true, state: 'revoked' },
+      'revoking answers with the token as a list shows it',
+    );
+    const unknown = await controller.api<{ code: string }>('/v1/join-tokens/zzzzzz', { method: 'DELETE' });
+    t.same([unknown.status, unknown.body.code], [401, 'RANKD_JOIN_TOKEN_UNKNOWN']);
 
-  const removed = await controller.api<Record<string, unknown>>('/v1/nodes/shape-node', { method: 'DELETE' });
-  t.equal(removed.status, 200);
-  t.same(Object.keys(removed.body).sort(), ['droppedLinks', 'node', 'revokedSerials']);
-  t.match(removed.body, { node: 'shape-node', droppedLinks: 0 });
-  t.same(removed.body.revokedSerials, [renewal.serial], 'the live certificate: the renewal already revoked the one it renewed');
-  const never = await controller.api<{ code: string }>('/v1/nodes/nobody', { method: 'DELETE' });
-  t.same([never.status, never.body.code], [404, 'RANKD_NODE_NOT_FOUND']);
-});
+    const removed = await controller.api<Record<string, unknown>>('/v1/nodes/shape-node', { method: 'DELETE' });
+    t.equal(removed.status, 200);
+    t.same(Object.keys(removed.body).sort(), ['droppedLinks', 'node', 'revokedSerials']);
+    t.match(removed.body, { node: 'shape-node', droppedLinks: 0 });
+    t.same(
+      removed.body.revokedSerials,
+      [renewal.serial],
+      'the live certificate: the renewal already revoked the one it renewed',
+    );
+    const never = await controller.api<{ code: string }>('/v1/nodes/nobody', { method: 'DELETE' });
+    t.same([never.status, never.body.code], [404, 'RANKD_NODE_NOT_FOUND']);
+  },
+);
 
 t.test('CSRs: oversize, garbage, and names that are not names', async (t) => {
   const controller = await startController();
@@ -127,7 +176,11 @@ t.test('CSRs: oversize, garbage, and names that are not names', async (t) => {
   const over = await post(controller, controller.joinToken, 'A'.repeat(8200));
   t.equal(over.status, 413);
   t.equal(over.body.code, 'RANKD_CSR_TOO_LARGE');
-  const garbage = await post(controller, controller.joinToken, '-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n');
+  const garbage = await post(
+    controller,
+    controller.joinToken,
+    '-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n',
+  );
   t.equal(garbage.status, 400);
   t.equal(garbage.body.code, 'RANKD_CSR_INVALID');
   for (const name of ['a/b', '..', 'x..y', 'bad name', '-lead']) {
@@ -150,7 +203,11 @@ t.test('a name in use needs an admin: refused until `rankd node remove`, then it
   t.equal(removed.code, 0, removed.stderr);
   t.match(removed.stderr, /1 certificate revoked/);
   const refused = await upgradeWith(controller.url, first);
-  t.same(refused, { status: 401, code: 'RANKD_NODE_CERT_REVOKED' }, 'the removed certificate is refused at the handshake');
+  t.same(
+    refused,
+    { status: 401, code: 'RANKD_NODE_CERT_REVOKED' },
+    'the removed certificate is refused at the handshake',
+  );
   const again = await enrollIdentity(controller, 'twin');
   t.equal((await upgradeWith(controller.url, again)).status, 101, 'the admin freed the name: a new key enrolls');
 });
@@ -169,7 +226,9 @@ t.test('plain HTTP on the TLS port gets no API answer, only a fixed error', asyn
   t.teardown(() => controller.stop());
   const port = Number(new URL(controller.url).port);
   const answer = await new Promise<string>((resolve, reject) => {
-    const s = connect(port, '127.0.0.1', () => s.write(`GET /v1/nodes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${controller.apiToken}\r\n\r\n`));
+    const s = connect(port, '127.0.0.1', () =>
+      s.write(`GET /v1/nodes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${controller.apiToken}\r\n\r\n`),
+    );
     let text = '';
     s.on('data', (d: Buffer) => (text += d.toString()));
     s.on('close', () => resolve(text));

@@ -16,7 +16,10 @@ t.test('a man in the middle with another CA: the agent refuses it (wrong CA hash
   t.teardown(() => mitm.stop());
   t.not(mitm.caHash, real.caHash);
   // the agent is told the real controller's pin but dials the impostor, which even hands out valid join tokens
-  const agent = startAgent({ url: mitm.url, joinToken: mitm.joinToken, caHash: real.caHash, dataDir: mitm.dataDir }, { name: 'victim' });
+  const agent = startAgent(
+    { url: mitm.url, joinToken: mitm.joinToken, caHash: real.caHash, dataDir: mitm.dataDir },
+    { name: 'victim' },
+  );
   t.teardown(() => agent.stop());
   const exit = await Promise.race([agent.exited, new Promise<null>((r) => setTimeout(() => r(null), 30_000))]);
   t.ok(exit, 'the agent exits');
@@ -35,13 +38,24 @@ t.test('a node certificate cannot speak for another node: not in the hello, not 
   const victim = startAgent(controller, { name: 'victim' });
   t.teardown(() => victim.stop());
   await waitForNode(controller, 'victim', 'ready');
-  const job = await controller.api<{ id: string }>('/v1/jobs', { method: 'POST', body: { command: ['sleep', '60'], placement: { ntasks: 1, nodelist: ['victim'] } } });
+  const job = await controller.api<{ id: string }>('/v1/jobs', {
+    method: 'POST',
+    body: { command: ['sleep', '60'], placement: { ntasks: 1, nodelist: ['victim'] } },
+  });
   t.ok(job.status >= 200 && job.status < 300, JSON.stringify(job.body));
-  await waitUntil('rank running', 20_000, async () => (await controller.api<{ ranks: Array<{ state: string }> }>(`/v1/jobs/${job.body.id}`)).body.ranks[0]?.state === 'running');
+  await waitUntil(
+    'rank running',
+    20_000,
+    async () =>
+      (await controller.api<{ ranks: Array<{ state: string }> }>(`/v1/jobs/${job.body.id}`)).body.ranks[0]?.state ===
+      'running',
+  );
 
   const mallory = await enrollIdentity(controller, 'mallory');
-  const dial = () => new WebSocket(gatewayUrl(controller.url), ['rankd.v1'], { ca: mallory.ca, cert: mallory.cert, key: mallory.key });
-  const hello = (name: string) => JSON.stringify({ type: 'hello', name, version: 'test', capabilities: [], labels: {} });
+  const dial = () =>
+    new WebSocket(gatewayUrl(controller.url), ['rankd.v1'], { ca: mallory.ca, cert: mallory.cert, key: mallory.key });
+  const hello = (name: string) =>
+    JSON.stringify({ type: 'hello', name, version: 'test', capabilities: [], labels: {} });
 
   // 1. a hello naming the victim
   const posing = dial();
@@ -62,7 +76,17 @@ t.test('a node certificate cannot speak for another node: not in the hello, not 
   await new Promise<void>((r) => ws.on('open', () => r()));
   ws.send(hello('mallory'));
   await waitUntil('welcome', 5000, () => frames.some((f) => f.type === 'welcome'));
-  ws.send(JSON.stringify({ type: 'rank.exit', jobId: job.body.id, rank: 0, code: 0, signal: null, endedAt: new Date().toISOString(), outputBytes: { stdout: 0, stderr: 0 } }));
+  ws.send(
+    JSON.stringify({
+      type: 'rank.exit',
+      jobId: job.body.id,
+      rank: 0,
+      code: 0,
+      signal: null,
+      endedAt: new Date().toISOString(),
+      outputBytes: { stdout: 0, stderr: 0 },
+    }),
+  );
   const refusal = await waitUntil('refusal', 5000, () => frames.find((f) => f.type === 'error'));
   t.equal(refusal.code, 'RANKD_FOREIGN_RANK');
   const after = await controller.api<{ state: string; ranks: Array<{ state: string }> }>(`/v1/jobs/${job.body.id}`);
@@ -107,7 +131,12 @@ t.test('node certificates are renewed at about 2/3 of their life, without losing
   const serial = () => new X509Certificate(readFileSync(certFile)).serialNumber;
   const first = new X509Certificate(readFileSync(certFile));
   const before = serial();
-  const renewedAt = await waitUntil('a renewed certificate', 15_000, () => (serial() !== before ? Date.now() : undefined), 100);
+  const renewedAt = await waitUntil(
+    'a renewed certificate',
+    15_000,
+    () => (serial() !== before ? Date.now() : undefined),
+    100,
+  );
   const life = Date.parse(first.validTo) - Date.parse(first.validFrom);
   const at = (renewedAt - Date.parse(first.validFrom)) / life;
   t.ok(at > 0.5 && at < 0.9, `renewed at ${(at * 100).toFixed(0)} % of the certificate's life`);

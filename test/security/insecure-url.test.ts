@@ -37,7 +37,10 @@ for (const argv of [['nodes'], ['run', '--', 'true'], ['logs', 'j1'], ['shell', 
     const before = connections.length;
     const r = await runCli(argv, { RANKD_URL: plain, RANKD_TOKEN: TOKEN, RANKD_HOME: home });
     t.equal(r.code, 64, r.stderr);
-    t.match(r.stderr, /RANKD_URL is http:\/\/127\.0\.0\.1:\d+: the controller speaks https:\/\/ only.*\(RANKD_INSECURE_URL\)/);
+    t.match(
+      r.stderr,
+      /RANKD_URL is http:\/\/127\.0\.0\.1:\d+: the controller speaks https:\/\/ only.*\(RANKD_INSECURE_URL\)/,
+    );
     t.equal(connections.length, before, 'no connection was made');
   });
 }
@@ -55,16 +58,30 @@ t.test('"url": "http://…" in the client config file: refused, nothing connects
 
 t.test('rankd join-command --controller http://…: refused before a token is minted', async (t) => {
   const before = connections.length;
-  const r = await runCli(['join-command', '--controller', plain], { RANKD_URL: `https://127.0.0.1:${port}`, RANKD_TOKEN: TOKEN, RANKD_HOME: home });
+  const r = await runCli(['join-command', '--controller', plain], {
+    RANKD_URL: `https://127.0.0.1:${port}`,
+    RANKD_TOKEN: TOKEN,
+    RANKD_HOME: home,
+  });
   t.equal(r.code, 64, r.stderr);
   t.match(r.stderr, /--controller is http:\/\/.*RANKD_INSECURE_URL/);
   t.equal(connections.length, before, 'the controller was not even asked');
 });
 
-t.test('control: an https:// URL to the same listener does connect (so the counts above can fail), and sends no token in clear', async (t) => {
-  const before = connections.length;
-  const r = await runCli(['nodes'], { RANKD_URL: `https://127.0.0.1:${port}`, RANKD_TOKEN: TOKEN, RANKD_HOME: home }, 20_000);
-  t.not(r.code, 0);
-  await waitUntil('the connection', 5000, () => connections.length > before);
-  t.notOk(connections.slice(before).some((c) => c.includes(TOKEN)), 'a TLS ClientHello, not the token');
-});
+t.test(
+  'control: an https:// URL to the same listener does connect (so the counts above can fail), and sends no token in clear',
+  async (t) => {
+    const before = connections.length;
+    const r = await runCli(
+      ['nodes'],
+      { RANKD_URL: `https://127.0.0.1:${port}`, RANKD_TOKEN: TOKEN, RANKD_HOME: home },
+      20_000,
+    );
+    t.not(r.code, 0);
+    await waitUntil('the connection', 5000, () => connections.length > before);
+    t.notOk(
+      connections.slice(before).some((c) => c.includes(TOKEN)),
+      'a TLS ClientHello, not the token',
+    );
+  },
+);

@@ -19,7 +19,14 @@ const file = (name: string, content: string) => {
 const root = await makeCa('CN=org root CA, O=org');
 const intermediate = await makeIntermediate(root, 'CN=org issuing CA, O=org');
 const leaf = await issueServer(intermediate, { ips: ['127.0.0.1'] });
-const tlsFlags = (ca: string) => ['--tls-cert', file('server.crt', leaf.certPem + intermediate.certPem), '--tls-key', file('server.key', leaf.keyPem), '--tls-ca', ca];
+const tlsFlags = (ca: string) => [
+  '--tls-cert',
+  file('server.crt', leaf.certPem + intermediate.certPem),
+  '--tls-key',
+  file('server.key', leaf.keyPem),
+  '--tls-ca',
+  ca,
+];
 
 t.test('the root of the chain, pinned alone: agents enroll, connect, and the CLI trusts ca-bundle.crt', async (t) => {
   const controller = await startController({ extra: tlsFlags(file('root.crt', root.certPem)) });
@@ -40,7 +47,14 @@ for (const [what, ca, why] of [
 ] as const) {
   t.test(`--tls-ca ${what} is refused at start with RANKD_CA_BUNDLE_INVALID`, async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
-    const r = await runCli(['controller', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...tlsFlags(file('ca.crt', ca))]);
+    const r = await runCli([
+      'controller',
+      '--listen',
+      '127.0.0.1:0',
+      '--data-dir',
+      dataDir,
+      ...tlsFlags(file('ca.crt', ca)),
+    ]);
     t.equal(r.code, 64, r.stderr);
     t.match(r.stderr, /RANKD_CA_BUNDLE_INVALID/);
     t.match(r.stderr, why);

@@ -50,7 +50,11 @@ t.test('a bounded loop of bad tokens gets 429 with Retry-After; valid tokens are
   let limited: { status: number; body: unknown } | undefined;
   let retryAfter: string | null = null;
   for (let i = 0; i < LIMIT + 10; i++) {
-    const res = await httpsFetch(controller.url + '/v1/nodes', { headers: { authorization: `Bearer wrong-${i}` }, ca: controller.ca, signal: AbortSignal.timeout(10_000) });
+    const res = await httpsFetch(controller.url + '/v1/nodes', {
+      headers: { authorization: `Bearer wrong-${i}` },
+      ca: controller.ca,
+      signal: AbortSignal.timeout(10_000),
+    });
     statuses.push(res.status);
     const body = JSON.parse(await res.text()) as unknown;
     if (res.status === 429 && !limited) {
@@ -63,7 +67,11 @@ t.test('a bounded loop of bad tokens gets 429 with Retry-After; valid tokens are
   }
   t.same(statuses.slice(0, LIMIT), Array(LIMIT).fill(401), `the first ${LIMIT} failures are 401`);
   t.same(statuses.slice(LIMIT), Array(10).fill(429), 'past the limit every failure is 429');
-  t.match(limited?.body, { statusCode: 429, code: 'RANKD_RATE_LIMITED', message: /too many failed authentications from 127\.0\.0\.1; retry in \d+ s/ });
+  t.match(limited?.body, {
+    statusCode: 429,
+    code: 'RANKD_RATE_LIMITED',
+    message: /too many failed authentications from 127\.0\.0\.1; retry in \d+ s/,
+  });
   t.ok(Number(retryAfter) >= 1 && Number(retryAfter) <= 60, `Retry-After: ${retryAfter}`);
   const missing = await controller.api('/v1/jobs', { token: null });
   t.equal(missing.status, 429, 'no token at all counts as a failure too');
@@ -78,17 +86,43 @@ t.test('a bounded loop of bad tokens gets 429 with Retry-After; valid tokens are
 
   const audit = await runCli(['audit', '--json'], { ...controller.clientEnv, RANKD_HOME: controller.dataDir });
   t.equal(audit.code, 0, audit.stderr);
-  const { entries } = JSON.parse(audit.stdout) as { entries: Array<{ status: number; route: string; method: string; decision: string; reason: string; user: string | null; source: string; count: number }> };
+  const { entries } = JSON.parse(audit.stdout) as {
+    entries: Array<{
+      status: number;
+      route: string;
+      method: string;
+      decision: string;
+      reason: string;
+      user: string | null;
+      source: string;
+      count: number;
+    }>;
+  };
   // refusals are counted per source and minute: one entry each for 401 and 429 (two if the
   // loop crossed a minute), whose counts add up to every refusal
   const sum = (es: typeof entries) => es.reduce((n, e) => n + e.count, 0);
   const rest401 = entries.filter((e) => e.status === 401);
   t.equal(sum(rest401), LIMIT, 'every 401 is counted in the audit log');
   t.ok(rest401.length >= 1 && rest401.length <= 2, `in one entry a minute (${rest401.length})`);
-  t.match(rest401[0], { decision: 'deny', user: null, source: '127.0.0.1', method: 'GET', route: '/v1/nodes', reason: /^RANKD_UNAUTHORIZED: missing, wrong or revoked API token/ });
+  t.match(rest401[0], {
+    decision: 'deny',
+    user: null,
+    source: '127.0.0.1',
+    method: 'GET',
+    route: '/v1/nodes',
+    reason: /^RANKD_UNAUTHORIZED: missing, wrong or revoked API token/,
+  });
   const refused429 = entries.filter((e) => e.status === 429);
   t.equal(sum(refused429), 12, 'every 429 is counted: 10 on /v1/nodes, no token on /v1/jobs, the shell');
   t.ok(refused429.length >= 1 && refused429.length <= 2, `in one entry a minute (${refused429.length})`);
-  t.match(refused429[0], { decision: 'deny', user: null, source: '127.0.0.1', reason: /^RANKD_RATE_LIMITED: too many failed authentications/ });
-  t.ok(refused429.some((e) => e.route === '(several)'), 'the entry says it counts refusals of several routes (REST and the shell)');
+  t.match(refused429[0], {
+    decision: 'deny',
+    user: null,
+    source: '127.0.0.1',
+    reason: /^RANKD_RATE_LIMITED: too many failed authentications/,
+  });
+  t.ok(
+    refused429.some((e) => e.route === '(several)'),
+    'the entry says it counts refusals of several routes (REST and the shell)',
+  );
 });

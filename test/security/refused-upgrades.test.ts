@@ -45,14 +45,24 @@ interface AuditRow {
 }
 
 /** A WebSocket upgrade on /v1/agent, as an agent opens it; resolves with the refusal it earns (an upgrade is a failure here). */
-function agentUpgrade(controller: ControllerHandle, source: string, identity?: { cert: string; key: string }): Promise<Refusal> {
+function agentUpgrade(
+  controller: ControllerHandle,
+  source: string,
+  identity?: { cert: string; key: string },
+): Promise<Refusal> {
   return new Promise((resolve, reject) => {
     const req = https.request(controller.url + '/v1/agent', {
       ca: controller.ca,
       ...(identity ?? {}),
       localAddress: source,
       agent: false,
-      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64'), 'sec-websocket-protocol': 'rankd.v1' },
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+        'sec-websocket-protocol': 'rankd.v1',
+      },
       signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
     });
     req.once('error', reject);
@@ -63,7 +73,9 @@ function agentUpgrade(controller: ControllerHandle, source: string, identity?: {
     req.once('response', (res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, code: (JSON.parse(body) as { code: string }).code }));
+      res.once('end', () =>
+        resolve({ status: res.statusCode ?? 0, code: (JSON.parse(body) as { code: string }).code }),
+      );
     });
     req.end();
   });
@@ -108,79 +120,137 @@ async function flood(attempt: () => Promise<Refusal>): Promise<Record<string, nu
 
 const sum = (rows: AuditRow[]): number => rows.reduce((n, r) => n + r.count, 0);
 
-t.test('refused agent upgrades and plain HTTP are refused with their codes and counted, not written one by one', async (t) => {
-  const controller = await startController();
-  let stopped = false;
-  t.teardown(() => (stopped ? undefined : controller.stop()));
-  const agent = startAgent(controller, { name: 'steady' });
-  t.teardown(() => agent.stop());
-  await waitForNode(controller, 'steady', 'ready', 30_000);
+t.test(
+  'refused agent upgrades and plain HTTP are refused with their codes and counted, not written one by one',
+  async (t) => {
+    const controller = await startController();
+    let stopped = false;
+    t.teardown(() => (stopped ? undefined : controller.stop()));
+    const agent = startAgent(controller, { name: 'steady' });
+    t.teardown(() => agent.stop());
+    await waitForNode(controller, 'steady', 'ready', 30_000);
 
-  // a node that was enrolled and linked, then removed: its certificate is still signed by the CA and in date
-  const gone = await enrollIdentity(controller, 'gone');
-  const link = new WebSocket(gatewayUrl(controller.url), ['rankd.v1'], { ca: gone.ca, cert: gone.cert, key: gone.key });
-  const linkClosed = new Promise<number>((resolve) => link.once('close', resolve));
-  link.on('error', () => undefined);
-  await new Promise<void>((resolve, reject) => {
-    link.once('open', resolve);
-    link.once('unexpected-response', () => reject(new Error("the node's certificate was refused before its removal")));
-  });
-  const removed = await runCli(['node', 'remove', 'gone'], controller.clientEnv);
-  t.equal(removed.code, 0, `rankd node remove gone: ${removed.stderr}`);
-  t.equal(await linkClosed, 4401, "the removed node's link was closed as revoked");
+    // a node that was enrolled and linked, then removed: its certificate is still signed by the CA and in date
+    const gone = await enrollIdentity(controller, 'gone');
+    const link = new WebSocket(gatewayUrl(controller.url), ['rankd.v1'], {
+      ca: gone.ca,
+      cert: gone.cert,
+      key: gone.key,
+    });
+    const linkClosed = new Promise<number>((resolve) => link.once('close', resolve));
+    link.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      link.once('open', resolve);
+      link.once('unexpected-response', () =>
+        reject(new Error("the node's certificate was refused before its removal")),
+      );
+    });
+    const removed = await runCli(['node', 'remove', 'gone'], controller.clientEnv);
+    t.equal(removed.code, 0, `rankd node remove gone: ${removed.stderr}`);
+    t.equal(await linkClosed, 4401, "the removed node's link was closed as revoked");
 
-  const audit = async (source: string): Promise<AuditRow[]> => {
-    const r = await controller.api<{ entries: AuditRow[] }>('/v1/audit?limit=10000');
-    t.equal(r.status, 200);
-    return r.body.entries.filter((e) => e.source === source);
-  };
+    const audit = async (source: string): Promise<AuditRow[]> => {
+      const r = await controller.api<{ entries: AuditRow[] }>('/v1/audit?limit=10000');
+      t.equal(r.status, 200);
+      return r.body.entries.filter((e) => e.source === source);
+    };
 
-  await t.test('upgrades with no certificate', async (t) => {
-    const tally = await flood(() => agentUpgrade(controller, NO_CERT_SOURCE));
-    t.same(tally, { '401 RANKD_NODE_CERT_REQUIRED': ATTEMPTS }, `each of ${ATTEMPTS} is refused with 401 RANKD_NODE_CERT_REQUIRED`);
-    const rows = await audit(NO_CERT_SOURCE);
-    t.equal(sum(rows), ATTEMPTS, 'every refusal is counted in the audit log');
-    t.ok(rows.length >= 1 && rows.length <= 2, `in one entry per minute (${rows.length} entries for ${ATTEMPTS} refusals)`);
-    t.match(rows[0], { user: null, role: null, status: 401, method: 'GET', route: '/v1/agent', decision: 'deny', reason: /^RANKD_NODE_CERT_REQUIRED: / });
-  });
+    await t.test('upgrades with no certificate', async (t) => {
+      const tally = await flood(() => agentUpgrade(controller, NO_CERT_SOURCE));
+      t.same(
+        tally,
+        { '401 RANKD_NODE_CERT_REQUIRED': ATTEMPTS },
+        `each of ${ATTEMPTS} is refused with 401 RANKD_NODE_CERT_REQUIRED`,
+      );
+      const rows = await audit(NO_CERT_SOURCE);
+      t.equal(sum(rows), ATTEMPTS, 'every refusal is counted in the audit log');
+      t.ok(
+        rows.length >= 1 && rows.length <= 2,
+        `in one entry per minute (${rows.length} entries for ${ATTEMPTS} refusals)`,
+      );
+      t.match(rows[0], {
+        user: null,
+        role: null,
+        status: 401,
+        method: 'GET',
+        route: '/v1/agent',
+        decision: 'deny',
+        reason: /^RANKD_NODE_CERT_REQUIRED: /,
+      });
+    });
 
-  await t.test("upgrades with a removed node's certificate", async (t) => {
-    const tally = await flood(() => agentUpgrade(controller, REVOKED_SOURCE, gone));
-    t.same(tally, { '401 RANKD_NODE_CERT_REVOKED': ATTEMPTS }, `each of ${ATTEMPTS} is refused with 401 RANKD_NODE_CERT_REVOKED`);
-    const rows = await audit(REVOKED_SOURCE);
-    t.equal(sum(rows), ATTEMPTS, 'every refusal is counted in the audit log');
-    t.ok(rows.length >= 1 && rows.length <= 2, `in one entry per minute (${rows.length} entries for ${ATTEMPTS} refusals)`);
-    t.match(rows[0], { user: 'gone', role: 'node', status: 401, route: '/v1/agent', reason: /^RANKD_NODE_CERT_REVOKED: / }, 'under the name its CA-signed certificate holds');
-    const nodes = (await controller.api<{ nodes: Array<{ name: string; connected: boolean }> }>('/v1/nodes')).body.nodes;
-    t.notOk(nodes.some((n) => n.name === 'gone' && n.connected), 'the removed node got no link back');
-  });
+    await t.test("upgrades with a removed node's certificate", async (t) => {
+      const tally = await flood(() => agentUpgrade(controller, REVOKED_SOURCE, gone));
+      t.same(
+        tally,
+        { '401 RANKD_NODE_CERT_REVOKED': ATTEMPTS },
+        `each of ${ATTEMPTS} is refused with 401 RANKD_NODE_CERT_REVOKED`,
+      );
+      const rows = await audit(REVOKED_SOURCE);
+      t.equal(sum(rows), ATTEMPTS, 'every refusal is counted in the audit log');
+      t.ok(
+        rows.length >= 1 && rows.length <= 2,
+        `in one entry per minute (${rows.length} entries for ${ATTEMPTS} refusals)`,
+      );
+      t.match(
+        rows[0],
+        { user: 'gone', role: 'node', status: 401, route: '/v1/agent', reason: /^RANKD_NODE_CERT_REVOKED: / },
+        'under the name its CA-signed certificate holds',
+      );
+      const nodes = (await controller.api<{ nodes: Array<{ name: string; connected: boolean }> }>('/v1/nodes')).body
+        .nodes;
+      t.notOk(
+        nodes.some((n) => n.name === 'gone' && n.connected),
+        'the removed node got no link back',
+      );
+    });
 
-  await t.test('plain HTTP on the TLS port', async (t) => {
-    const tally = await flood(() => plainHttp(controller, PLAINTEXT_SOURCE));
-    t.same(tally, { '400 RANKD_PLAINTEXT_ON_TLS_PORT': ATTEMPTS }, `each of ${ATTEMPTS} is answered 400 RANKD_PLAINTEXT_ON_TLS_PORT`);
-    const rows = await audit(PLAINTEXT_SOURCE);
-    t.equal(sum(rows), ATTEMPTS, 'every refusal is counted in the audit log');
-    t.ok(rows.length >= 1 && rows.length <= 2, `in one entry per minute (${rows.length} entries for ${ATTEMPTS} refusals)`);
-    t.match(rows[0], { user: null, status: 400, route: '(plain HTTP)', reason: /^RANKD_PLAINTEXT_ON_TLS_PORT: / });
-  });
+    await t.test('plain HTTP on the TLS port', async (t) => {
+      const tally = await flood(() => plainHttp(controller, PLAINTEXT_SOURCE));
+      t.same(
+        tally,
+        { '400 RANKD_PLAINTEXT_ON_TLS_PORT': ATTEMPTS },
+        `each of ${ATTEMPTS} is answered 400 RANKD_PLAINTEXT_ON_TLS_PORT`,
+      );
+      const rows = await audit(PLAINTEXT_SOURCE);
+      t.equal(sum(rows), ATTEMPTS, 'every refusal is counted in the audit log');
+      t.ok(
+        rows.length >= 1 && rows.length <= 2,
+        `in one entry per minute (${rows.length} entries for ${ATTEMPTS} refusals)`,
+      );
+      t.match(rows[0], { user: null, status: 400, route: '(plain HTTP)', reason: /^RANKD_PLAINTEXT_ON_TLS_PORT: / });
+    });
 
-  // `rankd audit --json` shows the same counts
-  const cli = await runCli(['audit', '--json'], controller.clientEnv);
-  t.equal(cli.code, 0, cli.stderr);
-  const { entries } = JSON.parse(cli.stdout) as { entries: AuditRow[] };
-  for (const source of [NO_CERT_SOURCE, REVOKED_SOURCE, PLAINTEXT_SOURCE]) t.equal(sum(entries.filter((e) => e.source === source)), ATTEMPTS, `rankd audit --json: ${source} counted ${ATTEMPTS} times`);
+    // `rankd audit --json` shows the same counts
+    const cli = await runCli(['audit', '--json'], controller.clientEnv);
+    t.equal(cli.code, 0, cli.stderr);
+    const { entries } = JSON.parse(cli.stdout) as { entries: AuditRow[] };
+    for (const source of [NO_CERT_SOURCE, REVOKED_SOURCE, PLAINTEXT_SOURCE])
+      t.equal(
+        sum(entries.filter((e) => e.source === source)),
+        ATTEMPTS,
+        `rankd audit --json: ${source} counted ${ATTEMPTS} times`,
+      );
 
-  // the other node's agent was never disturbed
-  t.equal((await controller.api<{ state: string; connected: boolean }>('/v1/nodes/steady')).body.state, 'ready', "the other node's agent stays ready");
-  t.equal(agent.output().split('connected to controller').length - 1, 1, 'and never reconnected');
+    // the other node's agent was never disturbed
+    t.equal(
+      (await controller.api<{ state: string; connected: boolean }>('/v1/nodes/steady')).body.state,
+      'ready',
+      "the other node's agent stays ready",
+    );
+    t.equal(agent.output().split('connected to controller').length - 1, 1, 'and never reconnected');
 
-  // once the controller stops, audit.jsonl holds each entry once, with its final count
-  await controller.stop();
-  stopped = true;
-  const lines = readFileSync(join(controller.dataDir, 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AuditRow);
-  for (const source of [NO_CERT_SOURCE, REVOKED_SOURCE, PLAINTEXT_SOURCE]) {
-    const mine = lines.filter((l) => l.source === source);
-    t.ok(mine.length <= 2, `audit.jsonl: ${mine.length} line(s) from ${source}`);
-    t.equal(sum(mine), ATTEMPTS, `audit.jsonl: counts add up to ${ATTEMPTS}`);
-  }
-});
+    // once the controller stops, audit.jsonl holds each entry once, with its final count
+    await controller.stop();
+    stopped = true;
+    const lines = readFileSync(join(controller.dataDir, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as AuditRow);
+    for (const source of [NO_CERT_SOURCE, REVOKED_SOURCE, PLAINTEXT_SOURCE]) {
+      const mine = lines.filter((l) => l.source === source);
+      t.ok(mine.length <= 2, `audit.jsonl: ${mine.length} line(s) from ${source}`);
+      t.equal(sum(mine), ATTEMPTS, `audit.jsonl: counts add up to ${ATTEMPTS}`);
+    }
+  },
+);

@@ -35,10 +35,20 @@ t.test('agent upgrade without a node certificate is refused with 401 before any 
   t.equal(none.opened, false);
   t.equal(JSON.parse(none.body).code, 'RANKD_NODE_CERT_REQUIRED');
 
-  const joinTokenInstead = await upgrade(controller.url, { authorization: `Bearer ${controller.joinToken}` }, ['rankd.v1'], ca);
+  const joinTokenInstead = await upgrade(
+    controller.url,
+    { authorization: `Bearer ${controller.joinToken}` },
+    ['rankd.v1'],
+    ca,
+  );
   t.equal(joinTokenInstead.status, 401, 'a join token opens no link: it only enrolls');
 
-  const apiTokenInstead = await upgrade(controller.url, { authorization: `Bearer ${controller.apiToken}` }, ['rankd.v1'], ca);
+  const apiTokenInstead = await upgrade(
+    controller.url,
+    { authorization: `Bearer ${controller.apiToken}` },
+    ['rankd.v1'],
+    ca,
+  );
   t.equal(apiTokenInstead.status, 401, 'the API token opens no link either');
 
   const id = await identityFor(controller, 'auth-node');
@@ -67,30 +77,35 @@ t.test('REST requests without the API token get 401', async (t) => {
   t.equal(health.body.status, 'ok');
 });
 
-t.test('the API token, CA and keys are generated once, stored 0600, and the controller binds loopback over TLS', async (t) => {
-  const controller = await startController();
-  t.teardown(() => controller.stop());
-  const { statSync, readFileSync } = await import('node:fs');
-  const { join } = await import('node:path');
-  for (const f of ['api-token', 'ca.crt', 'ca.key', 'server.crt', 'server.key']) {
-    const mode = statSync(join(controller.dataDir, f)).mode & 0o777;
-    t.equal(mode, 0o600, `${f} mode`);
-  }
-  t.match(controller.url, /^https:\/\/127\.0\.0\.1:\d+$/);
-  const { existsSync } = await import('node:fs');
-  t.notOk(existsSync(join(controller.dataDir, 'join-token')), 'no shared join token exists any more');
-  const before = readFileSync(join(controller.dataDir, 'api-token'), 'utf8');
-  await controller.stop();
-  const again = await startController({ dataDir: controller.dataDir });
-  t.teardown(() => again.stop());
-  t.equal(readFileSync(join(controller.dataDir, 'api-token'), 'utf8'), before, 'a restart keeps the tokens');
-  t.equal(again.caHash, controller.caHash, 'and the CA');
-});
+t.test(
+  'the API token, CA and keys are generated once, stored 0600, and the controller binds loopback over TLS',
+  async (t) => {
+    const controller = await startController();
+    t.teardown(() => controller.stop());
+    const { statSync, readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    for (const f of ['api-token', 'ca.crt', 'ca.key', 'server.crt', 'server.key']) {
+      const mode = statSync(join(controller.dataDir, f)).mode & 0o777;
+      t.equal(mode, 0o600, `${f} mode`);
+    }
+    t.match(controller.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const { existsSync } = await import('node:fs');
+    t.notOk(existsSync(join(controller.dataDir, 'join-token')), 'no shared join token exists any more');
+    const before = readFileSync(join(controller.dataDir, 'api-token'), 'utf8');
+    await controller.stop();
+    const again = await startController({ dataDir: controller.dataDir });
+    t.teardown(() => again.stop());
+    t.equal(readFileSync(join(controller.dataDir, 'api-token'), 'utf8'), before, 'a restart keeps the tokens');
+    t.equal(again.caHash, controller.caHash, 'and the CA');
+  },
+);
 
 t.test('the OpenAPI document is generated from the schemas', async (t) => {
   const controller = await startController();
   t.teardown(() => controller.stop());
-  const doc = await controller.api<{ openapi: string; paths: Record<string, unknown>; components: unknown }>('/v1/openapi.json');
+  const doc = await controller.api<{ openapi: string; paths: Record<string, unknown>; components: unknown }>(
+    '/v1/openapi.json',
+  );
   t.equal(doc.status, 200);
   t.match(doc.body.openapi, /^3\./);
   t.ok(doc.body.paths['/v1/nodes'], 'lists /v1/nodes');

@@ -109,7 +109,13 @@ t.test('after hello: bad frames get error frames and the link stays up', async (
   t.equal((await agent.next()).code, 'RANKD_UNKNOWN_TYPE', 'only output travels as binary');
   // output of a job the controller does not know is dropped quietly (a late resend after
   // the job ended looks the same); the link stays up, as the next exchange shows
-  agent.ws.send(encodeBinaryFrame({ type: 'rank.output', jobId: 'jnosuch', rank: 0, stream: 'stdout', offset: 0 }, Buffer.from('late\n')), { binary: true });
+  agent.ws.send(
+    encodeBinaryFrame(
+      { type: 'rank.output', jobId: 'jnosuch', rank: 0, stream: 'stdout', offset: 0 },
+      Buffer.from('late\n'),
+    ),
+    { binary: true },
+  );
 
   // still registered and served
   agent.send({ type: 'heartbeat', seq: 1 });
@@ -117,7 +123,10 @@ t.test('after hello: bad frames get error frames and the link stays up', async (
   t.equal((await agent.next()).code, 'RANKD_UNKNOWN_TYPE');
   t.equal(agent.closed, null);
   const nodes = await controller.api<{ nodes: Array<{ name: string; state: string }> }>('/v1/nodes');
-  t.same(nodes.body.nodes.map((n) => [n.name, n.state]), [['raw-1', 'ready']]);
+  t.same(
+    nodes.body.nodes.map((n) => [n.name, n.state]),
+    [['raw-1', 'ready']],
+  );
 });
 
 t.test('a frame over 1 MiB closes the link with 1009', async (t) => {
@@ -150,7 +159,10 @@ t.test('the first frame must be a valid hello', async (t) => {
   t.match(closedB.reason, /name/);
 
   const c = await RawAgent.connect(controller);
-  c.ws.send(encodeBinaryFrame({ type: 'rank.output', jobId: 'j1', rank: 0, stream: 'stdout', offset: 0 }, Buffer.from('x\n')), { binary: true });
+  c.ws.send(
+    encodeBinaryFrame({ type: 'rank.output', jobId: 'j1', rank: 0, stream: 'stdout', offset: 0 }, Buffer.from('x\n')),
+    { binary: true },
+  );
   const closedC = await c.untilClosed();
   t.equal(closedC.code, 4400, 'output before the hello');
   t.match(closedC.reason, /before the hello/);

@@ -25,7 +25,10 @@ t.test('an agent registers and shows ready in rankd nodes', async (t) => {
   const json = await runCli(['nodes', '--json'], env);
   t.equal(json.code, 0);
   const parsed = (JSON.parse(json.stdout) as { nodes: Array<{ name: string; state: string }> }).nodes;
-  t.same(parsed.map((n) => [n.name, n.state]), [['node-a', 'ready']]);
+  t.same(
+    parsed.map((n) => [n.name, n.state]),
+    [['node-a', 'ready']],
+  );
 
   const one = await controller.api<{ name: string }>('/v1/nodes/node-a');
   t.equal(one.status, 200);

@@ -40,13 +40,20 @@ t.test('a known node that has not reconnected is not judged during the grace per
   // The grace period is counted from the controller's own start, which is before it
   // answers: sampling for GRACE - 1.5 s after it answers stays inside the period.
   const GRACE_MS = 4000;
-  const second = await startController({ dataDir: first.dataDir, port, heartbeatMs: HEARTBEAT_MS, restartGraceMs: GRACE_MS });
+  const second = await startController({
+    dataDir: first.dataDir,
+    port,
+    heartbeatMs: HEARTBEAT_MS,
+    restartGraceMs: GRACE_MS,
+  });
   t.teardown(() => second.stop());
   const upAt = Date.now();
 
   const states = new Set<string>();
   while (Date.now() - upAt < GRACE_MS - 1500) {
-    const { body } = await second.api<{ nodes: Array<{ name: string; state: string; connected: boolean }> }>('/v1/nodes');
+    const { body } = await second.api<{ nodes: Array<{ name: string; state: string; connected: boolean }> }>(
+      '/v1/nodes',
+    );
     const node = body.nodes.find((n) => n.name === 'sleeper');
     t.ok(node, 'the node is still known after the restart');
     states.add(`${node!.state}/${node!.connected}`);

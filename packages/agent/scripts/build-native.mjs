@@ -32,8 +32,15 @@ function expectedVersion() {
 }
 const EXPECTED_VERSION = expectedVersion();
 
-const sources = fs.readdirSync(srcDir).filter((f) => f.endsWith('.c')).sort().map((f) => path.join(srcDir, f));
-const headers = fs.readdirSync(srcDir).filter((f) => f.endsWith('.h')).map((f) => path.join(srcDir, f));
+const sources = fs
+  .readdirSync(srcDir)
+  .filter((f) => f.endsWith('.c'))
+  .sort()
+  .map((f) => path.join(srcDir, f));
+const headers = fs
+  .readdirSync(srcDir)
+  .filter((f) => f.endsWith('.h'))
+  .map((f) => path.join(srcDir, f));
 const inputs = [...sources, ...headers, fileURLToPath(import.meta.url)];
 const versionCopy = path.join(path.dirname(out), 'version.h');
 

@@ -61,9 +61,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const executor = new JobExecutor(runner, link, baseRankEnv(), log, new PmiServer(link, log));
   // the supervisor that starts ranks here and its version, or why ranks will be refused
   const { supervisor } = runner;
-  if (supervisor.problem) log.error({ supervisor: supervisor.path, problem: supervisor.problem }, describeSupervisor(supervisor));
+  if (supervisor.problem)
+    log.error({ supervisor: supervisor.path, problem: supervisor.problem }, describeSupervisor(supervisor));
   else log.info({ supervisor: supervisor.path, version: supervisor.version }, describeSupervisor(supervisor));
-  if (process.env.RANKD_LAUNCHER) log.warn('RANKD_LAUNCHER is no longer read: every rank starts under the rank supervisor');
+  if (process.env.RANKD_LAUNCHER)
+    log.warn('RANKD_LAUNCHER is no longer read: every rank starts under the rank supervisor');
   const fleet = attachFleet(link, { allowRoot: config.allowRoot, log, launcher: supervisor });
   const openmpi = new OpenMpiJobs(runner, executor, link, config.name, baseRankEnv(), config.allowRoot ?? false, log);
   // ranks from before an agent restart are taken back before the controller hears from us
@@ -74,20 +76,26 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // when it opened) and the next connection presents the new one (tls() above).
   let renewTimer: NodeJS.Timeout | null = null;
   const scheduleRenewal = (delayMs: number) => {
-    renewTimer = setTimeout(() => {
-      renewing = true;
-      renew(identity, { controller: config.controller, stateDir: config.stateDir, log })
-        .finally(() => (renewing = false))
-        .then((next) => {
-          identity = next;
-          scheduleRenewal(renewalDelay(identity));
-        })
-        .catch((err: Error) => {
-          const left = identity.notAfter - Date.now();
-          log.error({ err: err.message, code: (err as RankdError).code, msLeft: left }, 'certificate renewal failed; retrying');
-          if (left > 0) scheduleRenewal(Math.max(1000, Math.min(60_000, left / 10)));
-        });
-    }, Math.min(delayMs, 2 ** 31 - 1));
+    renewTimer = setTimeout(
+      () => {
+        renewing = true;
+        renew(identity, { controller: config.controller, stateDir: config.stateDir, log })
+          .finally(() => (renewing = false))
+          .then((next) => {
+            identity = next;
+            scheduleRenewal(renewalDelay(identity));
+          })
+          .catch((err: Error) => {
+            const left = identity.notAfter - Date.now();
+            log.error(
+              { err: err.message, code: (err as RankdError).code, msLeft: left },
+              'certificate renewal failed; retrying',
+            );
+            if (left > 0) scheduleRenewal(Math.max(1000, Math.min(60_000, left / 10)));
+          });
+      },
+      Math.min(delayMs, 2 ** 31 - 1),
+    );
     renewTimer.unref();
   };
   scheduleRenewal(renewalDelay(identity));
@@ -125,15 +133,37 @@ function baseRankEnv(): Record<string, string> {
 async function obtainIdentity(config: AgentConfig, log: Logger): Promise<NodeIdentity> {
   const kept = loadIdentity(config.stateDir, config.name);
   if (kept && kept.notAfter > Date.now() + 1000) {
-    log.info({ node: kept.name, serial: kept.serial, notAfter: new Date(kept.notAfter).toISOString(), stateDir: config.stateDir }, 'node certificate loaded');
+    log.info(
+      {
+        node: kept.name,
+        serial: kept.serial,
+        notAfter: new Date(kept.notAfter).toISOString(),
+        stateDir: config.stateDir,
+      },
+      'node certificate loaded',
+    );
     return kept;
   }
   const joinToken = config.joinToken ?? (config.tokenFile ? readToken(config.tokenFile, log) : null);
   if (!joinToken || !config.caHash) {
-    if (kept) throw new RankdError(ErrorCode.NodeCertExpired, `the node certificate in ${config.stateDir} expired at ${new Date(kept.notAfter).toISOString()}: enroll again with a new join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`);
-    throw new RankdError(ErrorCode.NodeCertRequired, `node "${config.name}" is not enrolled (no certificate in ${config.stateDir}): pass a join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`);
+    if (kept)
+      throw new RankdError(
+        ErrorCode.NodeCertExpired,
+        `the node certificate in ${config.stateDir} expired at ${new Date(kept.notAfter).toISOString()}: enroll again with a new join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`,
+      );
+    throw new RankdError(
+      ErrorCode.NodeCertRequired,
+      `node "${config.name}" is not enrolled (no certificate in ${config.stateDir}): pass a join token (--join-token-file or RANKD_JOIN_TOKEN) and --ca-hash, as "rankd join-command" prints them`,
+    );
   }
-  return enroll({ controller: config.controller, joinToken, caHash: config.caHash, name: config.name, stateDir: config.stateDir, log });
+  return enroll({
+    controller: config.controller,
+    joinToken,
+    caHash: config.caHash,
+    name: config.name,
+    stateDir: config.stateDir,
+    log,
+  });
 }
 
 function readToken(path: string, log: Logger): string {
@@ -142,7 +172,11 @@ function readToken(path: string, log: Logger): string {
     if (!token) throw new Error('file is empty');
     // read anyway (the token is single-use and about to be spent), but say who else could have
     const mode = statSync(path).mode & 0o777;
-    if (mode & 0o077) log.warn({ path, mode: mode.toString(8) }, `the join token file ${path} is readable by other users (mode ${mode.toString(8)}): keep it 0600`);
+    if (mode & 0o077)
+      log.warn(
+        { path, mode: mode.toString(8) },
+        `the join token file ${path} is readable by other users (mode ${mode.toString(8)}): keep it 0600`,
+      );
     return token;
   } catch (err) {
     throw new Error(`cannot read join token file ${path}: ${(err as Error).message}`, { cause: err });

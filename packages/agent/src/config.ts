@@ -112,8 +112,10 @@ export function resolveAgentConfig(...layers: AgentConfigFile[]): AgentConfig {
       else (merged as Record<string, unknown>)[k] = v;
     }
   }
-  if (!merged.controller) throw new Error('no controller URL: set "controller" in the config file, RANKD_CONTROLLER, or --controller');
-  if (!/^https:\/\//i.test(merged.controller)) throw new Error(`the controller URL must be https:// (got "${merged.controller}"): the controller speaks TLS only`);
+  if (!merged.controller)
+    throw new Error('no controller URL: set "controller" in the config file, RANKD_CONTROLLER, or --controller');
+  if (!/^https:\/\//i.test(merged.controller))
+    throw new Error(`the controller URL must be https:// (got "${merged.controller}"): the controller speaks TLS only`);
   const name = merged.name ?? hostname().split('.')[0]!;
   const problem = nodeNameProblem(name);
   if (problem) throw new Error(problem);

@@ -7,7 +7,15 @@ import type { FactsSource } from './link/facts-publisher.js';
 import { factsHash, readFacts } from '@rankd/topology';
 
 export { startAgent, type RunningAgent } from './agent.js';
-export { resolveAgentConfig, readConfigFile, configFromEnv, parseLabels, DEFAULT_CONFIG_FILE, type AgentConfig, type AgentConfigFile } from './config.js';
+export {
+  resolveAgentConfig,
+  readConfigFile,
+  configFromEnv,
+  parseLabels,
+  DEFAULT_CONFIG_FILE,
+  type AgentConfig,
+  type AgentConfigFile,
+} from './config.js';
 
 /** This node's facts from sysfs/procfs under root ("/" for the live system). */
 export function factsSource(root: string): FactsSource {

@@ -8,7 +8,8 @@ try {
 } catch (err) {
   // "Cannot find module '<main>' imported from …": the CLI is not built. A module missing
   // further down names main.js only as its importer, unquoted, and is reported as it is.
-  if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes(`'${decodeURIComponent(main.pathname)}'`)) throw err;
+  if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes(`'${decodeURIComponent(main.pathname)}'`))
+    throw err;
   process.stderr.write('rankd: the CLI is not built yet: run `npm run build` in the repository\n');
   process.exitCode = 70; // ExitCode.Software: a local failure
 }

@@ -17,7 +17,9 @@ if (!Number.isInteger(rank) || !Number.isInteger(world) || !addr || !port) {
 
 const status = readFileSync('/proc/self/status', 'utf8');
 const field = (name) => (status.match(new RegExp(`^${name}:\\s*(.*)$`, 'm')) ?? [])[1] ?? '?';
-console.log(`rank ${rank}/${world} pid ${process.pid} on CPUs ${field('Cpus_allowed_list')}, memory nodes ${field('Mems_allowed_list')}`);
+console.log(
+  `rank ${rank}/${world} pid ${process.pid} on CPUs ${field('Cpus_allowed_list')}, memory nodes ${field('Mems_allowed_list')}`,
+);
 
 const intervals = 20_000_000;
 const started = process.hrtime.bigint();

@@ -21,7 +21,8 @@ const program = new Command('rankd')
   .exitOverride()
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
-for (const module of await Promise.all(modulesFor(process.argv.slice(2)).map((m) => m.load()))) module.register(program);
+for (const module of await Promise.all(modulesFor(process.argv.slice(2)).map((m) => m.load())))
+  module.register(program);
 nameFlagsInRefusals(program);
 
 try {

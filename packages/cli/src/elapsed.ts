@@ -3,7 +3,12 @@
 /** Whole seconds as squeue writes them: M:SS, H:MM:SS, D-HH:MM:SS. */
 export function formatElapsed(ms: number): string {
   const total = Math.max(0, Math.floor(ms / 1000));
-  const [days, hours, minutes, seconds] = [Math.floor(total / 86_400), Math.floor(total / 3600) % 24, Math.floor(total / 60) % 60, total % 60];
+  const [days, hours, minutes, seconds] = [
+    Math.floor(total / 86_400),
+    Math.floor(total / 3600) % 24,
+    Math.floor(total / 60) % 60,
+    total % 60,
+  ];
   const pad = (n: number) => String(n).padStart(2, '0');
   if (days > 0) return `${days}-${pad(hours)}:${pad(minutes)}:${pad(seconds)}`;
   if (hours > 0) return `${hours}:${pad(minutes)}:${pad(seconds)}`;

@@ -22,7 +22,8 @@ export function exportedEnv(spec: string | undefined, source: NodeJS.ProcessEnv)
   const [first, ...rest] = items;
   if (first === 'NONE') {
     // srun: "User can not specify explicit environment variables with NONE"
-    if (rest.length > 0) throw usage(`--export NONE takes no variables ("${spec}"); name them without NONE: --export ${rest.join(',')}`);
+    if (rest.length > 0)
+      throw usage(`--export NONE takes no variables ("${spec}"); name them without NONE: --export ${rest.join(',')}`);
     return {};
   }
   const all = first === 'ALL';
@@ -52,7 +53,10 @@ function allOf(source: NodeJS.ProcessEnv): Record<string, string> {
 
 function checkName(name: string): void {
   if (!NAME.test(name)) throw usage(`--export takes variable names (VAR or VAR=value), not "${name}"`);
-  if (IDENTITY.has(name)) throw usage(`--export ${name}: each rank gets ${IDENTITY_VARIABLES.join(', ')} of the Unix user it runs as, from its node`);
+  if (IDENTITY.has(name))
+    throw usage(
+      `--export ${name}: each rank gets ${IDENTITY_VARIABLES.join(', ')} of the Unix user it runs as, from its node`,
+    );
   const why = notExportedBecause(name);
   if (why) throw usage(`--export ${name}: rankd never passes it from your environment to ranks, because ${why}`);
 }

@@ -14,16 +14,23 @@ export interface InputFlags {
 /** Who reads this stdin: nobody when it is /dev/null or closed (they read EOF at once), nor for --pty and Open MPI jobs. */
 export function stdinOf(flags: InputFlags): Pick<JobSubmit, 'stdin'> {
   const who = flags.input ?? '0';
-  if (who !== 'all' && who !== 'none' && !/^(0|[1-9][0-9]{0,7})$/.test(who)) throw new CliError(`--input is a rank, all or none, not "${who}"`, ExitCode.Usage);
+  if (who !== 'all' && who !== 'none' && !/^(0|[1-9][0-9]{0,7})$/.test(who))
+    throw new CliError(`--input is a rank, all or none, not "${who}"`, ExitCode.Usage);
   // -n is the world size: a rank past it is a usage error before any request (else the controller says so, 400)
   const ranks = flags.ntasks === undefined ? NaN : Number(flags.ntasks);
-  if (/^[0-9]+$/.test(who) && Number(who) >= ranks) throw new CliError(`--input ${who}: the job has ${ranks === 1 ? 'one rank, 0' : `${ranks} ranks, 0 to ${ranks - 1}`}`, ExitCode.Usage);
+  if (/^[0-9]+$/.test(who) && Number(who) >= ranks)
+    throw new CliError(
+      `--input ${who}: the job has ${ranks === 1 ? 'one rank, 0' : `${ranks} ranks, 0 to ${ranks - 1}`}`,
+      ExitCode.Usage,
+    );
   const unsupported = flags.pty ? '--pty' : flags.mpi === 'openmpi' ? '--mpi openmpi' : null;
-  if (unsupported && flags.input !== undefined && who !== 'none') throw new CliError(`--input ${who}: stdin is not forwarded with ${unsupported}`, ExitCode.Usage);
+  if (unsupported && flags.input !== undefined && who !== 'none')
+    throw new CliError(`--input ${who}: stdin is not forwarded with ${unsupported}`, ExitCode.Usage);
   if (who === 'none' || stdinIsEmpty()) return {};
   if (unsupported) {
     // a pipe or file given to such a job is not read: say so rather than drop it unseen
-    if (!process.stdin.isTTY) process.stderr.write(`rankd: stdin is not forwarded with ${unsupported}; the ranks do not read it\n`);
+    if (!process.stdin.isTTY)
+      process.stderr.write(`rankd: stdin is not forwarded with ${unsupported}; the ranks do not read it\n`);
     return {};
   }
   return { stdin: who === 'all' ? 'all' : Number(who) };

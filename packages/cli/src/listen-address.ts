@@ -21,6 +21,7 @@ export function parseListen(value: string, defaultPort: number): { host: string;
     }
   }
   const port = portText === undefined || portText === '' ? defaultPort : Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--listen ${value}: bad port`, ExitCode.Usage);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new CliError(`--listen ${value}: bad port`, ExitCode.Usage);
   return { host, port };
 }

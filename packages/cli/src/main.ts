@@ -20,7 +20,9 @@ if (process.env.RANKD_DEV === '1') {
     const named = `'${decodeURIComponent(bundle.pathname)}'`;
     const missing = e?.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(named);
     if (!missing) throw err;
-    process.stderr.write('rankd: the CLI is not bundled: run `npm run build` (RANKD_DEV=1 runs the compiled modules)\n');
+    process.stderr.write(
+      'rankd: the CLI is not bundled: run `npm run build` (RANKD_DEV=1 runs the compiled modules)\n',
+    );
     process.exitCode = 70; // ExitCode.Software: a local failure
   }
 }

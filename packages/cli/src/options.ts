@@ -40,8 +40,10 @@ export function secondsIn(bounds: Bounds): (value: string) => number {
   return (value) => {
     const t = value.trim();
     const s = /^0+(\.0*)?(ms|s|m|h|d)?$/.test(t) ? 0 : parseDuration(t) / 1000;
-    if (!Number.isFinite(s)) throw new InvalidArgumentError(`"${value}" is not a number of seconds or a duration (e.g. 30s, 15m, 2h)`);
-    if (!withinBounds(s, bounds)) throw new InvalidArgumentError(`"${value}" is out of range (${rangeText(bounds, 's')})`);
+    if (!Number.isFinite(s))
+      throw new InvalidArgumentError(`"${value}" is not a number of seconds or a duration (e.g. 30s, 15m, 2h)`);
+    if (!withinBounds(s, bounds))
+      throw new InvalidArgumentError(`"${value}" is out of range (${rangeText(bounds, 's')})`);
     return s;
   };
 }
@@ -49,7 +51,8 @@ export function secondsIn(bounds: Bounds): (value: string) => number {
 /** One of a fixed set of words. */
 export function oneOf<T extends string>(values: readonly T[]): (value: string) => T {
   return (value) => {
-    if (!(values as readonly string[]).includes(value)) throw new InvalidArgumentError(`"${value}" is not one of ${values.join(', ')}`);
+    if (!(values as readonly string[]).includes(value))
+      throw new InvalidArgumentError(`"${value}" is not one of ${values.join(', ')}`);
     return value as T;
   };
 }
@@ -89,7 +92,8 @@ export function since(value: string): string {
 export function byteSize(value: string): number {
   const m = /^(\d+)\s*(k|m|g)?(i?b)?$/i.exec(value.trim());
   const n = m ? Number(m[1]) * 1024 ** ('kmg'.indexOf((m[2] ?? ' ').toLowerCase()) + 1) : NaN;
-  if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError(`"${value}" is not a size (e.g. 64MiB, 500k, 1G)`);
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new InvalidArgumentError(`"${value}" is not a size (e.g. 64MiB, 500k, 1G)`);
   return n;
 }
 

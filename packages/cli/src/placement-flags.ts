@@ -40,11 +40,19 @@ export function addPlacementOptions(cmd: Command): Command {
     .option('--ranks-per-node <N|numa|socket|gpu>', 'ranks per node: a count, or one per NUMA node, package or GPU')
     .addOption(new Option('--ppn <N|numa|socket|gpu>', 'alias of --ranks-per-node'))
     .addOption(new Option('--distribution <how>', 'global rank order across nodes').choices(['block', 'cyclic']))
-    .option('-c, --cpus-per-rank <C>', "compute cores per rank (default: the site's, the controller's --default-cpus-per-rank: the rank's share of its node, or N)")
+    .option(
+      '-c, --cpus-per-rank <C>',
+      "compute cores per rank (default: the site's, the controller's --default-cpus-per-rank: the rank's share of its node, or N)",
+    )
     .option('--oversubscribe', 'allow more ranks than cores on a node: ranks share cores, each pinned to one')
     .addOption(new Option('--ht <policy>', 'hardware threads per compute core: first or all').choices(['first', 'all']))
     .option('--comm-workers <K>', 'CPUs reserved per rank for communication workers (oneCCL)')
-    .addOption(new Option('--comm-on <where>', 'workers on sibling threads or on cores of their own').choices(['siblings', 'cores']))
+    .addOption(
+      new Option('--comm-on <where>', 'workers on sibling threads or on cores of their own').choices([
+        'siblings',
+        'cores',
+      ]),
+    )
     .addOption(new Option('--mem-bind <policy>', 'memory binding').choices(['local', 'none']))
     .option('--nic <local|all|none|PATTERN,…>', 'RDMA devices per rank (globs over device names)')
     .option('--gpus-per-rank <G>', 'GPUs per rank')
@@ -52,7 +60,12 @@ export function addPlacementOptions(cmd: Command): Command {
     .option('--master-port <port>', 'rendezvous port (default: chosen)')
     .option('--env <K=V>', 'set or override a variable in every rank (repeatable)', collect)
     .addOption(new Option('--env-profile <profile>', 'mpi adds PMI_/OMPI_/MPI_ variables').choices(['default', 'mpi']))
-    .addOption(new Option('--exclusive', 'whole nodes only: hold every CPU and GPU of the nodes, with no other job there').conflicts('share'))
+    .addOption(
+      new Option(
+        '--exclusive',
+        'whole nodes only: hold every CPU and GPU of the nodes, with no other job there',
+      ).conflicts('share'),
+    )
     .option('--share', 'overlap with other jobs: plan on whole nodes and hold nothing');
 }
 
@@ -78,7 +91,10 @@ function ranksPerNode(flag: string, text: string | undefined): RanksPerNode | un
 
 function list(flag: string, text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
-  const items = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const items = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (items.length === 0) throw usage(`${flag} is empty`);
   return items;
 }

@@ -14,7 +14,11 @@ import { CliError, ExitCode } from './exit-codes.js';
  * node name (the bindings view draws sockets and cores from them). Nothing runs on files, so
  * every core is free and the job would start now: `schedule` says so, in the REST shape.
  */
-export function planOffline(factsDir: string, addressPairs: readonly string[], spec: PlacementSpec): { answer: PlanAnswer; facts: Record<string, Facts> } {
+export function planOffline(
+  factsDir: string,
+  addressPairs: readonly string[],
+  spec: PlacementSpec,
+): { answer: PlanAnswer; facts: Record<string, Facts> } {
   const nodes = readFactsDir(factsDir, parseAddresses(addressPairs));
   const answer: PlanAnswer = { ...plan(nodes, spec), schedule: { startsNow: true, reason: null } };
   return { answer, facts: Object.fromEntries(nodes.map((n) => [n.name, n.facts])) };
@@ -28,7 +32,8 @@ function plan(nodes: PlannerNode[], spec: PlacementSpec): RankMap {
     return withHolds(map, allocationOf(map, spec, factsOf), factsOf);
   } catch (err) {
     // the same exit code and wording as when the controller refuses the spec
-    if (err instanceof PlanError) throw new CliError(`${err.message} (${err.code})`, ExitCode.RemoteFailure, err.suggestion);
+    if (err instanceof PlanError)
+      throw new CliError(`${err.message} (${err.code})`, ExitCode.RemoteFailure, err.suggestion);
     throw err;
   }
 }
@@ -48,7 +53,9 @@ const checkFacts = Compile(Facts);
 function readFactsDir(dir: string, addresses: Map<string, string>): PlannerNode[] {
   let files: string[];
   try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+    files = readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort();
   } catch (err) {
     throw new CliError(`cannot read --facts-dir ${dir}: ${(err as Error).message}`, ExitCode.Software);
   }
@@ -70,7 +77,8 @@ function readFactsDir(dir: string, addresses: Map<string, string>): PlannerNode[
     return { name, address: addresses.get(name) ?? liveAddress(facts), facts };
   });
   for (const name of addresses.keys()) {
-    if (!nodes.some((n) => n.name === name)) throw new CliError(`--address names ${name}, which has no ${name}.json in ${dir}`, ExitCode.Usage);
+    if (!nodes.some((n) => n.name === name))
+      throw new CliError(`--address names ${name}, which has no ${name}.json in ${dir}`, ExitCode.Usage);
   }
   return nodes;
 }

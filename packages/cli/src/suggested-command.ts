@@ -45,7 +45,10 @@ function optionOf(cmd: Command, word: string): { option: Option | undefined; inl
     return { option: cmd.options.find((o) => o.long === long), inlineValue: eq < 0 ? undefined : word.slice(eq + 1) };
   }
   const option = cmd.options.find((o) => o.short === word.slice(0, 2));
-  return { option, inlineValue: word.length > 2 && option && (option.required || option.optional) ? word.slice(2) : undefined };
+  return {
+    option,
+    inlineValue: word.length > 2 && option && (option.required || option.optional) ? word.slice(2) : undefined,
+  };
 }
 
 /** A spec field as the flag words `rankd run` and `rankd plan` take: {cpusPerRank: 56} → ["-c", "56"]. */

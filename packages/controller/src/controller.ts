@@ -4,7 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { CloseCode, DEFAULT_CONTROLLER_PORT, ErrorCode, STDIN_PATH, type ControllerMessage, type CpuDefault } from '@rankd/protocol';
+import {
+  CloseCode,
+  DEFAULT_CONTROLLER_PORT,
+  ErrorCode,
+  STDIN_PATH,
+  type ControllerMessage,
+  type CpuDefault,
+} from '@rankd/protocol';
 import { buildApi } from './api/server.js';
 import { NodeRegistry } from './nodes/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './nodes/timing.js';
@@ -35,7 +42,12 @@ import { UsersRepo } from './store/users-repo.js';
 import { SessionsRepo } from './store/sessions-repo.js';
 import { AuditLog, type AuditOptions } from './store/audit-log.js';
 import type { RefusalEvent } from './store/audit-refusals.js';
-import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, serverTimeouts, type ConnectionLimits } from './tls/connection-guard.js';
+import {
+  ConnectionGuard,
+  DEFAULT_CONNECTION_LIMITS,
+  serverTimeouts,
+  type ConnectionLimits,
+} from './tls/connection-guard.js';
 import { AccessControl } from './api/auth.js';
 import { OpenStreams } from './streams/open-streams.js';
 import { ControllerMetrics } from './metrics/controller-metrics.js';
@@ -103,7 +115,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
 async function startLocked(options: ControllerOptions, log: Logger, lock: DataDirLock): Promise<RunningController> {
   const tightened = secureDataDir(options.dataDir);
-  if (tightened.length > 0) log.warn({ paths: tightened }, 'data directory: modes tightened to 0700 (directories) and 0600 (files)');
+  if (tightened.length > 0)
+    log.warn({ paths: tightened }, 'data directory: modes tightened to 0700 (directories) and 0600 (files)');
   const tokens = loadOrCreateTokens(options.dataDir);
   const host = options.host ?? '127.0.0.1';
   const tls = await setupTls(options.dataDir, host, options.tls);
@@ -138,7 +151,18 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   const fleet = createFleetServices({ db, registry, events, access, log });
   const openmpi = new OpenMpiMode(agents, events, (node) => Boolean(registry.link(node)));
   const logs = new LogStore(join(options.dataDir, 'logs'));
-  jobs = new JobManager(jobsRepo, events, logs, registry, agents, openmpi, log, fleet.inventory.groupResolver(), options.limits, options.defaultCpusPerRank);
+  jobs = new JobManager(
+    jobsRepo,
+    events,
+    logs,
+    registry,
+    agents,
+    openmpi,
+    log,
+    fleet.inventory.groupResolver(),
+    options.limits,
+    options.defaultCpusPerRank,
+  );
   jobs.restore();
   const refusals = new AgentRefusals(audit, agents, registry, log);
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);
@@ -147,7 +171,13 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     {
       nodes: (jobId) => jobs.lifecycle.pmiNodes(jobId),
       fail: (jobId, reason) => jobs.lifecycle.fail(jobId, reason),
-      foreign: (node, jobId, type) => refusals.refuse(node, { type, code: ErrorCode.ForeignJob, message: `${node} has no rank of job ${jobId}`, resource: { job: jobId } }),
+      foreign: (node, jobId, type) =>
+        refusals.refuse(node, {
+          type,
+          code: ErrorCode.ForeignJob,
+          message: `${node} has no rank of job ${jobId}`,
+          resource: { job: jobId },
+        }),
     },
     { sendEncoded: (node, frame) => registry.link(node)?.sendEncoded(frame) ?? false },
     log,
@@ -169,14 +199,30 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     timeouts: connections,
     metrics,
     flushWrites: () => batch.flush(),
-    enroll: { enrollment, trustPem: tls.trustPem, caHash: tls.caHash, clusterCaPem: tls.ca.certPem, dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0 },
+    enroll: {
+      enrollment,
+      trustPem: tls.trustPem,
+      caHash: tls.caHash,
+      clusterCaPem: tls.ca.certPem,
+      dropNode: (node, reason) => gateway?.dropNode(node, reason) ?? 0,
+    },
   });
   const countRefusal = (event: RefusalEvent) => audit.countRefusal(event);
   answerPlaintext(app.server, log, countRefusal);
   new ConnectionGuard(app.server as unknown as import('node:https').Server, connections, (source) =>
-    audit.countRefusal({ source, user: null, method: 'CONNECT', route: '(connection)', status: null, code: ErrorCode.TooManyConnections, reason: `more than ${connections.perSource} connections without a node certificate from one address` }),
+    audit.countRefusal({
+      source,
+      user: null,
+      method: 'CONNECT',
+      route: '(connection)',
+      status: null,
+      code: ErrorCode.TooManyConnections,
+      reason: `more than ${connections.perSource} connections without a node certificate from one address`,
+    }),
   );
-  const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, countRefusal, (node, seconds) => metrics.agentLinkRtt(node, seconds)));
+  const gw = (gateway = new AgentGateway(app.server, enrollment, registry, log, countRefusal, (node, seconds) =>
+    metrics.agentLinkRtt(node, seconds),
+  ));
   const batched: Around = (work) => batch.within(work);
   gw.handle(jobHandlers(rankEvents), batched);
   gw.handle(pmiHandlers(fences, jobs, refusals), batched);
@@ -194,8 +240,20 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   const url = `https://${shown}:${address.port}`;
   const caFile = join(options.dataDir, 'ca-bundle.crt');
   writeAtomically(caFile, tls.trustPem);
-  writeAtomically(join(options.dataDir, 'controller.json'), JSON.stringify({ url, pid: process.pid, ca: caFile, caHash: tls.caHash }) + '\n');
-  log.info({ url, dataDir: options.dataDir, timing, caHash: tls.caHash, defaultCpusPerRank: options.defaultCpusPerRank ?? 'share' }, 'controller listening (TLS)');
+  writeAtomically(
+    join(options.dataDir, 'controller.json'),
+    JSON.stringify({ url, pid: process.pid, ca: caFile, caHash: tls.caHash }) + '\n',
+  );
+  log.info(
+    {
+      url,
+      dataDir: options.dataDir,
+      timing,
+      caHash: tls.caHash,
+      defaultCpusPerRank: options.defaultCpusPerRank ?? 'share',
+    },
+    'controller listening (TLS)',
+  );
 
   let closed: Promise<void> | null = null;
   const close = () =>
@@ -223,7 +281,11 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
 function bootstrapAdmin(users: UsersRepo, apiToken: string, name: string, log: Logger): void {
   if (users.count() > 0) return;
   const unixUser = name === 'admin' ? null : name;
-  const { accessor } = users.add({ name, role: 'admin', unixUser, createdAt: Date.now() }, apiToken, 'bootstrap token (the api-token file)');
+  const { accessor } = users.add(
+    { name, role: 'admin', unixUser, createdAt: Date.now() },
+    apiToken,
+    'bootstrap token (the api-token file)',
+  );
   log.info({ user: name, accessor }, 'created the first admin; its token is the api-token file');
 }
 

@@ -38,7 +38,9 @@ export function withoutHeader(text) {
 async function fetchDocument() {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build the repository first (npm run build at its root)`);
   const dataDir = mkdtempSync(join(tmpdir(), 'rankd-openapi-'));
-  const controller = spawn(process.execPath, [CLI, 'controller', '--listen', '127.0.0.1:0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const controller = spawn(process.execPath, [CLI, 'controller', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const keep = (chunk) => (output = (output + chunk).slice(-20_000));
   controller.stdout.on('data', keep);
@@ -69,7 +71,8 @@ async function waitForState(stateFile, controller, output) {
     } catch {
       // not written yet
     }
-    if (Date.now() > deadline) throw new Error(`the controller did not start within ${START_TIMEOUT_MS} ms:\n${output()}`);
+    if (Date.now() > deadline)
+      throw new Error(`the controller did not start within ${START_TIMEOUT_MS} ms:\n${output()}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -77,13 +80,19 @@ async function waitForState(stateFile, controller, output) {
 /** GET over HTTPS trusting the controller's own CA (Node 20's fetch cannot be given one). */
 function get(url, { token, ca }) {
   return new Promise((resolve, reject) => {
-    const request = https.get(url, { ca, headers: { authorization: `Bearer ${token}` }, agent: false, signal: AbortSignal.timeout(10_000) }, (response) => {
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk) => (body += chunk));
-      response.on('end', () => (response.statusCode === 200 ? resolve(body) : reject(new Error(`GET ${url}: ${response.statusCode} ${body}`))));
-      response.on('error', reject);
-    });
+    const request = https.get(
+      url,
+      { ca, headers: { authorization: `Bearer ${token}` }, agent: false, signal: AbortSignal.timeout(10_000) },
+      (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk) => (body += chunk));
+        response.on('end', () =>
+          response.statusCode === 200 ? resolve(body) : reject(new Error(`GET ${url}: ${response.statusCode} ${body}`)),
+        );
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
   });
 }

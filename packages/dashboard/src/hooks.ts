@@ -9,7 +9,11 @@ export interface Resource<T> {
   reload: () => void;
 }
 
-export function useResource<T>(load: () => Promise<T>, deps: unknown[], concerns: (change: Change) => boolean): Resource<T> {
+export function useResource<T>(
+  load: () => Promise<T>,
+  deps: unknown[],
+  concerns: (change: Change) => boolean,
+): Resource<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const state = useRef({ inFlight: false, again: false, alive: true, load });
@@ -21,16 +25,18 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[], concerns
       return;
     }
     s.inFlight = true;
-    s.load().then(
-      (value) => s.alive && (setData(value), setError(null)),
-      (err: Error) => s.alive && setError(err.message),
-    ).finally(() => {
-      s.inFlight = false;
-      if (s.again && s.alive) {
-        s.again = false;
-        run();
-      }
-    });
+    s.load()
+      .then(
+        (value) => s.alive && (setData(value), setError(null)),
+        (err: Error) => s.alive && setError(err.message),
+      )
+      .finally(() => {
+        s.inFlight = false;
+        if (s.again && s.alive) {
+          s.again = false;
+          run();
+        }
+      });
   };
   useEffect(() => {
     state.current.alive = true;

@@ -27,10 +27,15 @@ function App() {
   const [problem, setProblem] = useState<string | null>(null);
   const [checked, setChecked] = useState(false);
   useEffect(() => {
-    signIn().then(
-      (s) => setSession(s),
-      (err: Error) => setProblem(err instanceof ApiError && err.status === 401 && !err.message.includes('login code') ? null : err.message),
-    ).finally(() => setChecked(true));
+    signIn()
+      .then(
+        (s) => setSession(s),
+        (err: Error) =>
+          setProblem(
+            err instanceof ApiError && err.status === 401 && !err.message.includes('login code') ? null : err.message,
+          ),
+      )
+      .finally(() => setChecked(true));
   }, []);
   useEffect(() => useSessionCsrf(session?.csrf ?? null), [session]);
   if (!checked) return <p class="boot">Loading rankd…</p>;
@@ -45,22 +50,35 @@ function App() {
 
 function Shell({ session, onSignOut }: { session: SessionView; onSignOut: () => void }) {
   const route = useRoute();
-  const current = route.page === 'node' || route.page === 'fleet' ? 'fleet' : route.page === 'job' || route.page === 'jobs' ? 'jobs' : '';
+  const current =
+    route.page === 'node' || route.page === 'fleet'
+      ? 'fleet'
+      : route.page === 'job' || route.page === 'jobs'
+        ? 'jobs'
+        : '';
   return (
     <>
       <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
         Skip to content
       </a>
       <header class="top">
-        <a class="brand" href={href.fleet()}>rankd</a>
+        <a class="brand" href={href.fleet()}>
+          rankd
+        </a>
         <nav aria-label="Main">
-          <a href={href.fleet()} aria-current={current === 'fleet' ? 'page' : undefined}>Fleet</a>
-          <a href={href.jobs()} aria-current={current === 'jobs' ? 'page' : undefined}>Jobs</a>
+          <a href={href.fleet()} aria-current={current === 'fleet' ? 'page' : undefined}>
+            Fleet
+          </a>
+          <a href={href.jobs()} aria-current={current === 'jobs' ? 'page' : undefined}>
+            Jobs
+          </a>
         </nav>
         <span class="who">
           {session.user} ({session.role})
         </span>
-        <button type="button" onClick={onSignOut}>Sign out</button>
+        <button type="button" onClick={onSignOut}>
+          Sign out
+        </button>
       </header>
       <main id="main" tabIndex={-1}>
         {route.page === 'fleet' && <Fleet session={session} />}

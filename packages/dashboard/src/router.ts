@@ -1,7 +1,12 @@
 // Hash routes: the controller serves one index.html; the page is chosen after the '#'.
 import { useEffect, useState } from 'preact/hooks';
 
-export type Route = { page: 'fleet' } | { page: 'node'; name: string } | { page: 'jobs' } | { page: 'job'; id: string } | { page: 'missing'; path: string };
+export type Route =
+  | { page: 'fleet' }
+  | { page: 'node'; name: string }
+  | { page: 'jobs' }
+  | { page: 'job'; id: string }
+  | { page: 'missing'; path: string };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '') || '/';

@@ -32,7 +32,9 @@ export function bindShare(share: readonly TopoCore[], policy: CpuPolicy, node: s
   const reserved = policy.commOn === 'cores' ? k : 0;
 
   if (policy.cpusPerRank !== undefined && policy.cpusPerRank > size) {
-    const asked = policy.fromSite ? `the site default of ${policy.cpusPerRank} core${policy.cpusPerRank === 1 ? '' : 's'} per rank (rankd controller --default-cpus-per-rank)` : `-c ${policy.cpusPerRank}`;
+    const asked = policy.fromSite
+      ? `the site default of ${policy.cpusPerRank} core${policy.cpusPerRank === 1 ? '' : 's'} per rank (rankd controller --default-cpus-per-rank)`
+      : `-c ${policy.cpusPerRank}`;
     throw new PlanError(PlanErrorCode.TooManyCpus, `${asked} asks for more compute cores than ${where}`, {
       node,
       suggestion: { cpusPerRank: Math.max(1, size - reserved) },

@@ -32,22 +32,42 @@ export function exclusiveSizes(n: number, r: number): number[] {
   return Array.from({ length: r }, (_, i) => base + (i < rem ? 1 : 0));
 }
 
-export function splitShares(topo: NodeTopology, ranks: number, mode: ShareMode, node: string, oversubscribe = false): TopoCore[][] {
+export function splitShares(
+  topo: NodeTopology,
+  ranks: number,
+  mode: ShareMode,
+  node: string,
+  oversubscribe = false,
+): TopoCore[][] {
   if (topo.cores.length === 0) {
     throw new PlanError(PlanErrorCode.NoCpus, 'no allowed CPU (cgroup cpuset or offline CPUs leave none)', { node });
   }
   if (ranks > topo.cores.length && oversubscribe && mode.kind === 'count') return sharedCores(topo.cores, ranks);
   if (ranks > topo.cores.length) {
-    throw new PlanError(PlanErrorCode.TooManyRanks, `${plural(ranks, 'rank')} but only ${plural(topo.cores.length, 'allowed core')} (--oversubscribe lets ranks share cores)`, {
-      node,
-      suggestion: { ranksPerNode: topo.cores.length },
-    });
+    throw new PlanError(
+      PlanErrorCode.TooManyRanks,
+      `${plural(ranks, 'rank')} but only ${plural(topo.cores.length, 'allowed core')} (--oversubscribe lets ranks share cores)`,
+      {
+        node,
+        suggestion: { ranksPerNode: topo.cores.length },
+      },
+    );
   }
   switch (mode.kind) {
     case 'numa':
-      return byDomain(topo.numaDomains, ranks, { one: 'NUMA node with allowed cores', many: 'NUMA nodes with allowed cores' }, node);
+      return byDomain(
+        topo.numaDomains,
+        ranks,
+        { one: 'NUMA node with allowed cores', many: 'NUMA nodes with allowed cores' },
+        node,
+      );
     case 'socket':
-      return byDomain(topo.packageDomains, ranks, { one: 'package with allowed cores', many: 'packages with allowed cores' }, node);
+      return byDomain(
+        topo.packageDomains,
+        ranks,
+        { one: 'package with allowed cores', many: 'packages with allowed cores' },
+        node,
+      );
     case 'gpu':
       return byGpuDomain(topo, mode.gpuNuma, node) ?? evenShares(topo, ranks);
     case 'count':
@@ -60,12 +80,21 @@ function sharedCores(cores: readonly TopoCore[], ranks: number): TopoCore[][] {
   return Array.from({ length: ranks }, (_, r) => [cores[Math.floor((r * cores.length) / ranks)]!]);
 }
 
-function byDomain(domains: readonly Domain[], ranks: number, what: { one: string; many: string }, node: string): TopoCore[][] {
+function byDomain(
+  domains: readonly Domain[],
+  ranks: number,
+  what: { one: string; many: string },
+  node: string,
+): TopoCore[][] {
   if (ranks > domains.length) {
-    throw new PlanError(PlanErrorCode.TooManyRanks, `${plural(ranks, 'rank')} but only ${plural(domains.length, what.one, what.many)}`, {
-      node,
-      suggestion: { ranksPerNode: domains.length },
-    });
+    throw new PlanError(
+      PlanErrorCode.TooManyRanks,
+      `${plural(ranks, 'rank')} but only ${plural(domains.length, what.one, what.many)}`,
+      {
+        node,
+        suggestion: { ranksPerNode: domains.length },
+      },
+    );
   }
   return domains.slice(0, ranks).map((d) => [...d.cores]);
 }

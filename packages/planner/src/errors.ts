@@ -26,7 +26,10 @@ export class PlanError extends RankdError {
 
   /** The same refusal with the change said another way (in the flags the user gave). */
   withSuggestion(suggestion: Partial<PlacementSpec>): PlanError {
-    return new PlanError(this.code as PlanErrorCode, this.reason, { ...(this.node === undefined ? {} : { node: this.node }), suggestion });
+    return new PlanError(this.code as PlanErrorCode, this.reason, {
+      ...(this.node === undefined ? {} : { node: this.node }),
+      suggestion,
+    });
   }
 }
 

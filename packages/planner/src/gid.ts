@@ -86,7 +86,16 @@ function classify(g: Gid): GidClass {
   if (t.length === 39 && t.startsWith(MAPPED_PREFIX)) return versionBits | INET | VALID;
   if (t.length === 39 && t.startsWith(LINK_LOCAL_PREFIX)) return versionBits;
   // sysfs always prints eight groups of four hex digits; anything else is not a GID we trust
-  if (t.length !== 39 || t[4] !== ':' || t[9] !== ':' || t[14] !== ':' || t[19] !== ':' || t[24] !== ':' || t[29] !== ':' || t[34] !== ':') {
+  if (
+    t.length !== 39 ||
+    t[4] !== ':' ||
+    t[9] !== ':' ||
+    t[14] !== ':' ||
+    t[19] !== ':' ||
+    t[24] !== ':' ||
+    t[29] !== ':' ||
+    t[34] !== ':'
+  ) {
     return versionBits;
   }
   const w0 = word(t, 0);

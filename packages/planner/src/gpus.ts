@@ -12,15 +12,24 @@ export function sortedGpus(gpus: readonly Gpu[]): Gpu[] {
 /** The GPUs of each local rank when ranks follow GPUs one to one. */
 export function gpuPerRank(gpus: readonly Gpu[], ranks: number, node: string): Gpu[] {
   if (ranks > gpus.length) {
-    throw new PlanError(PlanErrorCode.TooManyGpus, `${plural(ranks, 'rank')} with --ranks-per-node gpu, but only ${plural(gpus.length, 'GPU')}`, {
-      node,
-      ...(gpus.length > 0 ? { suggestion: { ranksPerNode: gpus.length } } : {}),
-    });
+    throw new PlanError(
+      PlanErrorCode.TooManyGpus,
+      `${plural(ranks, 'rank')} with --ranks-per-node gpu, but only ${plural(gpus.length, 'GPU')}`,
+      {
+        node,
+        ...(gpus.length > 0 ? { suggestion: { ranksPerNode: gpus.length } } : {}),
+      },
+    );
   }
   return gpus.slice(0, ranks);
 }
 
-export function assignGpus(gpus: readonly Gpu[], perRank: number, rankNumas: readonly (readonly number[])[], node: string): Gpu[][] {
+export function assignGpus(
+  gpus: readonly Gpu[],
+  perRank: number,
+  rankNumas: readonly (readonly number[])[],
+  node: string,
+): Gpu[][] {
   const ranks = rankNumas.length;
   if (perRank === 0) return rankNumas.map(() => []);
   if (perRank * ranks > gpus.length) {

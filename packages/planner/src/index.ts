@@ -4,7 +4,15 @@
 // injected). Impossible specs throw PlanError with a stable code. Work that depends
 // only on a node's topology is done once per distinct topology, so planning a large
 // homogeneous cluster costs little more than copying the answer per rank.
-import { PlanErrorCode, type CpuDefault, type Facts, type PlacementSpec, type RankEntry, type RankMap, type RankMapNode } from '@rankd/protocol';
+import {
+  PlanErrorCode,
+  type CpuDefault,
+  type Facts,
+  type PlacementSpec,
+  type RankEntry,
+  type RankMap,
+  type RankMapNode,
+} from '@rankd/protocol';
 import { rankCpuPolicy } from './cpu-default.js';
 import { CpuPlanCache } from './node-cpu-plan.js';
 import { planNodeRanks } from './node-ranks.js';
@@ -51,16 +59,28 @@ export interface PlanOptions {
   defaultCpusPerRank?: CpuDefault;
 }
 
-export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementSpec, options: PlanOptions = {}): RankMap {
+export function planRankMap(
+  candidates: readonly PlannerNode[],
+  spec: PlacementSpec,
+  options: PlanOptions = {},
+): RankMap {
   checkSpec(spec);
   const { nodes: selected, explicit } = selectNodes(candidates, spec, options.resolveGroup, options.unavailable);
   const topos = selected.map((n) => topologyOf(n.facts));
   const ppn = spec.ranksPerNode;
   const capacity = ppn === undefined ? null : (i: number) => capacityOf(topos[i]!, selected[i]!.facts, ppn);
-  const counts = rankCounts(selected.map((n) => n.name), capacity, spec, explicit);
+  const counts = rankCounts(
+    selected.map((n) => n.name),
+    capacity,
+    spec,
+    explicit,
+  );
   // nodes left without a rank (an implicit node count larger than -n needs) drop out
   const used = selected.map((node, i) => ({ node, topo: topos[i]!, count: counts[i]! })).filter((u) => u.count > 0);
-  const globalRanks = assignRanks(used.map((u) => u.count), spec.distribution ?? 'block');
+  const globalRanks = assignRanks(
+    used.map((u) => u.count),
+    spec.distribution ?? 'block',
+  );
   const worldSize = used.reduce((a, u) => a + u.count, 0);
   const notes = new NoteBook();
   const rdv = rendezvous(used[0]!.node, spec.masterPort, options.pickPort);
@@ -75,29 +95,43 @@ export function planRankMap(candidates: readonly PlannerNode[], spec: PlacementS
   const mapNodes: RankMapNode[] = [];
 
   used.forEach(({ node, topo }, nodeRank) => {
-    const nodeRanks = inUsersTerms(spec, used.length, () => planNodeRanks({
-      node,
-      topo,
-      nodeRank,
-      globalRanks: globalRanks[nodeRank]!,
-      nodeCount: used.length,
-      worldSize,
-      rendezvous: rdv,
-      spec,
-      cpuPlans,
-      nicMode,
-      gidPref,
-      notes,
-    }));
-    for (const pattern of [...unmatchedEverywhere]) if (!nodeRanks.unmatched.includes(pattern)) unmatchedEverywhere.delete(pattern);
+    const nodeRanks = inUsersTerms(spec, used.length, () =>
+      planNodeRanks({
+        node,
+        topo,
+        nodeRank,
+        globalRanks: globalRanks[nodeRank]!,
+        nodeCount: used.length,
+        worldSize,
+        rendezvous: rdv,
+        spec,
+        cpuPlans,
+        nicMode,
+        gidPref,
+        notes,
+      }),
+    );
+    for (const pattern of [...unmatchedEverywhere])
+      if (!nodeRanks.unmatched.includes(pattern)) unmatchedEverywhere.delete(pattern);
     for (const entry of nodeRanks.ranks) ranks[entry.rank] = entry;
     mapNodes.push(nodeRanks.node);
   });
 
   if (unmatchedEverywhere.size > 0) {
-    throw new PlanError(PlanErrorCode.NicNoMatch, `--nic pattern ${[...unmatchedEverywhere].join(',')} matches no RDMA device on any node`);
+    throw new PlanError(
+      PlanErrorCode.NicNoMatch,
+      `--nic pattern ${[...unmatchedEverywhere].join(',')} matches no RDMA device on any node`,
+    );
   }
-  return { worldSize, masterAddr: rdv.masterAddr, masterPort: rdv.masterPort, nodes: mapNodes, ranks, notes: notes.list(), cpuPolicy };
+  return {
+    worldSize,
+    masterAddr: rdv.masterAddr,
+    masterPort: rdv.masterPort,
+    nodes: mapNodes,
+    ranks,
+    notes: notes.list(),
+    cpuPolicy,
+  };
 }
 
 /**
@@ -133,12 +167,19 @@ function capacityOf(topo: NodeTopology, facts: Facts, ppn: NonNullable<Placement
 function checkSpec(spec: PlacementSpec): void {
   for (const key of Object.keys(spec.env ?? {})) {
     if (key.startsWith('SLURM_')) {
-      throw new PlanError(PlanErrorCode.BadSpec, `--env ${key}: rankd never exports SLURM_* (programs would believe they run in a Slurm step)`);
+      throw new PlanError(
+        PlanErrorCode.BadSpec,
+        `--env ${key}: rankd never exports SLURM_* (programs would believe they run in a Slurm step)`,
+      );
     }
   }
   if (spec.ranksPerNode === 'gpu' && spec.gpusPerRank !== undefined && spec.gpusPerRank !== 1) {
-    throw new PlanError(PlanErrorCode.BadSpec, `--ranks-per-node gpu gives each rank one GPU; --gpus-per-rank ${spec.gpusPerRank} contradicts it`, {
-      suggestion: { gpusPerRank: 1 },
-    });
+    throw new PlanError(
+      PlanErrorCode.BadSpec,
+      `--ranks-per-node gpu gives each rank one GPU; --gpus-per-rank ${spec.gpusPerRank} contradicts it`,
+      {
+        suggestion: { gpusPerRank: 1 },
+      },
+    );
   }
 }

@@ -23,9 +23,13 @@ export function rankCounts(
   if (capacity === null) {
     if (ntasks === undefined) return names.map(() => 1);
     if (ntasks < n && explicit) {
-      throw new PlanError(PlanErrorCode.NodeCount, `-n ${ntasks} leaves ${n - ntasks} of the ${plural(n, 'node')} without a rank`, {
-        suggestion: { nodes: ntasks },
-      });
+      throw new PlanError(
+        PlanErrorCode.NodeCount,
+        `-n ${ntasks} leaves ${n - ntasks} of the ${plural(n, 'node')} without a rank`,
+        {
+          suggestion: { nodes: ntasks },
+        },
+      );
     }
     const used = Math.min(n, ntasks);
     const sizes = exclusiveSizes(ntasks, used);
@@ -53,7 +57,7 @@ export function rankCounts(
   }
   const counts = caps.map(() => 0);
   if (spec.distribution === 'cyclic') {
-    for (let left = ntasks; left > 0; ) {
+    for (let left = ntasks; left > 0;) {
       for (let i = 0; i < n && left > 0; i++) {
         if (counts[i]! < caps[i]!) {
           counts[i]!++;
@@ -71,9 +75,13 @@ export function rankCounts(
   const used = counts.filter((c) => c > 0).length;
   if (explicit && used < n) {
     const idle = names.filter((_, i) => counts[i] === 0);
-    throw new PlanError(PlanErrorCode.NodeCount, `-n ${ntasks} with --ranks-per-node ${spec.ranksPerNode} leaves ${idle.join(',')} without a rank`, {
-      suggestion: spec.nodelist ? { nodelist: names.filter((_, i) => counts[i]! > 0) } : { nodes: used },
-    });
+    throw new PlanError(
+      PlanErrorCode.NodeCount,
+      `-n ${ntasks} with --ranks-per-node ${spec.ranksPerNode} leaves ${idle.join(',')} without a rank`,
+      {
+        suggestion: spec.nodelist ? { nodelist: names.filter((_, i) => counts[i]! > 0) } : { nodes: used },
+      },
+    );
   }
   return counts;
 }

@@ -8,7 +8,11 @@ export interface MemBinding {
   note: string | null;
 }
 
-export function memoryBinding(policy: 'local' | 'none', cpuNumas: readonly number[], allowedMems: readonly number[] | undefined): MemBinding {
+export function memoryBinding(
+  policy: 'local' | 'none',
+  cpuNumas: readonly number[],
+  allowedMems: readonly number[] | undefined,
+): MemBinding {
   if (policy === 'none') return { nodes: [], note: null };
   if (!allowedMems) return { nodes: [...cpuNumas], note: null };
   const nodes = cpuNumas.filter((n) => allowedMems.includes(n));

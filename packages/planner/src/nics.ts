@@ -33,7 +33,10 @@ export function parseNicSpec(text: string | undefined): NicMode {
   if (value === 'none') return { kind: 'none' };
   if (value === 'all') return { kind: 'all' };
   if (value === 'local') return { kind: 'local', patterns: null };
-  const patterns = value.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const patterns = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   return { kind: 'local', patterns };
 }
 
@@ -65,7 +68,13 @@ export function nodeNics(facts: Facts, mode: NicMode, pref: GidPreference): Node
       });
     }
     if (ports.length === 0) continue;
-    all.push({ device: dev.name, roce: dev.transport === 'InfiniBand' && ports.some((p) => p.linkLayer === 'Ethernet'), numa: dev.numaNode !== null && dev.numaNode >= 0 ? dev.numaNode : null, pci: parsePci(dev.pciAddress), ports });
+    all.push({
+      device: dev.name,
+      roce: dev.transport === 'InfiniBand' && ports.some((p) => p.linkLayer === 'Ethernet'),
+      numa: dev.numaNode !== null && dev.numaNode >= 0 ? dev.numaNode : null,
+      pci: parsePci(dev.pciAddress),
+      ports,
+    });
   }
   all.sort((a, b) => naturalCompare(a.device, b.device));
   if (mode.kind !== 'local' || mode.patterns === null) return { mode, candidates: all, unmatched: [] };
@@ -92,7 +101,10 @@ export function requireNicMatch(nics: NodeNics, facts: Facts, node: string): voi
     matchedInactive.length > 0
       ? `--nic ${patterns.join(',')} matches ${matchedInactive.join(',')}, but no port of it is ACTIVE`
       : `--nic ${patterns.join(',')} matches no RDMA device (present: ${present.join(',') || 'none'})`;
-  throw new PlanError(PlanErrorCode.NicNoMatch, reason, { node, suggestion: { nic: active.length > 0 ? active.join(',') : 'none' } });
+  throw new PlanError(PlanErrorCode.NicNoMatch, reason, {
+    node,
+    suggestion: { nic: active.length > 0 ? active.join(',') : 'none' },
+  });
 }
 
 /** A rank's GPU: its NUMA node and its position among the GPUs of that node (PCI order). */
@@ -125,13 +137,22 @@ export function pickRankNics(
   const where = `NUMA node ${rankNumas.join(',') || '?'}`;
   const nearest = nearestByDistance(candidates, topo, rankNumas);
   if (nearest) {
-    return { nics: nearest.flatMap((c) => c.ports), fallback: `no RDMA device on ${where}; took the nearest: ${nearest.map((c) => c.device).join(',')}` };
+    return {
+      nics: nearest.flatMap((c) => c.ports),
+      fallback: `no RDMA device on ${where}; took the nearest: ${nearest.map((c) => c.device).join(',')}`,
+    };
   }
-  const why = candidates.every((c) => c.numa === null) ? 'the devices report no NUMA node' : 'no NUMA distances are known';
+  const why = candidates.every((c) => c.numa === null)
+    ? 'the devices report no NUMA node'
+    : 'no NUMA distances are known';
   return { nics: candidates.flatMap((c) => c.ports), fallback: `no RDMA device on ${where} and ${why}; took all` };
 }
 
-function nearestByDistance(candidates: readonly NicCandidate[], topo: NodeTopology, from: readonly number[]): NicCandidate[] | null {
+function nearestByDistance(
+  candidates: readonly NicCandidate[],
+  topo: NodeTopology,
+  from: readonly number[],
+): NicCandidate[] | null {
   let best = Infinity;
   let out: NicCandidate[] = [];
   for (const c of candidates) {

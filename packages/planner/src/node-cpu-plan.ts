@@ -49,12 +49,21 @@ export class CpuPlanCache {
   }
 }
 
-function planNodeCpus(topo: NodeTopology, ranks: number, mode: ShareMode, policy: CpuPolicy, node: string, oversubscribe: boolean): NodeCpuPlan {
+function planNodeCpus(
+  topo: NodeTopology,
+  ranks: number,
+  mode: ShareMode,
+  policy: CpuPolicy,
+  node: string,
+  oversubscribe: boolean,
+): NodeCpuPlan {
   const shares = splitShares(topo, ranks, mode, node, oversubscribe);
   const numaOfCpu = topo.numaOfCpu;
   const notes: string[] = [];
   if (ranks > topo.cores.length) {
-    notes.push(`oversubscribed: ${plural(ranks, 'rank')} on ${plural(topo.cores.length, 'core')}, up to ${plural(Math.ceil(ranks / topo.cores.length), 'rank')} per core`);
+    notes.push(
+      `oversubscribed: ${plural(ranks, 'rank')} on ${plural(topo.cores.length, 'core')}, up to ${plural(Math.ceil(ranks / topo.cores.length), 'rank')} per core`,
+    );
   }
   const plans = shares.map((share, localRank) => {
     const cpus = bindShare(share, policy, node, localRank);

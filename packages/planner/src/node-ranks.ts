@@ -54,7 +54,12 @@ export function planNodeRanks(input: NodeRanksInput): NodeRanks {
 
   const gpuSets = rankGpus
     ? rankGpus.map((g) => [g])
-    : assignGpus(gpus, spec.gpusPerRank ?? 0, cpuPlan.ranks.map((r) => r.numas), node.name);
+    : assignGpus(
+        gpus,
+        spec.gpusPerRank ?? 0,
+        cpuPlan.ranks.map((r) => r.numas),
+        node.name,
+      );
   const nics = nodeNics(facts, input.nicMode, input.gidPref);
   requireNicMatch(nics, facts, node.name);
   for (const pattern of nics.unmatched) notes.add(node.name, `--nic pattern ${pattern} matches no device here`);
@@ -76,7 +81,13 @@ export function planNodeRanks(input: NodeRanksInput): NodeRanks {
     const key = gpu ? `gpu${localRank}` : numas.length === 1 ? numas[0]! : numas.join(',');
     let pick = picks.get(key);
     if (pick) return pick;
-    const place = gpu ? { numa: gpu.numaNode, pci: gpu.pciAddress, ordinal: gpus.filter((g) => g.numaNode === gpu.numaNode).indexOf(gpu) } : null;
+    const place = gpu
+      ? {
+          numa: gpu.numaNode,
+          pci: gpu.pciAddress,
+          ordinal: gpus.filter((g) => g.numaNode === gpu.numaNode).indexOf(gpu),
+        }
+      : null;
     pick = pickRankNics(nics, topo, numas, place);
     picks.set(key, pick);
     if (pick.fallback) notes.add(node.name, pick.fallback);
@@ -84,7 +95,10 @@ export function planNodeRanks(input: NodeRanksInput): NodeRanks {
     const roce = pick.nics.filter((n) => n.linkLayer === 'Ethernet' && n.gidIndex !== null);
     if (roce.length > 1 && shared === null) {
       const which = roce.map((n) => `${n.device}:${n.port}=${n.gidIndex}`).join(',');
-      notes.add(node.name, `RoCE ports used together need different GID indexes (${which}); NCCL_IB_GID_INDEX is left to NCCL`);
+      notes.add(
+        node.name,
+        `RoCE ports used together need different GID indexes (${which}); NCCL_IB_GID_INDEX is left to NCCL`,
+      );
     }
     for (const n of pick.nics) if (n.linkLayer !== 'unknown') linkLayers.add(n.linkLayer);
     return pick;
@@ -134,7 +148,13 @@ export function planNodeRanks(input: NodeRanksInput): NodeRanks {
   });
   return {
     ranks,
-    node: { nodeRank, name: node.name, address: node.address, ranks: [...input.globalRanks], linkLayers: [...linkLayers].sort() },
+    node: {
+      nodeRank,
+      name: node.name,
+      address: node.address,
+      ranks: [...input.globalRanks],
+      linkLayers: [...linkLayers].sort(),
+    },
     unmatched: nics.unmatched,
   };
 }

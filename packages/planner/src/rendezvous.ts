@@ -14,10 +14,18 @@ export interface Rendezvous {
   note: string | null;
 }
 
-export function rendezvous(node: { name: string; address: string | null }, masterPort: number | undefined, pickPort?: PortPicker): Rendezvous {
+export function rendezvous(
+  node: { name: string; address: string | null },
+  masterPort: number | undefined,
+  pickPort?: PortPicker,
+): Rendezvous {
   const port = masterPort ?? pickPort?.(node.name) ?? DEFAULT_MASTER_PORT;
   if (node.address) return { masterAddr: node.address, masterPort: port, note: null };
-  return { masterAddr: node.name, masterPort: port, note: `node ${node.name} has no known address: MASTER_ADDR is its name` };
+  return {
+    masterAddr: node.name,
+    masterPort: port,
+    note: `node ${node.name} has no known address: MASTER_ADDR is its name`,
+  };
 }
 
 /** The interface that holds the node's address: the one ranks should bootstrap over. */

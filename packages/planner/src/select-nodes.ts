@@ -12,7 +12,10 @@ const byName = naturalCompare;
 
 /** Without an inventory: comma-separated globs over node names, `!glob` excluding. */
 export const globGroupResolver: GroupResolver = (group, candidates) => {
-  const terms = group.split(/[,:]/).map((t) => t.trim()).filter((t) => t !== '');
+  const terms = group
+    .split(/[,:]/)
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
   const include = terms.filter((t) => !t.startsWith('!')).map(globToRegExp);
   const exclude = terms.filter((t) => t.startsWith('!')).map((t) => globToRegExp(t.slice(1)));
   return candidates.filter(
@@ -39,7 +42,8 @@ export function selectNodes<T extends { name: string }>(
       const node = byNameMap.get(name);
       if (!node) {
         const why = unavailable(name);
-        if (why !== null) throw new PlanError(PlanErrorCode.UnknownNode, `cannot take ranks now: ${why}`, { node: name });
+        if (why !== null)
+          throw new PlanError(PlanErrorCode.UnknownNode, `cannot take ranks now: ${why}`, { node: name });
         const known = [...byNameMap.keys()].sort(byName);
         const shown = known.length > 8 ? `${known.slice(0, 8).join(',')},…` : known.join(',') || 'none';
         throw new PlanError(PlanErrorCode.UnknownNode, `not a ready node (ready: ${shown})`, { node: name });
@@ -49,16 +53,21 @@ export function selectNodes<T extends { name: string }>(
   } else if (spec.group) {
     const names = new Set(resolveGroup(spec.group, [...byNameMap.keys()]));
     selected = candidates.filter((n) => names.has(n.name)).sort((a, b) => byName(a.name, b.name));
-    if (selected.length === 0) throw new PlanError(PlanErrorCode.NoNodes, `no ready node matches --group ${spec.group}`);
+    if (selected.length === 0)
+      throw new PlanError(PlanErrorCode.NoNodes, `no ready node matches --group ${spec.group}`);
   } else {
     selected = [...candidates].sort((a, b) => byName(a.name, b.name));
   }
   if (selected.length === 0) throw new PlanError(PlanErrorCode.NoNodes, 'no ready node to plan on');
   if (spec.nodes !== undefined) {
     if (spec.nodes > selected.length) {
-      throw new PlanError(PlanErrorCode.NodeCount, `-N ${spec.nodes} asks for more nodes than the ${plural(selected.length, 'node')} that ${agree(selected.length, 'matches', 'match')}`, {
-        suggestion: { nodes: selected.length },
-      });
+      throw new PlanError(
+        PlanErrorCode.NodeCount,
+        `-N ${spec.nodes} asks for more nodes than the ${plural(selected.length, 'node')} that ${agree(selected.length, 'matches', 'match')}`,
+        {
+          suggestion: { nodes: selected.length },
+        },
+      );
     }
     selected = selected.slice(0, spec.nodes);
   }

@@ -3,7 +3,14 @@
 //
 // Layout: a u32 (big-endian) header length, the header (a JSON message, validated
 // against its direction's binary map exactly like a text frame), then the payload.
-import { decodeFrame, type Decoded, type MessageSchema, type MessageOf, type MessageTable, type WireMessage } from './codec.js';
+import {
+  decodeFrame,
+  type Decoded,
+  type MessageSchema,
+  type MessageOf,
+  type MessageTable,
+  type WireMessage,
+} from './codec.js';
 import { ErrorCode } from './errors.js';
 
 /** Headers are a few ids and offsets; anything longer is not one of ours. */
@@ -18,7 +25,8 @@ const PREFIX_BYTES = 4;
  * agent link's sendBinary) take only a header of their table; tests also frame invalid ones.
  */
 export function encodeBinaryFrame<H extends WireMessage>(header: H, payload: Uint8Array): Buffer {
-  if (payload.length > MAX_BINARY_PAYLOAD_BYTES) throw new RangeError(`binary payload of ${payload.length} bytes exceeds ${MAX_BINARY_PAYLOAD_BYTES}`);
+  if (payload.length > MAX_BINARY_PAYLOAD_BYTES)
+    throw new RangeError(`binary payload of ${payload.length} bytes exceeds ${MAX_BINARY_PAYLOAD_BYTES}`);
   // written straight into the frame: one allocation per frame, on the path of every output chunk
   const json = JSON.stringify(header);
   const headerBytes = Buffer.byteLength(json, 'utf8');
@@ -29,16 +37,23 @@ export function encodeBinaryFrame<H extends WireMessage>(header: H, payload: Uin
   return frame;
 }
 
-export type DecodedBinary<M extends WireMessage = WireMessage> = (Decoded<M> & { ok: false }) | (Decoded<M> & { ok: true; payload: Buffer });
+export type DecodedBinary<M extends WireMessage = WireMessage> =
+  (Decoded<M> & { ok: false }) | (Decoded<M> & { ok: true; payload: Buffer });
 
 /** Splits and validates one binary frame. Never throws; the payload is a view, not a copy. */
-export function decodeBinaryFrame<S extends MessageSchema>(frame: Buffer, messages: MessageTable<S>): DecodedBinary<MessageOf<MessageTable<S>>> {
+export function decodeBinaryFrame<S extends MessageSchema>(
+  frame: Buffer,
+  messages: MessageTable<S>,
+): DecodedBinary<MessageOf<MessageTable<S>>> {
   if (frame.length < PREFIX_BYTES) return bad(`binary frame of ${frame.length} bytes has no header length`);
   const headerBytes = frame.readUInt32BE(0);
-  if (headerBytes > MAX_BINARY_HEADER_BYTES) return bad(`binary frame header of ${headerBytes} bytes exceeds ${MAX_BINARY_HEADER_BYTES}`);
-  if (PREFIX_BYTES + headerBytes > frame.length) return bad(`binary frame header of ${headerBytes} bytes runs past the frame's ${frame.length}`);
+  if (headerBytes > MAX_BINARY_HEADER_BYTES)
+    return bad(`binary frame header of ${headerBytes} bytes exceeds ${MAX_BINARY_HEADER_BYTES}`);
+  if (PREFIX_BYTES + headerBytes > frame.length)
+    return bad(`binary frame header of ${headerBytes} bytes runs past the frame's ${frame.length}`);
   const payload = frame.subarray(PREFIX_BYTES + headerBytes);
-  if (payload.length > MAX_BINARY_PAYLOAD_BYTES) return bad(`binary payload of ${payload.length} bytes exceeds ${MAX_BINARY_PAYLOAD_BYTES}`, ErrorCode.TooLarge);
+  if (payload.length > MAX_BINARY_PAYLOAD_BYTES)
+    return bad(`binary payload of ${payload.length} bytes exceeds ${MAX_BINARY_PAYLOAD_BYTES}`, ErrorCode.TooLarge);
   const decoded = decodeFrame(frame.toString('utf8', PREFIX_BYTES, PREFIX_BYTES + headerBytes), messages);
   return decoded.ok ? { ...decoded, payload } : decoded;
 }

@@ -22,7 +22,12 @@ const BLOCK = /^-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+?)\r?\n?----
 
 /** sha256:HEX of a certificate's SubjectPublicKeyInfo (DER). */
 export function spkiHash(cert: X509Certificate): string {
-  return 'sha256:' + createHash('sha256').update(cert.publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
+  return (
+    'sha256:' +
+    createHash('sha256')
+      .update(cert.publicKey.export({ type: 'spki', format: 'der' }))
+      .digest('hex')
+  );
 }
 
 /**
@@ -30,13 +35,18 @@ export function spkiHash(cert: X509Certificate): string {
  * `source` names where the PEM came from, for the message ("the controller at https://…").
  */
 export function pinnableCa(pem: string, source: string): PinnableCa {
-  const refuse = (why: string) => new RankdError(ErrorCode.CaBundleInvalid, `${source}: ${why}; a pinned CA is exactly one CA certificate and nothing else`);
+  const refuse = (why: string) =>
+    new RankdError(
+      ErrorCode.CaBundleInvalid,
+      `${source}: ${why}; a pinned CA is exactly one CA certificate and nothing else`,
+    );
   const text = pem.trim();
   const markers = text.match(/-----BEGIN [^-]*-----/g) ?? [];
   if (markers.length === 0) throw refuse('holds no PEM certificate');
   const certs = markers.filter((m) => m === '-----BEGIN CERTIFICATE-----').length;
   if (certs > 1) throw refuse(`holds ${certs} certificates`);
-  if (markers.length > 1 || certs === 0) throw refuse(`holds ${markers.map((m) => m.slice(11, -5)).join(', ')}, not one certificate`);
+  if (markers.length > 1 || certs === 0)
+    throw refuse(`holds ${markers.map((m) => m.slice(11, -5)).join(', ')}, not one certificate`);
   const block = BLOCK.exec(text);
   if (!block) throw refuse('has text outside its one certificate, or a malformed one');
   const der = Buffer.from(block[1]!.replace(/[\r\n]/g, ''), 'base64');
@@ -51,6 +61,7 @@ export function pinnableCa(pem: string, source: string): PinnableCa {
   if (!cert.ca) throw refuse(`${subject} is not a CA certificate (basicConstraints CA:TRUE)`);
   // OpenSSL (so Node's TLS) takes only a self-signed root as the sole trust anchor: an
   // intermediate pinned alone would be refused at the next handshake, so say it now
-  if (!cert.checkIssued(cert) || !cert.verify(cert.publicKey)) throw refuse(`${subject} is not self-signed (an intermediate CA?): pin the root CA`);
+  if (!cert.checkIssued(cert) || !cert.verify(cert.publicKey))
+    throw refuse(`${subject} is not self-signed (an intermediate CA?): pin the root CA`);
   return { pem: cert.toString(), hash: spkiHash(cert), cert };
 }

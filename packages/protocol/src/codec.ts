@@ -95,16 +95,22 @@ export function defineMessages<const S extends MessageSchema>(schemas: readonly 
 }
 
 export type Decoded<M extends WireMessage = WireMessage> =
-  | { ok: true; type: M['type']; message: M }
-  | { ok: false; code: string; error: string; type?: string; id?: string };
+  { ok: true; type: M['type']; message: M } | { ok: false; code: string; error: string; type?: string; id?: string };
 
 /** Parses and validates one frame. Never throws. */
-export function decodeFrame<S extends MessageSchema>(data: string | Buffer, messages: MessageTable<S>): Decoded<StaticEach<S>> {
+export function decodeFrame<S extends MessageSchema>(
+  data: string | Buffer,
+  messages: MessageTable<S>,
+): Decoded<StaticEach<S>> {
   let value: unknown;
   try {
     value = JSON.parse(typeof data === 'string' ? data : data.toString('utf8'));
   } catch (err) {
-    return { ok: false, code: ErrorCode.BadFrame, error: `frame is not JSON: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      ok: false,
+      code: ErrorCode.BadFrame,
+      error: `frame is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
   }
   if (!isRecord(value)) return { ok: false, code: ErrorCode.BadFrame, error: 'frame is not a JSON object' };
   const type = value['type'];
@@ -114,10 +120,22 @@ export function decodeFrame<S extends MessageSchema>(data: string | Buffer, mess
   }
   const spec = messages.get(type);
   if (!spec) {
-    return { ok: false, code: ErrorCode.UnknownType, error: `unknown message type "${type.slice(0, 64)}"`, type, ...(id ? { id } : {}) };
+    return {
+      ok: false,
+      code: ErrorCode.UnknownType,
+      error: `unknown message type "${type.slice(0, 64)}"`,
+      type,
+      ...(id ? { id } : {}),
+    };
   }
   if (!spec.check(value)) {
-    return { ok: false, code: ErrorCode.InvalidMessage, error: `invalid "${type}": ${describeErrors(spec, value)}`, type, ...(id ? { id } : {}) };
+    return {
+      ok: false,
+      code: ErrorCode.InvalidMessage,
+      error: `invalid "${type}": ${describeErrors(spec, value)}`,
+      type,
+      ...(id ? { id } : {}),
+    };
   }
   return { ok: true, type: value.type, message: value };
 }

@@ -14,7 +14,9 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 /** "holds …" (or "would hold …"), or null for a map without the controller's hold counts. */
 export function cpuHoldLine(map: RankMap, verb: 'holds' | 'would hold' = 'holds'): string | null {
   const policy = map.cpuPolicy;
-  const nodes = map.nodes.filter((n): n is RankMapNode & { cores: NonNullable<RankMapNode['cores']> } => n.cores !== undefined);
+  const nodes = map.nodes.filter(
+    (n): n is RankMapNode & { cores: NonNullable<RankMapNode['cores']> } => n.cores !== undefined,
+  );
   if (!policy || nodes.length === 0) return null;
   return `${verb} ${where(nodes)} (${why(policy, nodes)})`;
 }
@@ -28,7 +30,10 @@ function where(nodes: ReadonlyArray<RankMapNode & { cores: { held: number; of: n
     g.names.push(n.name);
   }
   const parts = [...groups.values()].slice(0, MAX_GROUPS).map((g) => {
-    const names = g.names.length > MAX_NAMES ? `${g.names.slice(0, MAX_NAMES).join(',')},… (${g.names.length} nodes)` : g.names.join(',');
+    const names =
+      g.names.length > MAX_NAMES
+        ? `${g.names.slice(0, MAX_NAMES).join(',')},… (${g.names.length} nodes)`
+        : g.names.join(',');
     return `${g.held} of ${plural(g.of, 'core')} on ${names}`;
   });
   const rest = [...groups.values()].slice(MAX_GROUPS).reduce((n, g) => n + g.names.length, 0);
@@ -36,7 +41,10 @@ function where(nodes: ReadonlyArray<RankMapNode & { cores: { held: number; of: n
   return parts.join(', ');
 }
 
-function why(policy: RankCpuPolicy, nodes: ReadonlyArray<RankMapNode & { cores: { held: number; of: number } }>): string {
+function why(
+  policy: RankCpuPolicy,
+  nodes: ReadonlyArray<RankMapNode & { cores: { held: number; of: number } }>,
+): string {
   if (nodes.every((n) => n.cores.held === 0)) return '--share: it overlaps other jobs';
   switch (policy.applied) {
     case 'asked':

@@ -43,7 +43,7 @@ export function parseCpuMask(text: string): number[] {
 export function formatCpuList(cpus: readonly number[]): string {
   const sorted = [...new Set(cpus)].sort((a, b) => a - b);
   const parts: string[] = [];
-  for (let i = 0; i < sorted.length; ) {
+  for (let i = 0; i < sorted.length;) {
     let j = i;
     while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
     parts.push(j === i ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);

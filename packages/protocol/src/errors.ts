@@ -162,7 +162,7 @@ const enrollment = section('Enrollment and node identity', {
     'A CSR whose public key was already certified: a replay, or a reused key.',
   ),
   CsrInvalid: defineError('RANKD_CSR_INVALID', 400, 'A CSR that is not a valid P-256 certificate request.'),
-  CsrTooLarge: defineError('RANKD_CSR_TOO_LARGE', 413, 'A CSR over the enrollment routes\' size cap.'),
+  CsrTooLarge: defineError('RANKD_CSR_TOO_LARGE', 413, "A CSR over the enrollment routes' size cap."),
   NodeNameInUse: defineError(
     'RANKD_NODE_NAME_IN_USE',
     409,

@@ -27,7 +27,8 @@ const PMI_WIRE_UP = new Set(['PMI_FD', 'PMI_PORT', 'PMI_ID', 'PMI_RANK', 'PMI_SI
  * Identity variables are not in this list: they are replaced on the node, not withheld.
  */
 export function notExportedBecause(name: string): string | null {
-  if (name.startsWith('RANKD_')) return "it is rankd's own client setting (RANKD_TOKEN is a credential; rankd sets RANKD_JOB_ID itself)";
+  if (name.startsWith('RANKD_'))
+    return "it is rankd's own client setting (RANKD_TOKEN is a credential; rankd sets RANKD_JOB_ID itself)";
   if (name.startsWith('SLURM_')) return 'a program would believe it runs in a Slurm step';
   if (PMI_WIRE_UP.has(name)) return "it names the submitter's own PMI channel; rankd serves each rank its own";
   return null;
@@ -72,7 +73,9 @@ export function checkExportedNames(exported: Readonly<Record<string, string>> | 
   for (const name of Object.keys(exported ?? {})) {
     const why = notExportedBecause(name);
     if (why) {
-      throw new RankdError(ErrorCode.EnvNotExportable, `exported variable ${name} is never passed to ranks: ${why}`, { variable: name });
+      throw new RankdError(ErrorCode.EnvNotExportable, `exported variable ${name} is never passed to ranks: ${why}`, {
+        variable: name,
+      });
     }
   }
 }

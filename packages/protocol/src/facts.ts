@@ -89,7 +89,12 @@ export type KernelCpuLists = Type.Static<typeof KernelCpuLists>;
 
 export const Cache = Type.Object({
   level: Type.Integer({ minimum: 0 }),
-  type: Type.Union([Type.Literal('Data'), Type.Literal('Instruction'), Type.Literal('Unified'), Type.Literal('unknown')]),
+  type: Type.Union([
+    Type.Literal('Data'),
+    Type.Literal('Instruction'),
+    Type.Literal('Unified'),
+    Type.Literal('unknown'),
+  ]),
   /** The sysfs `id` of the instance, null on kernels that have none. */
   id: Nullable(Int),
   sizeKb: Nullable(Type.Integer({ minimum: 0 })),
@@ -254,7 +259,12 @@ export const RdmaDevice = Type.Object({
   sysImageGuid: Nullable(Type.String({ pattern: '^[0-9a-f]{16}$' })),
   /** node_type as sysfs gives it, e.g. "1: CA". */
   nodeType: Nullable(Str(64)),
-  transport: Type.Union([Type.Literal('InfiniBand'), Type.Literal('iWARP'), Type.Literal('usNIC'), Type.Literal('unknown')]),
+  transport: Type.Union([
+    Type.Literal('InfiniBand'),
+    Type.Literal('iWARP'),
+    Type.Literal('usNIC'),
+    Type.Literal('unknown'),
+  ]),
   fwVersion: Nullable(Str(128)),
   hcaType: Nullable(Str(128)),
   boardId: Nullable(Str(128)),

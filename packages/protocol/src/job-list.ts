@@ -6,7 +6,17 @@ export const DEFAULT_JOB_LIST_LIMIT = 100;
 export const MAX_JOB_LIST_LIMIT = 1000;
 
 /** Every state of a job, in the order a job goes through them (rest/jobs.ts's JobState). */
-export const JOB_STATES = ['queued', 'pending', 'starting', 'running', 'succeeded', 'failed', 'cancelled', 'timed-out', 'lost'] as const;
+export const JOB_STATES = [
+  'queued',
+  'pending',
+  'starting',
+  'running',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed-out',
+  'lost',
+] as const;
 export type JobStateName = (typeof JOB_STATES)[number];
 
 /**

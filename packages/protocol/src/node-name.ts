@@ -11,7 +11,8 @@ export function nodeNameProblem(name: string): string | null {
   if (name.includes('\0')) return 'a node name cannot contain NUL';
   if (name.includes('/')) return 'a node name cannot contain "/"';
   if (name.includes('..')) return 'a node name cannot contain ".."';
-  if (!NODE_NAME.test(name)) return `node name ${JSON.stringify(name.slice(0, 80))} must be 1-63 characters of A-Z a-z 0-9 - _ . starting with a letter or digit`;
+  if (!NODE_NAME.test(name))
+    return `node name ${JSON.stringify(name.slice(0, 80))} must be 1-63 characters of A-Z a-z 0-9 - _ . starting with a letter or digit`;
   return null;
 }
 

@@ -70,16 +70,19 @@ export class OrtedLaunchError extends Error {
  */
 export function parseOrtedRequest(args: readonly string[]): OrtedLaunch {
   const words = args.map((a) => a.trim()).filter((a) => a !== '');
-  if (!isOrtedProgram(words[0] ?? '')) throw new OrtedLaunchError(`not an orted launch: starts with ${JSON.stringify((words[0] ?? '').slice(0, 64))}`);
+  if (!isOrtedProgram(words[0] ?? ''))
+    throw new OrtedLaunchError(`not an orted launch: starts with ${JSON.stringify((words[0] ?? '').slice(0, 64))}`);
   const found: Record<string, string | number> = {};
   for (let i = 1; i < words.length; i += 3) {
     const [flag, key, quoted] = [words[i], words[i + 1], words[i + 2]];
-    if ((flag !== '-mca' && flag !== '--mca') || key === undefined || quoted === undefined) throw new OrtedLaunchError(`unexpected orted argument ${JSON.stringify(flag?.slice(0, 64))}`);
+    if ((flag !== '-mca' && flag !== '--mca') || key === undefined || quoted === undefined)
+      throw new OrtedLaunchError(`unexpected orted argument ${JSON.stringify(flag?.slice(0, 64))}`);
     const field = LAUNCH_MCA[key];
     if (!field) continue; // rebuilt from the job's own settings (ortedArgs)
     if (field in found) throw new OrtedLaunchError(`${key} given twice`);
     const value = unquote(quoted);
-    found[field] = field === 'vpid' || field === 'numProcs' ? (/^[0-9]{1,6}$/.test(value) ? Number(value) : NaN) : value;
+    found[field] =
+      field === 'vpid' || field === 'numProcs' ? (/^[0-9]{1,6}$/.test(value) ? Number(value) : NaN) : value;
   }
   return checkOrtedLaunch(found);
 }
@@ -100,10 +103,14 @@ function isOrtedProgram(word: string): boolean {
 export function checkOrtedLaunch(value: unknown): OrtedLaunch {
   if (!Value.Check(OrtedLaunch, value)) {
     const first = [...Value.Errors(OrtedLaunch, value)][0];
-    throw new OrtedLaunchError(`bad orted launch: ${first ? `${first.instancePath || '/'} ${first.message}` : 'malformed'}`);
+    throw new OrtedLaunchError(
+      `bad orted launch: ${first ? `${first.instancePath || '/'} ${first.message}` : 'malformed'}`,
+    );
   }
-  if (value.vpid >= value.numProcs) throw new OrtedLaunchError(`vpid ${value.vpid} is not below the number of daemons ${value.numProcs}`);
-  if (!value.hnpUri.startsWith(`${value.jobFamily}.0;`)) throw new OrtedLaunchError(`the HNP URI is not of job family ${value.jobFamily}`);
+  if (value.vpid >= value.numProcs)
+    throw new OrtedLaunchError(`vpid ${value.vpid} is not below the number of daemons ${value.numProcs}`);
+  if (!value.hnpUri.startsWith(`${value.jobFamily}.0;`))
+    throw new OrtedLaunchError(`the HNP URI is not of job family ${value.jobFamily}`);
   return value;
 }
 
@@ -151,7 +158,9 @@ export function checkOrtedArgs(args: readonly string[], env: Readonly<Record<str
   if (differs >= 0 || expected.length !== args.length) {
     const at = differs >= 0 ? differs : Math.min(expected.length, args.length);
     const shown = (a: string | undefined) => (a === undefined ? 'missing' : JSON.stringify(a.slice(0, 64)));
-    throw new OrtedLaunchError(`the orted arguments are not those of this job: argument ${at} is ${shown(args[at])}, this node's record of the job makes it ${shown(expected[at])}`);
+    throw new OrtedLaunchError(
+      `the orted arguments are not those of this job: argument ${at} is ${shown(args[at])}, this node's record of the job makes it ${shown(expected[at])}`,
+    );
   }
   return launch;
 }

@@ -11,7 +11,9 @@ export function renderRankMapTable(map: RankMap): string {
   const out: string[] = [];
   out.push(`${padStart('ID', 6)} | ${padStart('Node name', 23)} | ${padStart('IP', 14)} | Ranks`);
   for (const node of map.nodes) {
-    out.push(`${padStart(String(node.nodeRank), 6)} | ${padStart(node.name, 23)} | ${padStart(node.address ?? '-', 14)} | ${formatCpuList(node.ranks)}`);
+    out.push(
+      `${padStart(String(node.nodeRank), 6)} | ${padStart(node.name, 23)} | ${padStart(node.address ?? '-', 14)} | ${formatCpuList(node.ranks)}`,
+    );
   }
   const rows = map.ranks.map((r) => [
     String(r.rank),

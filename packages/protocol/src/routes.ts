@@ -463,8 +463,7 @@ export const ROUTES = {
     access: { permission: 'doctor', what: 'run the doctor' },
     schema: {
       tags: ['fleet'],
-      summary:
-        'Preflight checks of the selected nodes (memlock, RDMA, NUMA, consistency, clocks, paths, reachability)',
+      summary: 'Preflight checks of the selected nodes (memlock, RDMA, NUMA, consistency, clocks, paths, reachability)',
       body: DoctorRequest,
       response: { 200: DoctorResult, 400: ErrorBody },
     },

@@ -16,4 +16,7 @@ export const STDIN_WINDOW_BYTES = 1024 * 1024;
 /** The largest binary frame the controller takes on the stdin socket. */
 export const STDIN_MAX_FRAME_BYTES = 256 * 1024;
 
-export type StdinEvent = { type: 'ack'; bytes: number } | { type: 'closed'; reason: string } | { type: 'error'; code: string; message: string };
+export type StdinEvent =
+  | { type: 'ack'; bytes: number }
+  | { type: 'closed'; reason: string }
+  | { type: 'error'; code: string; message: string };

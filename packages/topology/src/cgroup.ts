@@ -27,13 +27,18 @@ export function readAllowed(sys: Sysfs): AllowedSets {
   if (path === null) return { cpus: null, mems: null, source: null };
   const dir = `${mount.dir}${path === '/' ? '' : path}`;
   const file = (attr: 'cpus' | 'mems') =>
-    mount.kind === 'cgroup2' ? `${dir}/cpuset.${attr}.effective` : mount.kind === 'cgroup1' ? `${dir}/cpuset.${attr}` : `${dir}/${attr}`;
+    mount.kind === 'cgroup2'
+      ? `${dir}/cpuset.${attr}.effective`
+      : mount.kind === 'cgroup1'
+        ? `${dir}/cpuset.${attr}`
+        : `${dir}/${attr}`;
   let cpus = sys.list(file('cpus'), { optional: true });
   let mems = sys.list(file('mems'), { optional: true });
   // an empty cpuset.cpus (v1 child never configured) would mean "nothing": treat as unknown
   if (cpus !== null && cpus.length === 0) cpus = null;
   if (mems !== null && mems.length === 0) mems = null;
-  if (cpus === null) sys.warn(FactsWarningCode.Missing, 'cgroup cpuset not readable; all CPUs taken as allowed', file('cpus'));
+  if (cpus === null)
+    sys.warn(FactsWarningCode.Missing, 'cgroup cpuset not readable; all CPUs taken as allowed', file('cpus'));
   return { cpus, mems, source: `${mount.kind}:${path}` };
 }
 

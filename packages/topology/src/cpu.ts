@@ -49,7 +49,10 @@ interface SetFiles {
 }
 
 const NEW_NAMES: SetFiles = { core: ['core_cpus', 'core_cpus_list'], pkg: ['package_cpus', 'package_cpus_list'] };
-const OLD_NAMES: SetFiles = { core: ['thread_siblings', 'thread_siblings_list'], pkg: ['core_siblings', 'core_siblings_list'] };
+const OLD_NAMES: SetFiles = {
+  core: ['thread_siblings', 'thread_siblings_list'],
+  pkg: ['core_siblings', 'core_siblings_list'],
+};
 
 export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology {
   const names = sys.entries(CPU);
@@ -71,7 +74,8 @@ export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology 
     const dir = `${CPU}/cpu${cpu}/topology/`;
     return sys.mask(dir + mask, { optional: true }) ?? sys.list(dir + list, { optional: true });
   };
-  const readId = (cpu: number, file: string): number => sys.int(`${CPU}/cpu${cpu}/topology/${file}`, { optional: true }) ?? -1;
+  const readId = (cpu: number, file: string): number =>
+    sys.int(`${CPU}/cpu${cpu}/topology/${file}`, { optional: true }) ?? -1;
 
   const tree = new ObjectTree(sys);
   const pus: number[] = [];
@@ -89,7 +93,12 @@ export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology 
     if (rawSiblings === null && !sys.exists(`${CPU}/cpu${cpu}/topology`)) continue; // hwloc: not a PU
     pus.push(cpu);
     const siblings = (rawSiblings ?? [cpu]).filter((c) => onlineSet.has(c));
-    if (rawSiblings === null) sys.warn(FactsWarningCode.Missing, `no sibling list for cpu${cpu}; taken as a core of its own`, `${CPU}/cpu${cpu}/topology`);
+    if (rawSiblings === null)
+      sys.warn(
+        FactsWarningCode.Missing,
+        `no sibling list for cpu${cpu}; taken as a core of its own`,
+        `${CPU}/cpu${cpu}/topology`,
+      );
     const known = packageOf.get(cpu);
     const rawPackage = known ? known.raw : readSet(cpu, 'pkg');
     const record = {
@@ -102,10 +111,15 @@ export function readCpuTopology(sys: Sysfs, identity: CpuIdentity): CpuTopology 
     records.set(cpu, record);
     if (siblings[0] !== cpu) {
       // its own siblings file says another CPU leads its core, yet that CPU's file left it out
-      sys.warn(FactsWarningCode.Inconsistent, `cpu${cpu} is not the first of its own sibling set ${siblings.join(',')}`, `${CPU}/cpu${cpu}/topology`);
+      sys.warn(
+        FactsWarningCode.Inconsistent,
+        `cpu${cpu} is not the first of its own sibling set ${siblings.join(',')}`,
+        `${CPU}/cpu${cpu}/topology`,
+      );
       continue;
     }
-    if (threadsAreCores === null && siblings.length > 1) threadsAreCores = readId(siblings[1]!, 'core_id') !== record.coreId;
+    if (threadsAreCores === null && siblings.length > 1)
+      threadsAreCores = readId(siblings[1]!, 'core_id') !== record.coreId;
     for (const sibling of siblings) {
       if (sibling === cpu) continue;
       pus.push(sibling);
@@ -178,7 +192,11 @@ function hasLegacyNames(sys: Sysfs, online: number[]): boolean {
 function fallbackTopology(sys: Sysfs): CpuTopology {
   const text = sys.raw('/proc/cpuinfo', { optional: true }) ?? '';
   const cpus = [...text.matchAll(/^processor\s*:\s*(\d+)/gm)].map((m) => Number(m[1]));
-  sys.warn(FactsWarningCode.Inferred, `no CPU topology in sysfs; ${plural(cpus.length, 'CPU')} counted in /proc/cpuinfo, each taken as a core`, CPU);
+  sys.warn(
+    FactsWarningCode.Inferred,
+    `no CPU topology in sysfs; ${plural(cpus.length, 'CPU')} counted in /proc/cpuinfo, each taken as a core`,
+    CPU,
+  );
   return {
     online: cpus,
     offline: [],

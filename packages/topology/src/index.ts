@@ -57,7 +57,8 @@ function snapshot(options: ReadFactsOptions): Facts {
   const counts = topologyCounts(topo, numa, allowedSets);
 
   const nodeOfCpu = new Map<number, number>();
-  for (const node of numa.nodes) if (!node.gpuMemory) for (const c of node.cpus) if (!nodeOfCpu.has(c)) nodeOfCpu.set(c, node.id);
+  for (const node of numa.nodes)
+    if (!node.gpuMemory) for (const c of node.cpus) if (!nodeOfCpu.has(c)) nodeOfCpu.set(c, node.id);
   const allowedCpus = allowedSets.cpus ? topo.pus.filter((c) => allowedSets.cpus!.includes(c)) : topo.pus;
   const nodeIds = numa.nodes.map((n) => n.id);
 
@@ -92,7 +93,10 @@ function snapshot(options: ReadFactsOptions): Facts {
       legacySiblings: topo.legacySiblings,
       kernelLists: topo.kernelLists,
       kinds: readCpuKinds(sys),
-      caches: readCaches(sys, [...topo.online, ...topo.offline].sort((a, b) => a - b)),
+      caches: readCaches(
+        sys,
+        [...topo.online, ...topo.offline].sort((a, b) => a - b),
+      ),
     },
     numa: {
       nodes: numa.nodes,
@@ -128,16 +132,30 @@ function coreList(topo: CpuTopology, nodeOfCpu: Map<number, number>): Core[] {
  */
 function withNodes(sys: Sysfs, numa: NumaTopology, topo: CpuTopology, memTotalKb: number | null): NumaTopology {
   if (numa.present) return numa;
-  sys.warn(FactsWarningCode.Inferred, 'no NUMA information in sysfs; one node 0 holding every CPU assumed', '/sys/devices/system/node');
-  const node: NumaNode = { id: 0, cpus: topo.pus, memTotalKb, memFreeKb: null, cpuless: topo.pus.length === 0, hugepages: [] };
+  sys.warn(
+    FactsWarningCode.Inferred,
+    'no NUMA information in sysfs; one node 0 holding every CPU assumed',
+    '/sys/devices/system/node',
+  );
+  const node: NumaNode = {
+    id: 0,
+    cpus: topo.pus,
+    memTotalKb,
+    memFreeKb: null,
+    cpuless: topo.pus.length === 0,
+    hugepages: [],
+  };
   return { present: false, nodes: [node], distances: [[10]], initiators: new Map() };
 }
 
 /** A netdev belongs to an RDMA device when a port names it, or when they share a PCI function. */
 function linkNics(nics: Nic[], devices: RdmaDevice[]): Nic[] {
   const byNetdev = new Map<string, string>();
-  for (const d of devices) for (const p of d.ports) if (p.netdev && !byNetdev.has(p.netdev)) byNetdev.set(p.netdev, d.name);
-  for (const d of devices) for (const p of d.ports) for (const g of p.gids) if (g.netdev && !byNetdev.has(g.netdev)) byNetdev.set(g.netdev, d.name);
+  for (const d of devices)
+    for (const p of d.ports) if (p.netdev && !byNetdev.has(p.netdev)) byNetdev.set(p.netdev, d.name);
+  for (const d of devices)
+    for (const p of d.ports)
+      for (const g of p.gids) if (g.netdev && !byNetdev.has(g.netdev)) byNetdev.set(g.netdev, d.name);
   return nics.map((nic) => {
     const byPci = nic.pciAddress ? devices.find((d) => d.pciAddress === nic.pciAddress)?.name : undefined;
     return { ...nic, rdmaDevice: byNetdev.get(nic.name) ?? byPci ?? null };

@@ -84,4 +84,3 @@ function bitCount(v: number): number {
   for (let x = v; x; x &= x - 1) n++;
   return n;
 }
-

@@ -42,7 +42,11 @@ export function readNuma(sys: Sysfs, huge: HugePageSizes): NumaTopology {
     }
     const clash = overlapping(nodes, cpus);
     if (clash !== null) {
-      sys.warn(FactsWarningCode.Inconsistent, `node${id} claims CPUs of node${clash} without nesting; node left out, as hwloc does`, `${dir}/cpumap`);
+      sys.warn(
+        FactsWarningCode.Inconsistent,
+        `node${id} claims CPUs of node${clash} without nesting; node left out, as hwloc does`,
+        `${dir}/cpumap`,
+      );
       continue;
     }
     const mem = readNodeMeminfo(sys, `${dir}/meminfo`);
@@ -60,7 +64,11 @@ export function readNuma(sys: Sysfs, huge: HugePageSizes): NumaTopology {
     rows.push(readDistanceRow(sys, `${dir}/distance`, ids.length));
     if (node.cpuless) {
       const init = sys.entries(`${dir}/access0/initiators`, { optional: true });
-      if (init) initiators.set(id, init.filter((n) => /^node\d+$/.test(n)).map((n) => Number(n.slice(4))));
+      if (init)
+        initiators.set(
+          id,
+          init.filter((n) => /^node\d+$/.test(n)).map((n) => Number(n.slice(4))),
+        );
     }
   }
   return { present: true, nodes, distances: distanceMatrix(sys, ids, nodes, rows), initiators };

@@ -30,7 +30,8 @@ function readDevice(sys: Sysfs, name: string): RdmaDevice {
   const dir = `${IB}/${name}`;
   const devicePath = sys.real(`${dir}/device`);
   const pciAddress = devicePath ? pciAddressIn(devicePath) : null;
-  const pciDir = devicePath && pciAddress ? devicePath.slice(0, devicePath.lastIndexOf(pciAddress) + pciAddress.length) : null;
+  const pciDir =
+    devicePath && pciAddress ? devicePath.slice(0, devicePath.lastIndexOf(pciAddress) + pciAddress.length) : null;
   const nodeType = sys.text(`${dir}/node_type`, { optional: true });
   const ports = (sys.entries(`${dir}/ports`) ?? [])
     .filter((p) => /^\d+$/.test(p))
@@ -122,10 +123,13 @@ function readGid(sys: Sysfs, dir: string, index: number, linkLayer: RdmaPort['li
   const typeText = sys.text(`${dir}/gid_attrs/types/${index}`, { optional: true });
   let type: GidType = typeText === 'IB/RoCE v1' || typeText === 'RoCE v2' ? typeText : 'unknown';
   if (typeText === null && linkLayer === 'InfiniBand') type = 'IB/RoCE v1';
-  const netdev = linkLayer === 'InfiniBand' ? null : sys.text(`${dir}/gid_attrs/ndevs/${index}`, { optional: true }) || null;
+  const netdev =
+    linkLayer === 'InfiniBand' ? null : sys.text(`${dir}/gid_attrs/ndevs/${index}`, { optional: true }) || null;
   const words = gid.split(':');
   const mapped = words.slice(0, 5).every((w) => w === '0000') && words[5] === 'ffff';
-  const ipv4 = mapped ? [words[6]!, words[7]!].flatMap((w) => [parseInt(w.slice(0, 2), 16), parseInt(w.slice(2), 16)]).join('.') : null;
+  const ipv4 = mapped
+    ? [words[6]!, words[7]!].flatMap((w) => [parseInt(w.slice(0, 2), 16), parseInt(w.slice(2), 16)]).join('.')
+    : null;
   const linkLocal = /^fe80:0000:0000:0000:/.test(gid);
   return { index, gid, type, netdev, scope: mapped ? 'ipv4-mapped' : linkLocal ? 'link-local' : 'global', ipv4 };
 }

@@ -58,10 +58,15 @@ export class Sysfs {
     if (this.seen.has(key)) return;
     this.seen.add(key);
     if (this.warnings.length === MAX_WARNINGS) {
-      this.warnings.push({ code: FactsWarningCode.TooMany, message: `more than ${MAX_WARNINGS} warnings; the rest were dropped` });
+      this.warnings.push({
+        code: FactsWarningCode.TooMany,
+        message: `more than ${MAX_WARNINGS} warnings; the rest were dropped`,
+      });
     }
     if (this.warnings.length > MAX_WARNINGS) return;
-    this.warnings.push(path === undefined ? { code, message } : { code, message: message.slice(0, 1024), path: path.slice(0, 1024) });
+    this.warnings.push(
+      path === undefined ? { code, message } : { code, message: message.slice(0, 1024), path: path.slice(0, 1024) },
+    );
   }
 
   /** File content without NUL bytes and surrounding whitespace, or null. */
@@ -173,7 +178,8 @@ export class Sysfs {
   private failed(path: string, err: NodeJS.ErrnoException, options: ReadOptions): void {
     const missing = err.code === 'ENOENT' || err.code === 'ENOTDIR';
     if (missing && options.optional) return;
-    if (!missing && options.optional && (err.code === 'EINVAL' || err.code === 'ENODEV' || err.code === 'EOPNOTSUPP')) return;
+    if (!missing && options.optional && (err.code === 'EINVAL' || err.code === 'ENODEV' || err.code === 'EOPNOTSUPP'))
+      return;
     if (missing) this.warn(FactsWarningCode.Missing, 'not found', path);
     else this.warn(FactsWarningCode.Unreadable, `cannot read: ${err.code ?? err.message}`, path);
   }

@@ -73,7 +73,11 @@ export interface JobView {
   reason: string;
   exitCode: number | null;
   endedAt: string | null;
-  rankMap: { masterAddr: string; masterPort: number; ranks: Array<{ rank: number; node: string; localRank: number; cpus: number[]; env: Record<string, string> }> };
+  rankMap: {
+    masterAddr: string;
+    masterPort: number;
+    ranks: Array<{ rank: number; node: string; localRank: number; cpus: number[]; env: Record<string, string> }>;
+  };
   ranks: RankView[];
 }
 
@@ -122,12 +126,27 @@ export class Cluster {
   private async boot(options: ClusterOptions): Promise<void> {
     const { net, runDir } = this;
     await this.startController();
-    const state = JSON.parse(readFileSync(join(this.dataDir, 'controller.json'), 'utf8')) as { ca: string; caHash: string };
-    const api = new ControllerApi(join(runDir, 'controller.sock'), readFileSync(join(this.dataDir, 'api-token'), 'utf8').trim(), readFileSync(state.ca, 'utf8'));
-    this.forwarder = await startForwarder(net.controller.netns, api.socketPath, net.controller.address, CONTROLLER_PORT);
+    const state = JSON.parse(readFileSync(join(this.dataDir, 'controller.json'), 'utf8')) as {
+      ca: string;
+      caHash: string;
+    };
+    const api = new ControllerApi(
+      join(runDir, 'controller.sock'),
+      readFileSync(join(this.dataDir, 'api-token'), 'utf8').trim(),
+      readFileSync(state.ca, 'utf8'),
+    );
+    this.forwarder = await startForwarder(
+      net.controller.netns,
+      api.socketPath,
+      net.controller.address,
+      CONTROLLER_PORT,
+    );
     this.api = api;
     // agents enroll as real nodes do: a join token (one for the run, many uses) and the CA pinned by hash
-    const minted = await api.request<{ token: string }>('/v1/join-tokens', { method: 'POST', body: { ttlSeconds: 86_400, uses: 10_000, description: 'cluster harness' } });
+    const minted = await api.request<{ token: string }>('/v1/join-tokens', {
+      method: 'POST',
+      body: { ttlSeconds: 86_400, uses: 10_000, description: 'cluster harness' },
+    });
     if (minted.status !== 200) throw new Error(`minting a join token: ${minted.status} ${minted.text}`);
     this.joinToken = minted.body.token;
     this.caHash = state.caHash;
@@ -136,7 +155,14 @@ export class Cluster {
       const root = machine ? buildSysfs(join(runDir, host.name, 'root'), machine) : null;
       const spoolDir = join(runDir, host.name, 'spool');
       mkdirSync(spoolDir, { recursive: true });
-      const agent: AgentDaemon = { host, name: host.name, spoolDir, root, process: null as unknown as NsProcess, history: [] };
+      const agent: AgentDaemon = {
+        host,
+        name: host.name,
+        spoolDir,
+        root,
+        process: null as unknown as NsProcess,
+        history: [],
+      };
       this.agents.push(agent);
       this.startAgent(agent);
     });
@@ -159,7 +185,12 @@ export class Cluster {
 
   /** What a `rankd` client in the controller's namespace needs. */
   get clientEnv(): NodeJS.ProcessEnv {
-    return { RANKD_URL: this.controllerUrl, RANKD_TOKEN: this.api?.apiToken ?? '', RANKD_CA: join(this.dataDir, 'ca-bundle.crt'), RANKD_HOME: join(this.runDir, 'client') };
+    return {
+      RANKD_URL: this.controllerUrl,
+      RANKD_TOKEN: this.api?.apiToken ?? '',
+      RANKD_CA: join(this.dataDir, 'ca-bundle.crt'),
+      RANKD_HOME: join(this.runDir, 'client'),
+    };
   }
 
   agent(name: string): AgentDaemon {
@@ -170,7 +201,15 @@ export class Cluster {
 
   /** Starts the controller (again, after a kill) on the same data directory and address. */
   async startController(): Promise<NsProcess> {
-    const args = [process.execPath, CLI, 'controller', '--listen', `${this.net.controller.address}:${CONTROLLER_PORT}`, '--data-dir', this.dataDir];
+    const args = [
+      process.execPath,
+      CLI,
+      'controller',
+      '--listen',
+      `${this.net.controller.address}:${CONTROLLER_PORT}`,
+      '--data-dir',
+      this.dataDir,
+    ];
     args.push('--heartbeat-ms', String(this.opts.heartbeatMs));
     if (this.opts.restartGraceMs) args.push('--restart-grace-ms', String(this.opts.restartGraceMs));
     const proc = spawnInNetns(this.net.controller.netns, args);
@@ -178,7 +217,9 @@ export class Cluster {
     await waitFor('the controller to listen', 60_000, () => {
       if (!proc.running()) throw new Error(`the controller exited: ${proc.output().slice(-4000)}`);
       try {
-        return (JSON.parse(readFileSync(join(this.dataDir, 'controller.json'), 'utf8')) as { pid: number }).pid === proc.pid;
+        return (
+          (JSON.parse(readFileSync(join(this.dataDir, 'controller.json'), 'utf8')) as { pid: number }).pid === proc.pid
+        );
       } catch {
         return false;
       }
@@ -198,13 +239,27 @@ export class Cluster {
 
   startAgent(agent: AgentDaemon): NsProcess {
     // the identity lives per host, so a restarted agent is the same enrolled node
-    const args = [process.execPath, CLI, 'agent', '--controller', this.controllerUrl, '--ca-hash', this.caHash, '--state-dir', join(this.runDir, agent.name, 'state'), '--name', agent.name];
+    const args = [
+      process.execPath,
+      CLI,
+      'agent',
+      '--controller',
+      this.controllerUrl,
+      '--ca-hash',
+      this.caHash,
+      '--state-dir',
+      join(this.runDir, agent.name, 'state'),
+      '--name',
+      agent.name,
+    ];
     args.push('--spool-dir', agent.spoolDir, '--config', '/dev/null');
     // ranks run as whoever runs the tests, which is root here
     if (process.getuid?.() === 0) args.push('--allow-root');
     if (agent.root) args.push('--root', agent.root);
     // a short reconnect backoff keeps the restart and link tests quick
-    const proc = spawnInNetns(agent.host.netns, args, { env: { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: this.joinToken } });
+    const proc = spawnInNetns(agent.host.netns, args, {
+      env: { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: this.joinToken },
+    });
     agent.process = proc;
     agent.history.push(proc);
     return proc;
@@ -271,14 +326,20 @@ export class Cluster {
 
   /** Starts `rankd ARGS…` in the controller's namespace, pointed at this controller. */
   spawnRankd(args: string[]): NsProcess {
-    const proc = spawnInNetns(this.net.controller.netns, [process.execPath, CLI, ...args], { env: this.clientEnv, cwd: REPO_ROOT });
+    const proc = spawnInNetns(this.net.controller.netns, [process.execPath, CLI, ...args], {
+      env: this.clientEnv,
+      cwd: REPO_ROOT,
+    });
     this.clients.add(proc);
     void proc.exited.then(() => this.clients.delete(proc));
     return proc;
   }
 
   /** Runs `rankd ARGS…` to its end (killed after timeoutMs). */
-  async rankd(args: string[], timeoutMs = 120_000): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
+  async rankd(
+    args: string[],
+    timeoutMs = 120_000,
+  ): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
     const proc = this.spawnRankd(args);
     const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
     const exit = await proc.exited;
@@ -344,8 +405,13 @@ export class Cluster {
           // already gone
         }
       }
-      if (left.length > 0) t?.comment(`teardown ended ${left.length} leftover processes: ${left.map((l) => `${l.pid} ${l.cmdline}`).join('; ')}`);
-      await waitFor('the namespaces to empty', 10_000, () => [this.net.controller, ...this.net.hosts].every((ns) => netnsPids(ns.netns).length === 0)).catch(() => undefined);
+      if (left.length > 0)
+        t?.comment(
+          `teardown ended ${left.length} leftover processes: ${left.map((l) => `${l.pid} ${l.cmdline}`).join('; ')}`,
+        );
+      await waitFor('the namespaces to empty', 10_000, () =>
+        [this.net.controller, ...this.net.hosts].every((ns) => netnsPids(ns.netns).length === 0),
+      ).catch(() => undefined);
       this.net.teardown();
       this.unregister();
     })());
@@ -354,7 +420,8 @@ export class Cluster {
   private saveDaemonLogs(): void {
     try {
       writeFileSync(join(this.runDir, 'controller.log'), this.controller?.output() ?? '');
-      for (const a of this.agents) writeFileSync(join(this.runDir, `${a.name}.log`), a.history.map((p) => p.output()).join('\n--- restart ---\n'));
+      for (const a of this.agents)
+        writeFileSync(join(this.runDir, `${a.name}.log`), a.history.map((p) => p.output()).join('\n--- restart ---\n'));
     } catch {
       // the run dir may already be gone
     }

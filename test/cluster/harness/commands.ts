@@ -32,7 +32,11 @@ export function ipQuiet(...args: string[]): boolean {
 
 function run(argv: string[]): string {
   try {
-    return execFileSync(argv[0]!, argv.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: COMMAND_TIMEOUT_MS });
+    return execFileSync(argv[0]!, argv.slice(1), {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: COMMAND_TIMEOUT_MS,
+    });
   } catch (err) {
     const e = err as { stderr?: string | Buffer; message: string };
     throw new CommandError(argv, e.stderr ? e.stderr.toString() : e.message);

@@ -51,7 +51,12 @@ export interface Forwarder {
   process: NsProcess;
 }
 
-export async function startForwarder(netns: string, socketPath: string, host: string, port: number): Promise<Forwarder> {
+export async function startForwarder(
+  netns: string,
+  socketPath: string,
+  host: string,
+  port: number,
+): Promise<Forwarder> {
   const proc = spawnInNetns(netns, [process.execPath, '-e', FORWARDER, socketPath, host, String(port)]);
   const deadline = Date.now() + 30_000;
   while (!proc.stdout().includes('listening') || !existsSync(socketPath)) {
@@ -95,7 +100,11 @@ export class ControllerApi {
   /** Enrolls a node name as an agent would (a new key, a CSR, the join token): its TLS identity. */
   async enroll(name: string, joinToken: string): Promise<{ ca: string; cert: string; key: string }> {
     const { key, csr } = await keyAndCsr(name);
-    const res = await this.request<{ certificate: string }>('/v1/enroll', { method: 'POST', token: null, body: { token: joinToken, csr } });
+    const res = await this.request<{ certificate: string }>('/v1/enroll', {
+      method: 'POST',
+      token: null,
+      body: { token: joinToken, csr },
+    });
     if (res.status !== 200) throw new Error(`enrolling ${name}: ${res.status} ${res.text}`);
     return { ca: this.ca, cert: res.body.certificate, key };
   }
@@ -106,28 +115,42 @@ export class ControllerApi {
     const headers: Record<string, string> = { host: 'rankd-controller', ...opts.headers };
     if (token) headers['authorization'] = `Bearer ${token}`;
     if (opts.body !== undefined) {
-      payload = Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
+      payload = Buffer.isBuffer(opts.body)
+        ? opts.body
+        : Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
       headers['content-type'] ??= 'application/json';
       headers['content-length'] = String(payload.length);
     }
     return new Promise((resolve, reject) => {
       // the Host header is not a name in the certificate; the unix-socket connection verifies localhost
-      const req = https.request({ socketPath: this.socketPath, servername: 'localhost', path, method: opts.method ?? 'GET', headers, agent: this.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (d: Buffer) => chunks.push(d));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown = text;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            // not JSON: leave the text
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: body as T });
-        });
-      });
-      req.setTimeout(opts.timeoutMs ?? 15_000, () => req.destroy(new Error(`${opts.method ?? 'GET'} ${path}: no answer within ${opts.timeoutMs ?? 15_000} ms`)));
+      const req = https.request(
+        {
+          socketPath: this.socketPath,
+          servername: 'localhost',
+          path,
+          method: opts.method ?? 'GET',
+          headers,
+          agent: this.agent,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: unknown = text;
+            try {
+              body = JSON.parse(text);
+            } catch {
+              // not JSON: leave the text
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: body as T });
+          });
+        },
+      );
+      req.setTimeout(opts.timeoutMs ?? 15_000, () =>
+        req.destroy(new Error(`${opts.method ?? 'GET'} ${path}: no answer within ${opts.timeoutMs ?? 15_000} ms`)),
+      );
       req.on('error', reject);
       req.end(payload ?? undefined);
     });
@@ -138,12 +161,23 @@ export class ControllerApi {
   }
 
   /** A WebSocket to the controller's port (the agent gateway lives at /v1/agent). */
-  websocket(path: string, opts: { protocols?: string[]; headers?: Record<string, string>; maxPayload?: number; tls?: { cert: string; key: string } } = {}): WebSocket {
+  websocket(
+    path: string,
+    opts: {
+      protocols?: string[];
+      headers?: Record<string, string>;
+      maxPayload?: number;
+      tls?: { cert: string; key: string };
+    } = {},
+  ): WebSocket {
     // ws has no wss+unix: a TLS connection over the forwarder's unix socket, verified as localhost
     const socketPath = this.socketPath;
     return new WebSocket(`wss://localhost${path}`, opts.protocols ?? [], {
       ca: this.ca,
-      ...({ createConnection: (o: tls.ConnectionOptions) => tls.connect({ ...o, path: socketPath, servername: 'localhost' }) } as object),
+      ...({
+        createConnection: (o: tls.ConnectionOptions) =>
+          tls.connect({ ...o, path: socketPath, servername: 'localhost' }),
+      } as object),
       ...(opts.tls ?? {}),
       headers: opts.headers ?? {},
       perMessageDeflate: false,

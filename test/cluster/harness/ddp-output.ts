@@ -21,8 +21,10 @@ export function parseDemo(lines: readonly string[]): DemoRun {
     let m: RegExpExecArray | null;
     if ((m = /^env (\{.*\})$/.exec(line))) run.env = JSON.parse(m[1]!) as Record<string, string | null>;
     else if ((m = /^init ([0-9a-f]{64})$/.exec(line))) run.init = m[1]!;
-    else if ((m = /^iter (\d+) loss (\S+) grad (\S+)$/.exec(line))) run.iterations.push({ i: Number(m[1]), loss: Number(m[2]), grad: Number(m[3]) });
-    else if ((m = /^params (\[.*\]) ([0-9a-f]{64})$/.exec(line))) run.params = { values: JSON.parse(m[1]!) as number[], digest: m[2]! };
+    else if ((m = /^iter (\d+) loss (\S+) grad (\S+)$/.exec(line)))
+      run.iterations.push({ i: Number(m[1]), loss: Number(m[2]), grad: Number(m[3]) });
+    else if ((m = /^params (\[.*\]) ([0-9a-f]{64})$/.exec(line)))
+      run.params = { values: JSON.parse(m[1]!) as number[], digest: m[2]! };
     else if ((m = /^done (\d+)$/.exec(line))) run.done = Number(m[1]);
     else run.other.push(line);
   }

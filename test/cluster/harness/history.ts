@@ -28,7 +28,13 @@ export interface HistoryEvent {
 
 export type Stream = 'stdout' | 'stderr';
 const STREAMS: readonly Stream[] = ['stdout', 'stderr'];
-export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'cancelled', 'timed-out', 'lost']);
+export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set([
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed-out',
+  'lost',
+]);
 
 export interface History {
   events: HistoryEvent[];
@@ -71,7 +77,10 @@ export function checkHistory(history: History): string[] {
     return { jobId, job, rank, track };
   };
   const afterEnd = (job: JobTrack, e: HistoryEvent, what: string): void => {
-    if (job.ended) problems.push(`${e.subject}: ${what} (event ${e.id}) after its job ended ${job.ended.data['to']} (event ${job.ended.id})`);
+    if (job.ended)
+      problems.push(
+        `${e.subject}: ${what} (event ${e.id}) after its job ended ${job.ended.data['to']} (event ${job.ended.id})`,
+      );
   };
 
   for (const e of [...history.events].sort((a, b) => a.id - b.id)) {
@@ -87,7 +96,10 @@ export function checkHistory(history: History): string[] {
           problems.push(`event ${e.id}: job ${e.subject} changed state but was never submitted`);
           break;
         }
-        if (job.ended) problems.push(`job ${e.subject} went from ${e.data['from']} to ${e.data['to']} (event ${e.id}) after it ended ${job.ended.data['to']}`);
+        if (job.ended)
+          problems.push(
+            `job ${e.subject} went from ${e.data['from']} to ${e.data['to']} (event ${e.id}) after it ended ${job.ended.data['to']}`,
+          );
         else if (TERMINAL_JOB_STATES.has(String(e.data['to']))) job.ended = e;
         break;
       }
@@ -112,7 +124,9 @@ export function checkHistory(history: History): string[] {
         }
         if (offset !== r.track.end[stream]) {
           const what = offset > r.track.end[stream] ? 'a gap' : 'an overlap';
-          problems.push(`${e.subject} ${stream}: ${what}: chunk at offset ${offset} (event ${e.id}), stored bytes end at ${r.track.end[stream]}`);
+          problems.push(
+            `${e.subject} ${stream}: ${what}: chunk at offset ${offset} (event ${e.id}), stored bytes end at ${r.track.end[stream]}`,
+          );
         }
         if (!(bytes > 0)) problems.push(`${e.subject} ${stream}: event ${e.id} stores ${bytes} bytes`);
         r.track.end[stream] = offset + bytes;
@@ -124,7 +138,10 @@ export function checkHistory(history: History): string[] {
         if (!r) break;
         for (const stream of STREAMS) {
           const size = Number(e.data[stream]);
-          if (size < r.track.end[stream]) problems.push(`${e.subject} ${stream}: after a restart ${size} bytes are stored, but ${r.track.end[stream]} were recorded (event ${e.id})`);
+          if (size < r.track.end[stream])
+            problems.push(
+              `${e.subject} ${stream}: after a restart ${size} bytes are stored, but ${r.track.end[stream]} were recorded (event ${e.id})`,
+            );
           r.track.end[stream] = size;
         }
         break;
@@ -133,11 +150,17 @@ export function checkHistory(history: History): string[] {
         const r = rankOf(e);
         if (!r) break;
         r.track.exits.push(e);
-        if (r.track.exits.length > 1) problems.push(`${e.subject}: terminal state recorded ${r.track.exits.length} times (events ${r.track.exits.map((x) => x.id).join(', ')})`);
+        if (r.track.exits.length > 1)
+          problems.push(
+            `${e.subject}: terminal state recorded ${r.track.exits.length} times (events ${r.track.exits.map((x) => x.id).join(', ')})`,
+          );
         afterEnd(r.job, e, `ended ${e.data['state']}`);
         for (const stream of STREAMS) {
           const recorded = Number(e.data[stream]);
-          if (recorded !== r.track.end[stream]) problems.push(`${e.subject} ${stream}: the exit records ${recorded} bytes, the stored offsets reach ${r.track.end[stream]} (event ${e.id})`);
+          if (recorded !== r.track.end[stream])
+            problems.push(
+              `${e.subject} ${stream}: the exit records ${recorded} bytes, the stored offsets reach ${r.track.end[stream]} (event ${e.id})`,
+            );
         }
         break;
       }
@@ -152,18 +175,28 @@ export function checkHistory(history: History): string[] {
     for (let rank = 0; rank < job.worldSize; rank++) {
       const track = job.ranks.get(rank);
       const exits = track?.exits ?? [];
-      if (exits.length === 0) problems.push(`${jobId}/${rank}: the job ended ${state} but the rank has no terminal state`);
+      if (exits.length === 0)
+        problems.push(`${jobId}/${rank}: the job ended ${state} but the rank has no terminal state`);
       const exit = exits[0];
       if (state === 'succeeded' && exit) {
-        const { state: rankState, code, signal } = exit.data as { state: string; code: number | null; signal: string | null };
+        const {
+          state: rankState,
+          code,
+          signal,
+        } = exit.data as { state: string; code: number | null; signal: string | null };
         if (rankState !== 'exited' || code !== 0 || signal !== null) {
-          problems.push(`${jobId}: marked succeeded, but rank ${rank} ended ${rankState} (code ${code}, signal ${signal})`);
+          problems.push(
+            `${jobId}: marked succeeded, but rank ${rank} ended ${rankState} (code ${code}, signal ${signal})`,
+          );
         }
       }
       if (track && history.logSize) {
         for (const stream of STREAMS) {
           const size = history.logSize(jobId, rank, stream);
-          if (size !== null && size !== track.end[stream]) problems.push(`${jobId}/${rank} ${stream}: the stored file has ${size} bytes, the offsets reach ${track.end[stream]}`);
+          if (size !== null && size !== track.end[stream])
+            problems.push(
+              `${jobId}/${rank} ${stream}: the stored file has ${size} bytes, the offsets reach ${track.end[stream]}`,
+            );
         }
       }
     }
@@ -175,7 +208,9 @@ export function checkHistory(history: History): string[] {
 export function readHistory(dataDir: string): Required<History> {
   const db = new Database(join(dataDir, 'rankd.db'), { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare('SELECT id, at, kind, subject, data FROM events ORDER BY id').all() as Array<Omit<HistoryEvent, 'data'> & { data: string }>;
+    const rows = db.prepare('SELECT id, at, kind, subject, data FROM events ORDER BY id').all() as Array<
+      Omit<HistoryEvent, 'data'> & { data: string }
+    >;
     const events = rows.map((r) => ({ ...r, data: JSON.parse(r.data) as Record<string, unknown> }));
     const logSize = (jobId: string, rank: number, stream: Stream): number | null => {
       const file = join(dataDir, 'logs', jobId, `${rank}.${stream}`);

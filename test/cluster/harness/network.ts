@@ -47,7 +47,8 @@ export interface Network {
 const NAME_RE = /^rkc(\d{1,3})-(\d+)-(ctl|h\d+)$/;
 
 export function createNetwork(hostCount: number): Network {
-  if (!Number.isInteger(hostCount) || hostCount < 1 || hostCount > 200) throw new Error(`host count ${hostCount} is out of range 1…200`);
+  if (!Number.isInteger(hostCount) || hostCount < 1 || hostCount > 200)
+    throw new Error(`host count ${hostCount} is out of range 1…200`);
   sweepStaleRuns();
   const subnet = claimSubnet();
   const cidr = `${TEST_RANGE_PREFIX}.${subnet}.0/24`;

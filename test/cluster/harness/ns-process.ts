@@ -35,7 +35,11 @@ export interface NsProcess {
 const KEEP_BYTES = 1 << 20;
 const setpriv = which('setpriv');
 
-export function spawnInNetns(netns: string, argv: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): NsProcess {
+export function spawnInNetns(
+  netns: string,
+  argv: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): NsProcess {
   const wrapper = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : [];
   const full = [...wrapper, 'ip', 'netns', 'exec', netns, ...argv];
   const child = spawn(full[0]!, full.slice(1), {

@@ -31,10 +31,14 @@ export function clusterUnsupported(): string | null {
 export function torchUnsupported(): string | null {
   if (torchWhy !== undefined) return torchWhy;
   try {
-    execFileSync('/usr/bin/python3', ['-c', 'import torch, torch.distributed as d; assert d.is_gloo_available()'], { stdio: 'ignore', timeout: 120_000 });
+    execFileSync('/usr/bin/python3', ['-c', 'import torch, torch.distributed as d; assert d.is_gloo_available()'], {
+      stdio: 'ignore',
+      timeout: 120_000,
+    });
     torchWhy = null;
   } catch {
-    torchWhy = '/usr/bin/python3 cannot import torch with gloo (apt-get install python3-torch; scripts/test-deps.sh does it in CI)';
+    torchWhy =
+      '/usr/bin/python3 cannot import torch with gloo (apt-get install python3-torch; scripts/test-deps.sh does it in CI)';
   }
   return torchWhy;
 }
@@ -43,7 +47,12 @@ export function torchUnsupported(): string | null {
  * A top-level cluster test: skipped with the reason where the machine cannot run it, failed
  * with the reason in CI, run otherwise.
  */
-export function clusterTest(t: Test, name: string, opts: { needsTorch?: boolean; timeout: number }, fn: (t: Test) => Promise<void>): void {
+export function clusterTest(
+  t: Test,
+  name: string,
+  opts: { needsTorch?: boolean; timeout: number },
+  fn: (t: Test) => Promise<void>,
+): void {
   const why = clusterUnsupported() ?? (opts.needsTorch ? torchUnsupported() : null);
   if (why === null) {
     void t.test(name, { timeout: opts.timeout }, fn);

@@ -38,7 +38,14 @@ const CODE = /^RANKD_[A-Z_]+$/;
 
 function clearBody(body: unknown): boolean {
   const b = body as ErrorBody | null;
-  return b !== null && typeof b === 'object' && typeof b.code === 'string' && CODE.test(b.code) && typeof b.message === 'string' && b.message.length > 0;
+  return (
+    b !== null &&
+    typeof b === 'object' &&
+    typeof b.code === 'string' &&
+    CODE.test(b.code) &&
+    typeof b.message === 'string' &&
+    b.message.length > 0
+  );
 }
 
 class Tally {
@@ -61,7 +68,12 @@ class Tally {
 const WRONG_TOKEN = [401, 429] as const;
 
 /** One REST request that must fail with `status` (or one of them) and a RANKD_* code. */
-async function restProbe(api: ControllerApi, status: number | readonly number[], path: string, init: Parameters<ControllerApi['request']>[1]): Promise<Answer> {
+async function restProbe(
+  api: ControllerApi,
+  status: number | readonly number[],
+  path: string,
+  init: Parameters<ControllerApi['request']>[1],
+): Promise<Answer> {
   const statuses: readonly number[] = typeof status === 'number' ? [status] : status;
   try {
     const res = await api.request<ErrorBody>(path, init);
@@ -94,11 +106,31 @@ function restCases(jobId: string): RestCase[] {
   ];
   return [
     { category: 'rest: malformed JSON', status: 400, path: '/v1/jobs', init: post('{"command": ["sleep", ') },
-    ...wrongTypes.map((body) => ({ category: 'rest: wrong types', status: 400, path: '/v1/jobs', init: post(typeof body === 'string' ? body : JSON.stringify(body)) })),
-    { category: 'rest: wrong content type', status: 415, path: '/v1/jobs', init: post('command=true', { headers: { 'content-type': 'application/x-www-form-urlencoded' } }) },
+    ...wrongTypes.map((body) => ({
+      category: 'rest: wrong types',
+      status: 400,
+      path: '/v1/jobs',
+      init: post(typeof body === 'string' ? body : JSON.stringify(body)),
+    })),
+    {
+      category: 'rest: wrong content type',
+      status: 415,
+      path: '/v1/jobs',
+      init: post('command=true', { headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+    },
     { category: 'rest: wrong token', status: WRONG_TOKEN, path: '/v1/nodes', init: { token: 'not-the-token' } },
-    { category: 'rest: wrong token', status: WRONG_TOKEN, path: `/v1/jobs/${jobId}/cancel`, init: { method: 'POST', token: 'Bearer' } },
-    { category: 'rest: wrong token', status: WRONG_TOKEN, path: '/v1/jobs', init: { ...post({ command: ['true'] }), token: null } },
+    {
+      category: 'rest: wrong token',
+      status: WRONG_TOKEN,
+      path: `/v1/jobs/${jobId}/cancel`,
+      init: { method: 'POST', token: 'Bearer' },
+    },
+    {
+      category: 'rest: wrong token',
+      status: WRONG_TOKEN,
+      path: '/v1/jobs',
+      init: { ...post({ command: ['true'] }), token: null },
+    },
     { category: 'rest: unknown route', status: 404, path: '/v1/launch', init: {} },
     { category: 'rest: unknown route', status: 404, path: '/v1/jobs', init: { method: 'DELETE' } },
     { category: 'rest: unknown route', status: 404, path: '/v1/jobs/no-such-job', init: {} },
@@ -107,8 +139,18 @@ function restCases(jobId: string): RestCase[] {
     { category: 'rest: bad query or params', status: 400, path: `/v1/jobs/${jobId}/logs?offset=-5`, init: {} },
     { category: 'rest: bad query or params', status: 400, path: `/v1/jobs/${jobId}/logs?format=xml`, init: {} },
     { category: 'rest: bad query or params', status: 400, path: `/v1/jobs/${jobId}/logs?rank=99`, init: {} },
-    { category: 'rest: bad query or params', status: 400, path: `/v1/jobs/${jobId}/signal`, init: post({ signal: 'sigkill' }) },
-    { category: 'rest: bad query or params', status: 400, path: `/v1/jobs/${jobId}/signal`, init: post({ signal: 'SIGTERM', rank: -1 }) },
+    {
+      category: 'rest: bad query or params',
+      status: 400,
+      path: `/v1/jobs/${jobId}/signal`,
+      init: post({ signal: 'sigkill' }),
+    },
+    {
+      category: 'rest: bad query or params',
+      status: 400,
+      path: `/v1/jobs/${jobId}/signal`,
+      init: post({ signal: 'SIGTERM', rank: -1 }),
+    },
   ];
 }
 
@@ -125,7 +167,12 @@ class Session {
     });
   }
 
-  static async open(api: ControllerApi, identity: Identities, name: string, hello: Record<string, unknown> | null): Promise<Session> {
+  static async open(
+    api: ControllerApi,
+    identity: Identities,
+    name: string,
+    hello: Record<string, unknown> | null,
+  ): Promise<Session> {
     const ws = api.websocket('/v1/agent', { protocols: [SUBPROTOCOL], tls: await identity(name) });
     const session = new Session(ws);
     await new Promise<void>((resolve, reject) => {
@@ -136,7 +183,8 @@ class Session {
     if (hello) {
       ws.send(JSON.stringify(hello));
       const welcome = await session.next(15_000);
-      if (typeof welcome !== 'string' || JSON.parse(welcome).type !== 'welcome') throw new Error(`no welcome: ${JSON.stringify(welcome)}`);
+      if (typeof welcome !== 'string' || JSON.parse(welcome).type !== 'welcome')
+        throw new Error(`no welcome: ${JSON.stringify(welcome)}`);
     }
     return session;
   }
@@ -192,13 +240,51 @@ function frameCases(foreign: { jobId: string; rank: number }): FrameCase[] {
     { category: 'gateway: malformed JSON', frame: '[1, 2, 3]', code: 'RANKD_BAD_FRAME' },
     { category: 'gateway: malformed JSON', frame: '{"seq": 1}', code: 'RANKD_BAD_FRAME' },
     { category: 'gateway: malformed JSON', frame: Buffer.from([0xde, 0xad, 0xbe, 0xef]), code: 'RANKD_BAD_FRAME' },
-    { category: 'gateway: wrong types', frame: JSON.stringify({ type: 'heartbeat', seq: 'one' }), code: 'RANKD_INVALID_MESSAGE' },
-    { category: 'gateway: wrong types', frame: JSON.stringify({ type: 'facts', hash: 5, facts: null }), code: 'RANKD_INVALID_MESSAGE' },
-    { category: 'gateway: wrong types', frame: encodeBinaryFrame({ type: 'rank.output', jobId: foreign.jobId, rank: -1, stream: 'stdin', offset: 0 }, Buffer.from('x\n')), code: 'RANKD_INVALID_MESSAGE' },
-    { category: 'gateway: unknown message types', frame: JSON.stringify({ type: 'rank.output', jobId: foreign.jobId, rank: 0, stream: 'stdout', offset: 0, data: 'eAo=' }), code: 'RANKD_UNKNOWN_TYPE' },
-    { category: 'gateway: unknown message types', frame: JSON.stringify({ type: 'launch.missiles' }), code: 'RANKD_UNKNOWN_TYPE' },
-    { category: 'gateway: unknown message types', frame: JSON.stringify({ type: 'job.start', jobId: foreign.jobId, leaseMs: 1000, ranks: [] }), code: 'RANKD_UNKNOWN_TYPE' },
-    { category: 'gateway: out of order', frame: JSON.stringify({ type: 'hello', name: 'again', version: RANKD_VERSION, capabilities: [], labels: {} }), code: 'RANKD_OUT_OF_ORDER' },
+    {
+      category: 'gateway: wrong types',
+      frame: JSON.stringify({ type: 'heartbeat', seq: 'one' }),
+      code: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      category: 'gateway: wrong types',
+      frame: JSON.stringify({ type: 'facts', hash: 5, facts: null }),
+      code: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      category: 'gateway: wrong types',
+      frame: encodeBinaryFrame(
+        { type: 'rank.output', jobId: foreign.jobId, rank: -1, stream: 'stdin', offset: 0 },
+        Buffer.from('x\n'),
+      ),
+      code: 'RANKD_INVALID_MESSAGE',
+    },
+    {
+      category: 'gateway: unknown message types',
+      frame: JSON.stringify({
+        type: 'rank.output',
+        jobId: foreign.jobId,
+        rank: 0,
+        stream: 'stdout',
+        offset: 0,
+        data: 'eAo=',
+      }),
+      code: 'RANKD_UNKNOWN_TYPE',
+    },
+    {
+      category: 'gateway: unknown message types',
+      frame: JSON.stringify({ type: 'launch.missiles' }),
+      code: 'RANKD_UNKNOWN_TYPE',
+    },
+    {
+      category: 'gateway: unknown message types',
+      frame: JSON.stringify({ type: 'job.start', jobId: foreign.jobId, leaseMs: 1000, ranks: [] }),
+      code: 'RANKD_UNKNOWN_TYPE',
+    },
+    {
+      category: 'gateway: out of order',
+      frame: JSON.stringify({ type: 'hello', name: 'again', version: RANKD_VERSION, capabilities: [], labels: {} }),
+      code: 'RANKD_OUT_OF_ORDER',
+    },
   ];
 }
 
@@ -239,7 +325,9 @@ export async function storm(o: StormOptions): Promise<StormResult> {
   const connectionCount = Math.round(o.messages * 0.03);
   const frameCount = o.messages - restCount - connectionCount;
   const rest = restCases(o.jobId);
-  const sessions = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((i) => Session.open(o.api, o.identity, `storm-${i}`, hello(`storm-${i}`))));
+  const sessions = await Promise.all(
+    [1, 2, 3, 4, 5, 6, 7, 8].map((i) => Session.open(o.api, o.identity, `storm-${i}`, hello(`storm-${i}`))),
+  );
   const frames = frameCases({ jobId: o.jobId, rank: 0 });
 
   const big = Buffer.alloc(1024 * 1024 + 1024, 0x20);
@@ -251,7 +339,10 @@ export async function storm(o: StormOptions): Promise<StormResult> {
   const connectionKinds: Array<[string, (impostor: Session, k: number) => Promise<Answer>]> = [
     ['gateway: oversize frames', (_, k) => oversizeFrame(o, k)],
     ['rest: oversize body', () => restProbe(o.api, 413, '/v1/jobs', { method: 'POST', body: big })],
-    ['gateway: a rank another node owns', (impostor) => impostor.probe(foreignOutput(o.jobId, tally.sent), 'RANKD_FOREIGN_RANK')],
+    [
+      'gateway: a rank another node owns',
+      (impostor) => impostor.probe(foreignOutput(o.jobId, tally.sent), 'RANKD_FOREIGN_RANK'),
+    ],
     ['upgrade: a token instead of a certificate', () => upgrade(o.api, '/v1/agent', 'nope', [SUBPROTOCOL], 401)],
     ['upgrade: no certificate', () => upgrade(o.api, '/v1/agent', null, [SUBPROTOCOL], 401)],
     ['upgrade: no subprotocol', async () => upgrade(o.api, '/v1/agent', null, [], 400, await o.identity('storm-1'))],
@@ -288,7 +379,13 @@ export async function storm(o: StormOptions): Promise<StormResult> {
       // were it accepted, this would start a job: sent a few times only, naming a program that does not exist
       if (i % 50 === 0 && envProbes < 3) {
         envProbes++;
-        tally.add('rest: env name breaking its pattern', await restProbe(o.api, 400, '/v1/jobs', { method: 'POST', body: { command: ['/nonexistent/storm-probe'], env: { 'BAD NAME': 'x' } } }));
+        tally.add(
+          'rest: env name breaking its pattern',
+          await restProbe(o.api, 400, '/v1/jobs', {
+            method: 'POST',
+            body: { command: ['/nonexistent/storm-probe'], env: { 'BAD NAME': 'x' } },
+          }),
+        );
         continue;
       }
       const [category, probe] = connectionKinds[i % connectionKinds.length]!;
@@ -297,7 +394,11 @@ export async function storm(o: StormOptions): Promise<StormResult> {
     }
     impostor.close();
   };
-  await Promise.all([...Array.from({ length: 24 }, restWorker), ...sessions.map(frameWorker), ...[1, 2, 3, 4].map(connectionWorker)]);
+  await Promise.all([
+    ...Array.from({ length: 24 }, restWorker),
+    ...sessions.map(frameWorker),
+    ...[1, 2, 3, 4].map(connectionWorker),
+  ]);
   for (const s of sessions) s.close();
   return { sent: tally.sent, clear: tally.clear, byCategory: tally.byCategory, cutShort };
 }
@@ -305,8 +406,19 @@ export async function storm(o: StormOptions): Promise<StormResult> {
 /** Output and exits for rank 0 of the live job, which runs on a real host, not on the sender. */
 function foreignOutput(jobId: string, i: number): string | Buffer {
   return i % 2 === 0
-    ? encodeBinaryFrame({ type: 'rank.output', jobId, rank: 0, stream: 'stdout', offset: 0 }, Buffer.from('forged line\n'))
-    : JSON.stringify({ type: 'rank.exit', jobId, rank: 0, code: 0, signal: null, endedAt: new Date().toISOString(), outputBytes: { stdout: 0, stderr: 0 } });
+    ? encodeBinaryFrame(
+        { type: 'rank.output', jobId, rank: 0, stream: 'stdout', offset: 0 },
+        Buffer.from('forged line\n'),
+      )
+    : JSON.stringify({
+        type: 'rank.exit',
+        jobId,
+        rank: 0,
+        code: 0,
+        signal: null,
+        endedAt: new Date().toISOString(),
+        outputBytes: { stdout: 0, stderr: 0 },
+      });
 }
 
 function hello(name: string): Record<string, unknown> {
@@ -314,8 +426,19 @@ function hello(name: string): Record<string, unknown> {
 }
 
 /** An upgrade the gateway must refuse with `status` and a JSON body with a RANKD_* code. */
-function upgrade(api: ControllerApi, path: string, token: string | null, protocols: string[], status: number, tls?: { cert: string; key: string }): Promise<Answer> {
-  const ws = api.websocket(path, { protocols, headers: token ? { authorization: `Bearer ${token}` } : {}, ...(tls ? { tls } : {}) });
+function upgrade(
+  api: ControllerApi,
+  path: string,
+  token: string | null,
+  protocols: string[],
+  status: number,
+  tls?: { cert: string; key: string },
+): Promise<Answer> {
+  const ws = api.websocket(path, {
+    protocols,
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+    ...(tls ? { tls } : {}),
+  });
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       ws.terminate();
@@ -338,7 +461,10 @@ function upgrade(api: ControllerApi, path: string, token: string | null, protoco
           // not JSON: not clear
         }
         ws.terminate();
-        resolve({ got: `${res.statusCode} ${(body as ErrorBody | null)?.code ?? text.slice(0, 60)}`, clear: res.statusCode === status && clearBody(body) });
+        resolve({
+          got: `${res.statusCode} ${(body as ErrorBody | null)?.code ?? text.slice(0, 60)}`,
+          clear: res.statusCode === status && clearBody(body),
+        });
       });
     });
     ws.on('error', () => {
@@ -354,7 +480,9 @@ async function oversizeFrame(o: StormOptions, k: number): Promise<Answer> {
   const reply = await s.next(15_000);
   s.close();
   if (reply === null) return { got: 'no answer within 15 s', clear: false };
-  return typeof reply === 'string' ? { got: `frame ${reply.slice(0, 60)}`, clear: false } : { got: `close ${reply.closed}`, clear: reply.closed === 1009 };
+  return typeof reply === 'string'
+    ? { got: `frame ${reply.slice(0, 60)}`, clear: false }
+    : { got: `close ${reply.closed}`, clear: reply.closed === 1009 };
 }
 
 /** A session whose first frame is not a hello: closed with 4400 (bad hello). */
@@ -364,5 +492,7 @@ async function notHello(o: StormOptions, k: number): Promise<Answer> {
   const reply = await s.next(15_000);
   s.close();
   if (reply === null) return { got: 'no answer within 15 s', clear: false };
-  return typeof reply === 'string' ? { got: `frame ${reply.slice(0, 60)}`, clear: false } : { got: `close ${reply.closed}`, clear: reply.closed === 4400 };
+  return typeof reply === 'string'
+    ? { got: `frame ${reply.slice(0, 60)}`, clear: false }
+    : { got: `close ${reply.closed}`, clear: reply.closed === 4400 };
 }

@@ -75,7 +75,9 @@ export function writeNuma(tree: Tree, m: MachineSpec, l: Layout): void {
       tree.attr(`${hp}/surplus_hugepages`, 0);
     }
     for (const c of cpus) tree.link(`${dir}/cpu${c}`, `sys/devices/system/cpu/cpu${c}`);
-    for (const init of cpuless?.initiators ?? []) tree.link(`${dir}/access0/initiators/node${init}`, `${NODE}/node${init}`);
-    if (cpuless?.nvidiaGpu) tree.raw(`proc/driver/nvidia/gpus/${cpuless.nvidiaGpu}/numa_status`, `Node: ${n}\nStatus: online\n`);
+    for (const init of cpuless?.initiators ?? [])
+      tree.link(`${dir}/access0/initiators/node${init}`, `${NODE}/node${init}`);
+    if (cpuless?.nvidiaGpu)
+      tree.raw(`proc/driver/nvidia/gpus/${cpuless.nvidiaGpu}/numa_status`, `Node: ${n}\nStatus: online\n`);
   }
 }

@@ -67,7 +67,10 @@ export function writeLimits(tree: Tree, m: MachineSpec): void {
   );
   // a container's usual set lacks CAP_SYS_RESOURCE (bit 24); full root has it
   const capEff = m.capSysResource ? '000001ffffffffff' : '00000000a80425fb';
-  tree.raw('proc/self/status', `Name:\tnode\nCapInh:\t0000000000000000\nCapPrm:\t${capEff}\nCapEff:\t${capEff}\nMems_allowed_list:\t0\n`);
+  tree.raw(
+    'proc/self/status',
+    `Name:\tnode\nCapInh:\t0000000000000000\nCapPrm:\t${capEff}\nCapEff:\t${capEff}\nMems_allowed_list:\t0\n`,
+  );
 }
 
 export function writeHost(tree: Tree, m: MachineSpec): void {
@@ -79,6 +82,9 @@ export function writeHost(tree: Tree, m: MachineSpec): void {
     `PRETTY_NAME="${h.osPrettyName ?? 'Ubuntu 24.04.1 LTS'}"\nNAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\n`,
   );
   // hwloc's convention for captured trees: what uname would have said
-  tree.raw('proc/hwloc-nofile-info', `OSName: Linux\nOSRelease: ${h.kernel ?? '6.8.0-49-generic'}\nArchitecture: ${h.arch ?? 'x86_64'}\n`);
+  tree.raw(
+    'proc/hwloc-nofile-info',
+    `OSName: Linux\nOSRelease: ${h.kernel ?? '6.8.0-49-generic'}\nArchitecture: ${h.arch ?? 'x86_64'}\n`,
+  );
   for (const f of m.files ?? []) tree.raw(f.replace(/^\/+/, ''), '');
 }

@@ -10,9 +10,17 @@ import { findTool } from '../ranks/program.js';
 /** A hung NFS server can block stat for minutes; the doctor reports it instead of waiting. */
 const STAT_TIMEOUT_MS = 3000;
 
-export async function inspectNode(m: DoctorInspect, launcher?: SupervisorBinary): Promise<{ agentTime: number; numactl: string | null; paths: PathState[]; launcher?: RankLauncher }> {
+export async function inspectNode(
+  m: DoctorInspect,
+  launcher?: SupervisorBinary,
+): Promise<{ agentTime: number; numactl: string | null; paths: PathState[]; launcher?: RankLauncher }> {
   const paths = await Promise.all(m.paths.map((p) => statPath(p)));
-  return { agentTime: Date.now(), numactl: findTool('numactl'), paths, ...(launcher ? { launcher: launcherReport(launcher) } : {}) };
+  return {
+    agentTime: Date.now(),
+    numactl: findTool('numactl'),
+    paths,
+    ...(launcher ? { launcher: launcherReport(launcher) } : {}),
+  };
 }
 
 export function launcherReport(s: SupervisorBinary): RankLauncher {
@@ -21,11 +29,25 @@ export function launcherReport(s: SupervisorBinary): RankLauncher {
 
 function statPath(path: string): Promise<PathState> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve({ path, exists: false, kind: null, error: `stat did not return within ${STAT_TIMEOUT_MS} ms (a hung mount?)` }), STAT_TIMEOUT_MS);
+    const timer = setTimeout(
+      () =>
+        resolve({
+          path,
+          exists: false,
+          kind: null,
+          error: `stat did not return within ${STAT_TIMEOUT_MS} ms (a hung mount?)`,
+        }),
+      STAT_TIMEOUT_MS,
+    );
     fs.promises.stat(path).then(
       (st) => {
         clearTimeout(timer);
-        resolve({ path, exists: true, kind: st.isDirectory() ? 'directory' : st.isFile() ? 'file' : 'other', error: null });
+        resolve({
+          path,
+          exists: true,
+          kind: st.isDirectory() ? 'directory' : st.isFile() ? 'file' : 'other',
+          error: null,
+        });
       },
       (err: NodeJS.ErrnoException) => {
         clearTimeout(timer);

@@ -54,7 +54,12 @@ export interface ExecHooks {
   running(sid: number, ended: boolean): void;
 }
 
-export async function runExec(m: ExecRun, identities: IdentityResolver, launcher: SupervisorBinary, hooks: ExecHooks): Promise<ExecOutcome> {
+export async function runExec(
+  m: ExecRun,
+  identities: IdentityResolver,
+  launcher: SupervisorBinary,
+  hooks: ExecHooks,
+): Promise<ExecOutcome> {
   const started = performance.now();
   const failed = (code: string, message: string, status: number | null = null): ExecOutcome => ({
     code: status,
@@ -77,7 +82,10 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, launcher
   try {
     if (!fs.statSync(cwd).isDirectory()) return failed(FleetErrorCode.ExecSpawn, `cwd ${cwd} is not a directory`);
   } catch (err) {
-    return failed(FleetErrorCode.ExecSpawn, `cwd ${cwd}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    return failed(
+      FleetErrorCode.ExecSpawn,
+      `cwd ${cwd}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   const env = baseEnv(id, m.env);
   let command: SwitchedCommand;
@@ -93,7 +101,11 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, launcher
     // rc is what a shell reports for it: 127 for no such program, 126 for one that cannot be executed
     const status = shellStatusOf(code);
     // a program a shell would not run says so in the shell's words (`foo: command not found`)
-    return failed(FleetErrorCode.ExecSpawn, status === null ? `cannot run "${m.argv[0]}": ${(e as Error).message}` : (e as Error).message, status);
+    return failed(
+      FleetErrorCode.ExecSpawn,
+      status === null ? `cannot run "${m.argv[0]}": ${(e as Error).message}` : (e as Error).message,
+      status,
+    );
   }
   const argv = command.argv;
   const out = new Capture(m.maxOutputBytes);
@@ -105,7 +117,12 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, launcher
     let drain: NodeJS.Timeout | null = null;
     let child: ChildProcess;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { cwd: '/', env: command.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      child = spawn(argv[0]!, argv.slice(1), {
+        cwd: '/',
+        env: command.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
     } catch (e) {
       command.cleanup();
       resolve(failed(FleetErrorCode.ExecSpawn, `cannot run "${m.argv[0]}": ${(e as Error).message}`));
@@ -142,7 +159,8 @@ export async function runExec(m: ExecRun, identities: IdentityResolver, launcher
 
     child.once('error', (e: NodeJS.ErrnoException) => {
       // spawn failures (ENOENT, EACCES) come here instead of an exit
-      const why = e.code === 'ENOENT' ? 'no such program on PATH' : e.code === 'EACCES' ? 'permission denied' : e.message;
+      const why =
+        e.code === 'ENOENT' ? 'no such program on PATH' : e.code === 'EACCES' ? 'permission denied' : e.message;
       finish(null, null, { code: FleetErrorCode.ExecSpawn, message: `cannot run "${m.argv[0]}": ${why}` });
     });
     child.once('exit', (code, signal) => {

@@ -35,7 +35,10 @@ export interface FleetHandlers {
   close(): void;
 }
 
-export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; log: Logger; launcher?: SupervisorBinary }): FleetHandlers {
+export function attachFleet(
+  link: ControllerLink,
+  opts: { allowRoot: boolean; log: Logger; launcher?: SupervisorBinary },
+): FleetHandlers {
   const { log } = opts;
   const identities = new IdentityResolver(opts.allowRoot);
   const send = (message: AgentMessage) => link.send(message);
@@ -62,7 +65,8 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
     };
     void runExec(m, identities, launcher, { running }).then((outcome) => {
       if (id !== undefined) execs.delete(id);
-      if (!send({ type: 'exec.result', id, ...outcome })) log.warn({ exec: id }, 'exec finished while the controller link is down; result dropped');
+      if (!send({ type: 'exec.result', id, ...outcome }))
+        log.warn({ exec: id }, 'exec finished while the controller link is down; result dropped');
     });
   });
   link.handle('exec.cancel', (m) => {
@@ -79,7 +83,14 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
   link.handle('probe.listen', (m) => {
     listenForProbes(m.address, m.ttlMs).then(
       (port) => send({ type: 'probe.listening', id: m.id, address: m.address, port }),
-      (err: NodeJS.ErrnoException) => send({ type: 'probe.listening', id: m.id, address: m.address, port: null, error: { code: err.code ?? 'ERROR', message: err.message } }),
+      (err: NodeJS.ErrnoException) =>
+        send({
+          type: 'probe.listening',
+          id: m.id,
+          address: m.address,
+          port: null,
+          error: { code: err.code ?? 'ERROR', message: err.message },
+        }),
     );
   });
   link.handle('probe.connect', (m) => {
@@ -93,7 +104,8 @@ export function attachFleet(link: ControllerLink, opts: { allowRoot: boolean; lo
   link.handle('pty.close', (m) => shells.close(m));
 
   const onDown = (why: string) => {
-    if (sessions.size > 0) log.warn({ commands: sessions.size, why }, 'controller link lost: ending running fleet commands');
+    if (sessions.size > 0)
+      log.warn({ commands: sessions.size, why }, 'controller link lost: ending running fleet commands');
     for (const sid of sessions) endSession(sid, LINK_LOST_GRACE_MS);
     shells.closeAll(`controller link lost: ${why}`);
   };

@@ -7,7 +7,16 @@
 // When the session is closed — the client left, or the link to the controller dropped —
 // the terminal is hung up: SIGHUP to the whole session, SIGKILL after a grace period.
 import type * as Pty from 'node-pty';
-import { FleetErrorCode, type AgentMessage, type PtyAck, type PtyClose, type PtyInput, type PtyOpen, type PtyResize, type PtySignal } from '@rankd/protocol';
+import {
+  FleetErrorCode,
+  type AgentMessage,
+  type PtyAck,
+  type PtyClose,
+  type PtyInput,
+  type PtyOpen,
+  type PtyResize,
+  type PtySignal,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { IdentityResolver } from '../ranks/identity.js';
 import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
@@ -103,12 +112,23 @@ export class PtySessions {
       return fail(FleetErrorCode.PtySpawn, `cannot start ${argv[0]}: ${(err as Error).message}`);
     }
     const cleanup = command.cleanup;
-    const s: Session = { term, unacked: 0, paused: false, closing: false, exitWatch: null, draining: false, lastOutput: Date.now() };
+    const s: Session = {
+      term,
+      unacked: 0,
+      paused: false,
+      closing: false,
+      exitWatch: null,
+      draining: false,
+      lastOutput: Date.now(),
+    };
     if (!keepLastOutput(term, (quietMs) => !s.paused && Date.now() - s.lastOutput >= quietMs)) {
       this.log.warn({ session: m.id }, 'cannot hold the terminal open: its last output may be cut at exit');
     }
     this.sessions.set(m.id, s);
-    this.log.info({ session: m.id, pid: term.pid, argv: m.argv ?? [id.shell, '-l'], user: id.name }, 'shell session started');
+    this.log.info(
+      { session: m.id, pid: term.pid, argv: m.argv ?? [id.shell, '-l'], user: id.name },
+      'shell session started',
+    );
     this.send({ type: 'pty.opened', id: m.id, pid: term.pid });
     if (early.size) term.resize(early.size.cols, early.size.rows);
     for (const chunk of early.input) term.write(chunk);

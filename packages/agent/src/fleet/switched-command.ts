@@ -21,7 +21,13 @@ export interface SwitchedCommand {
 }
 
 /** Prepares `argv` to run as `id` in `cwd` with `env`, which waits in a 0600 file of a fresh 0700 directory. */
-export function switchedCommand(supervisor: SupervisorBinary, id: FleetIdentity, cwd: string, argv: string[], env: Record<string, string>): SwitchedCommand {
+export function switchedCommand(
+  supervisor: SupervisorBinary,
+  id: FleetIdentity,
+  cwd: string,
+  argv: string[],
+  env: Record<string, string>,
+): SwitchedCommand {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rankd-fleet-'));
   const cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
@@ -31,7 +37,16 @@ export function switchedCommand(supervisor: SupervisorBinary, id: FleetIdentity,
     throw err;
   }
   return {
-    argv: supervisorArgv({ supervisor, mode: 'exec', options: [], rankDir: dir, cgroup: null, userSpec: userSpecOf(id), cwd, argv }),
+    argv: supervisorArgv({
+      supervisor,
+      mode: 'exec',
+      options: [],
+      rankDir: dir,
+      cgroup: null,
+      userSpec: userSpecOf(id),
+      cwd,
+      argv,
+    }),
     env: { ...HELPER_ENV },
     cleanup,
   };

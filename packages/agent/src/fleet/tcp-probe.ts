@@ -61,7 +61,13 @@ function probeOne(t: ProbeTarget, timeoutMs: number): Promise<ProbeOutcome> {
       socket.destroy();
       rtts.sort((a, b) => a - b);
       const rttMs = rtts.length > 0 ? round(rtts[Math.floor(rtts.length / 2)]!) : null;
-      resolve({ node: t.node, ok: error === null, connectMs: connectMs === null ? null : round(connectMs), rttMs, error });
+      resolve({
+        node: t.node,
+        ok: error === null,
+        connectMs: connectMs === null ? null : round(connectMs),
+        rttMs,
+        error,
+      });
     };
     const timer = setTimeout(() => finish(`no answer from ${t.address}:${t.port} within ${timeoutMs} ms`), timeoutMs);
     const ping = () => {
@@ -83,7 +89,9 @@ function probeOne(t: ProbeTarget, timeoutMs: number): Promise<ProbeOutcome> {
       }
     });
     socket.once('error', (err: NodeJS.ErrnoException) => finish(`${t.address}:${t.port}: ${err.code ?? err.message}`));
-    socket.once('close', () => finish(rtts.length >= ECHOES ? null : `${t.address}:${t.port}: connection closed after ${rtts.length} echo(es)`));
+    socket.once('close', () =>
+      finish(rtts.length >= ECHOES ? null : `${t.address}:${t.port}: connection closed after ${rtts.length} echo(es)`),
+    );
   });
 }
 

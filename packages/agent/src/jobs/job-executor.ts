@@ -77,7 +77,12 @@ export class JobExecutor {
   private async start(m: JobStart): Promise<void> {
     const entry = this.entry(m.jobId, m.leaseMs);
     entry.leaseMs = m.leaseMs;
-    if (m.pmi) this.pmi.openJob(m.jobId, m.pmi, m.ranks.map((r) => r.rank));
+    if (m.pmi)
+      this.pmi.openJob(
+        m.jobId,
+        m.pmi,
+        m.ranks.map((r) => r.rank),
+      );
     const shared = m.env;
     const launches = shared ? m.ranks.map((launch) => ({ ...launch, env: { ...shared, ...launch.env } })) : m.ranks;
     const inherited = this.inherited(m.exportEnv);
@@ -89,7 +94,12 @@ export class JobExecutor {
     return { ...this.baseEnv, ...exportEnv };
   }
 
-  private async startRank(entry: JobEntry, jobId: string, launch: WireLaunch, inherited: Record<string, string>): Promise<void> {
+  private async startRank(
+    entry: JobEntry,
+    jobId: string,
+    launch: WireLaunch,
+    inherited: Record<string, string>,
+  ): Promise<void> {
     if (entry.pumps.has(launch.rank)) return; // a repeated job.start after a reconnect
     const pump = this.pumpFor(entry, jobId, launch.rank, false);
     try {
@@ -187,7 +197,10 @@ export class JobExecutor {
       rank: info.rank,
       state: info.state === 'running' ? ('running' as const) : ('exited' as const),
       pid: info.pid,
-      outputBytes: { stdout: this.output.size(info.jobId, info.rank, 'stdout'), stderr: this.output.size(info.jobId, info.rank, 'stderr') },
+      outputBytes: {
+        stdout: this.output.size(info.jobId, info.rank, 'stdout'),
+        stderr: this.output.size(info.jobId, info.rank, 'stderr'),
+      },
     }));
     this.link.send({ type: 'ranks.report', ranks });
   }
@@ -219,7 +232,11 @@ export class JobExecutor {
   /** rank.started with the binding as read, then the exit watch and the output pump. */
   private announce(entry: JobEntry, started: StartedRank, pump: OutputPump): void {
     const b = started.binding;
-    const detail = b.mismatch ? `mismatch: ${b.mismatch}` : b.unread ? `not read: the rank ${b.unread === 'exited' ? 'exited first' : 'did not get past its wrappers in time'}` : undefined;
+    const detail = b.mismatch
+      ? `mismatch: ${b.mismatch}`
+      : b.unread
+        ? `not read: the rank ${b.unread === 'exited' ? 'exited first' : 'did not get past its wrappers in time'}`
+        : undefined;
     this.link.send({
       type: 'rank.started',
       jobId: started.jobId,
@@ -264,7 +281,10 @@ export class JobExecutor {
 
   /** New bytes in the rank's files wake its pump (inotify, or a short poll where there is none). */
   private watch(entry: JobEntry, jobId: string, rank: number, pump: OutputPump): void {
-    entry.unwatch.set(rank, watchRankDir(this.runner.spool.rankDir(jobId, rank), () => pump.kick()));
+    entry.unwatch.set(
+      rank,
+      watchRankDir(this.runner.spool.rankDir(jobId, rank), () => pump.kick()),
+    );
   }
 
   private stopWatching(entry: JobEntry, rank: number): void {

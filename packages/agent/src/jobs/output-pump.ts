@@ -95,7 +95,13 @@ export class OutputPump {
       for (const stream of STREAMS) {
         const chunk = await this.output.read(this.jobId, this.rank, stream, this.offsets[stream], CHUNK_BYTES);
         if (chunk.data.length === 0) continue;
-        if (!this.link.sendBinary({ type: 'rank.output', jobId: this.jobId, rank: this.rank, stream, offset: chunk.offset }, chunk.data)) return;
+        if (
+          !this.link.sendBinary(
+            { type: 'rank.output', jobId: this.jobId, rank: this.rank, stream, offset: chunk.offset },
+            chunk.data,
+          )
+        )
+          return;
         this.offsets[stream] = chunk.nextOffset;
         sent = true;
       }
@@ -106,7 +112,10 @@ export class OutputPump {
   }
 
   private sendExit(exit: RankExit): void {
-    const sizes = { stdout: this.output.size(this.jobId, this.rank, 'stdout'), stderr: this.output.size(this.jobId, this.rank, 'stderr') };
+    const sizes = {
+      stdout: this.output.size(this.jobId, this.rank, 'stdout'),
+      stderr: this.output.size(this.jobId, this.rank, 'stderr'),
+    };
     // the rank is gone, so the files cannot grow: if we are behind, loop once more first
     if (sizes.stdout > this.offsets.stdout || sizes.stderr > this.offsets.stderr) {
       this.again = true;
@@ -121,7 +130,9 @@ export class OutputPump {
       signal: exit.outcome === 'signaled' ? exit.signal : null,
       endedAt: exit.endedAt,
       outputBytes: sizes,
-      ...(unknown ? { error: { code: RankErrorCode.StatusUnknown, message: exit.reason ?? 'no exit status was recorded' } } : {}),
+      ...(unknown
+        ? { error: { code: RankErrorCode.StatusUnknown, message: exit.reason ?? 'no exit status was recorded' } }
+        : {}),
     });
     if (sent) this.exitSent = true;
   }

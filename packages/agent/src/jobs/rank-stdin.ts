@@ -39,7 +39,9 @@ export class RankStdinChannels {
     this.channels.set(key(jobId, rank), ch);
     // the rank could write into its fd 0 (it is a socket): read and dropped, so that it never blocks on it
     socket.resume();
-    socket.on('error', (err: NodeJS.ErrnoException) => this.closed(ch, `rank ${rank}'s stdin is closed (${err.code ?? err.message})`));
+    socket.on('error', (err: NodeJS.ErrnoException) =>
+      this.closed(ch, `rank ${rank}'s stdin is closed (${err.code ?? err.message})`),
+    );
     socket.on('close', () => this.closed(ch, `rank ${rank} closed its stdin or ended`));
     // a rank that closed it while its start was being checked: the socket may have seen its end already
     if (socket.destroyed) this.closed(ch, `rank ${rank} closed its stdin or ended`);
@@ -62,13 +64,20 @@ export class RankStdinChannels {
   private write(m: RankStdin): void {
     const ch = this.channels.get(key(m.jobId, m.rank));
     if (!ch || ch.closed || ch.ended) {
-      if (!ch) this.link.send({ type: 'rank.stdin.closed', jobId: m.jobId, rank: m.rank, reason: `rank ${m.rank} of job ${m.jobId} reads no stdin on this node` });
+      if (!ch)
+        this.link.send({
+          type: 'rank.stdin.closed',
+          jobId: m.jobId,
+          rank: m.rank,
+          reason: `rank ${m.rank} of job ${m.jobId} reads no stdin on this node`,
+        });
       return;
     }
     const bytes = Buffer.from(m.data, 'base64');
     if (bytes.length === 0) return;
     ch.socket.write(bytes, (err) => {
-      if (!err && !ch.closed) this.link.send({ type: 'rank.stdin.ack', jobId: m.jobId, rank: m.rank, bytes: bytes.length });
+      if (!err && !ch.closed)
+        this.link.send({ type: 'rank.stdin.ack', jobId: m.jobId, rank: m.rank, bytes: bytes.length });
     });
   }
 

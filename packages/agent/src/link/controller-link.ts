@@ -61,7 +61,9 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     super();
     this.backoff = new Backoff(options.backoff ?? { baseMs: 250, capMs: 30_000 });
     this.handle('welcome', (m) => this.onWelcome(m));
-    this.handle('error', (m) => options.log.warn({ code: m.code, inReplyTo: m.inReplyTo }, `controller refused a frame: ${m.message}`));
+    this.handle('error', (m) =>
+      options.log.warn({ code: m.code, inReplyTo: m.inReplyTo }, `controller refused a frame: ${m.message}`),
+    );
   }
 
   static agentUrl(controllerUrl: string): string {
@@ -159,7 +161,12 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
         log.error({ url, status: res.statusCode, code }, why);
         ws.terminate();
         // a revoked or expired certificate will never be accepted again: stop, loudly
-        if ((code === ErrorCode.NodeCertRevoked || code === ErrorCode.NodeCertExpired || code === ErrorCode.NodeCertInvalid) && !superseded()) {
+        if (
+          (code === ErrorCode.NodeCertRevoked ||
+            code === ErrorCode.NodeCertExpired ||
+            code === ErrorCode.NodeCertInvalid) &&
+          !superseded()
+        ) {
           this.stopped = true;
           this.emit('fatal', new RankdError(code, why));
           return;
@@ -177,7 +184,10 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
         this.welcome = null;
         this.stopHeartbeat();
         this.emit('down', why);
-        this.emit('fatal', new RankdError(code === CloseCode.Revoked ? ErrorCode.NodeCertRevoked : ErrorCode.NodeIdentityMismatch, why));
+        this.emit(
+          'fatal',
+          new RankdError(code === CloseCode.Revoked ? ErrorCode.NodeCertRevoked : ErrorCode.NodeIdentityMismatch, why),
+        );
         return;
       }
       this.scheduleReconnect(`closed ${code}${reason.length ? ' ' + reason.toString() : ''}`);
@@ -190,12 +200,22 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     const decoded = decodeFrame(data, ControllerMessages);
     if (!decoded.ok) {
       this.options.log.warn({ code: decoded.code, error: decoded.error }, 'refused controller frame');
-      this.send({ type: 'error', code: decoded.code, message: decoded.error, ...(decoded.type ? { inReplyTo: decoded.type } : {}) });
+      this.send({
+        type: 'error',
+        code: decoded.code,
+        message: decoded.error,
+        ...(decoded.type ? { inReplyTo: decoded.type } : {}),
+      });
       return;
     }
     const handler = this.handlers.get(decoded.type);
     if (!handler) {
-      this.send({ type: 'error', code: ErrorCode.UnknownType, message: `agent has no handler for "${decoded.type}"`, inReplyTo: decoded.type });
+      this.send({
+        type: 'error',
+        code: ErrorCode.UnknownType,
+        message: `agent has no handler for "${decoded.type}"`,
+        inReplyTo: decoded.type,
+      });
       return;
     }
     try {
@@ -251,7 +271,6 @@ export class ControllerLink extends EventEmitter<{ ready: [Welcome]; down: [stri
     }, delay);
   }
 }
-
 
 /** The stable code and message of a refused upgrade's body (JSON from the controller, or text from anything else). */
 function upgradeRefusal(body: string): { code: string; message: string } {

@@ -33,7 +33,10 @@ const OID_COMMON_NAME = Buffer.from([0x06, 0x03, 0x55, 0x04, 0x03]);
 const OID_ECDSA_WITH_SHA256 = Buffer.from([0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02]);
 
 function pem(label: string, der: Buffer): string {
-  return `-----BEGIN ${label}-----\n${der.toString('base64').match(/.{1,64}/g)!.join('\n')}\n-----END ${label}-----\n`;
+  return `-----BEGIN ${label}-----\n${der
+    .toString('base64')
+    .match(/.{1,64}/g)!
+    .join('\n')}\n-----END ${label}-----\n`;
 }
 
 /** Generates a P-256 key and a CSR naming the node (subject CN=name). */
@@ -49,6 +52,14 @@ export async function keyAndCsr(name: string): Promise<{ key: string; csr: strin
   );
   // node:crypto signs ECDSA as a DER Ecdsa-Sig-Value, what the signature BIT STRING holds
   const signature = sign('sha256', info, privateKey);
-  const request = tlv(SEQUENCE, info, tlv(SEQUENCE, OID_ECDSA_WITH_SHA256), tlv(BIT_STRING, Buffer.from([0]), signature));
-  return { key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, csr: pem('CERTIFICATE REQUEST', request) };
+  const request = tlv(
+    SEQUENCE,
+    info,
+    tlv(SEQUENCE, OID_ECDSA_WITH_SHA256),
+    tlv(BIT_STRING, Buffer.from([0]), signature),
+  );
+  return {
+    key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+    csr: pem('CERTIFICATE REQUEST', request),
+  };
 }

@@ -39,13 +39,25 @@ export function loadIdentity(stateDir: string, name: string): NodeIdentity | nul
   const identity = describe(name, key, cert, ca);
   const subject = new X509Certificate(cert).subject;
   const cn = /(?:^|\n)CN=([^\n]*)/.exec(subject)?.[1];
-  if (cn !== name) throw new RankdError(ErrorCode.NodeIdentityMismatch, `the state directory ${stateDir} holds the identity of node "${cn}", not "${name}": use another --state-dir or --name "${cn}"`);
+  if (cn !== name)
+    throw new RankdError(
+      ErrorCode.NodeIdentityMismatch,
+      `the state directory ${stateDir} holds the identity of node "${cn}", not "${name}": use another --state-dir or --name "${cn}"`,
+    );
   return identity;
 }
 
 function describe(name: string, key: string, cert: string, ca: string): NodeIdentity {
   const x = new X509Certificate(cert);
-  return { name, key, cert, ca, notBefore: Date.parse(x.validFrom), notAfter: Date.parse(x.validTo), serial: x.serialNumber };
+  return {
+    name,
+    key,
+    cert,
+    ca,
+    notBefore: Date.parse(x.validFrom),
+    notAfter: Date.parse(x.validTo),
+    serial: x.serialNumber,
+  };
 }
 
 function save(stateDir: string, identity: { key: string; cert: string; ca: string }): void {
@@ -63,7 +75,10 @@ interface HttpsAnswer {
   body: string;
 }
 
-async function httpsRequest(url: URL, options: { method?: string; body?: unknown; ca?: string; cert?: string; key?: string; pinless?: boolean }): Promise<HttpsAnswer> {
+async function httpsRequest(
+  url: URL,
+  options: { method?: string; body?: unknown; ca?: string; cert?: string; key?: string; pinless?: boolean },
+): Promise<HttpsAnswer> {
   const https = await import('node:https');
   const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
   return new Promise((resolve, reject) => {
@@ -97,7 +112,10 @@ async function httpsRequest(url: URL, options: { method?: string; body?: unknown
 function refusal(answer: HttpsAnswer, what: string): RankdError {
   try {
     const body = JSON.parse(answer.body) as { code?: string; message?: string };
-    return new RankdError(body.code ?? ErrorCode.Internal, `${what} refused (HTTP ${answer.status}): ${body.message ?? answer.body} (${body.code ?? '?'})`);
+    return new RankdError(
+      body.code ?? ErrorCode.Internal,
+      `${what} refused (HTTP ${answer.status}): ${body.message ?? answer.body} (${body.code ?? '?'})`,
+    );
   } catch {
     return new RankdError(ErrorCode.Internal, `${what} refused (HTTP ${answer.status}): ${answer.body.slice(0, 200)}`);
   }
@@ -107,12 +125,16 @@ function refusal(answer: HttpsAnswer, what: string): RankdError {
 function untrusted(err: NodeJS.ErrnoException, controller: string): Error {
   const code = err.code ?? '';
   if (!/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|PURPOSE/.test(code)) return err;
-  return new RankdError(ErrorCode.ServerCertUntrusted, `the controller at ${controller} served the pinned CA but a TLS certificate that CA does not vouch for (${code}): someone in the middle relaying it? The join token was not sent`);
+  return new RankdError(
+    ErrorCode.ServerCertUntrusted,
+    `the controller at ${controller} served the pinned CA but a TLS certificate that CA does not vouch for (${code}): someone in the middle relaying it? The join token was not sent`,
+  );
 }
 
 function base(controller: string, path: string): URL {
   const url = new URL(controller);
-  if (url.protocol !== 'https:') throw new RankdError(ErrorCode.InvalidRequest, `the controller URL must be https:// (got ${controller})`);
+  if (url.protocol !== 'https:')
+    throw new RankdError(ErrorCode.InvalidRequest, `the controller URL must be https:// (got ${controller})`);
   url.pathname = url.pathname.replace(/\/+$/, '') + path;
   return url;
 }
@@ -123,41 +145,82 @@ function base(controller: string, path: string): URL {
  */
 export async function fetchPinnedCa(controller: string, caHash: string): Promise<string> {
   const wanted = caHash.trim().toLowerCase();
-  if (!/^sha256:[0-9a-f]{64}$/.test(wanted)) throw new RankdError(ErrorCode.InvalidRequest, `--ca-hash must be sha256:<64 hex digits> (got "${caHash.slice(0, 80)}")`);
+  if (!/^sha256:[0-9a-f]{64}$/.test(wanted))
+    throw new RankdError(
+      ErrorCode.InvalidRequest,
+      `--ca-hash must be sha256:<64 hex digits> (got "${caHash.slice(0, 80)}")`,
+    );
   const answer = await httpsRequest(base(controller, '/v1/enroll/ca'), { pinless: true });
   if (answer.status !== 200) throw refusal(answer, 'fetching the CA');
-  const served = pinnableCa(answer.body, `the CA served by ${controller}/v1/enroll/ca (someone in the middle, or a controller older than this agent)`);
+  const served = pinnableCa(
+    answer.body,
+    `the CA served by ${controller}/v1/enroll/ca (someone in the middle, or a controller older than this agent)`,
+  );
   if (served.hash !== wanted) {
-    throw new RankdError(ErrorCode.CaHashMismatch, `the controller at ${controller} presents a CA whose hash is ${served.hash}, not the pinned ${wanted}: refusing it (a wrong --ca-hash, or someone in the middle)`);
+    throw new RankdError(
+      ErrorCode.CaHashMismatch,
+      `the controller at ${controller} presents a CA whose hash is ${served.hash}, not the pinned ${wanted}: refusing it (a wrong --ca-hash, or someone in the middle)`,
+    );
   }
   return served.pem;
 }
 
 /** Enrolls: pinned CA, a new key, a CSR with the join token; the identity is saved and returned. */
-export async function enroll(opts: { controller: string; joinToken: string; caHash: string; name: string; stateDir: string; log: Logger }): Promise<NodeIdentity> {
+export async function enroll(opts: {
+  controller: string;
+  joinToken: string;
+  caHash: string;
+  name: string;
+  stateDir: string;
+  log: Logger;
+}): Promise<NodeIdentity> {
   const ca = await fetchPinnedCa(opts.controller, opts.caHash);
   const { key, csr } = await keyAndCsr(opts.name);
   // the token is written only once the TLS handshake verified the server against that one CA
-  const answer = await httpsRequest(base(opts.controller, '/v1/enroll'), { method: 'POST', ca, body: { token: opts.joinToken, csr } }).catch((err: NodeJS.ErrnoException) => {
+  const answer = await httpsRequest(base(opts.controller, '/v1/enroll'), {
+    method: 'POST',
+    ca,
+    body: { token: opts.joinToken, csr },
+  }).catch((err: NodeJS.ErrnoException) => {
     throw untrusted(err, opts.controller);
   });
   if (answer.status !== 200) throw refusal(answer, 'enrollment');
   const { certificate } = JSON.parse(answer.body) as { certificate: string };
   save(opts.stateDir, { key, cert: certificate, ca });
   const identity = describe(opts.name, key, certificate, ca);
-  opts.log.info({ node: opts.name, serial: identity.serial, notAfter: new Date(identity.notAfter).toISOString(), stateDir: opts.stateDir }, 'enrolled: node certificate received');
+  opts.log.info(
+    {
+      node: opts.name,
+      serial: identity.serial,
+      notAfter: new Date(identity.notAfter).toISOString(),
+      stateDir: opts.stateDir,
+    },
+    'enrolled: node certificate received',
+  );
   return identity;
 }
 
 /** Renews over mTLS with the current certificate: a new key, the same name. */
-export async function renew(current: NodeIdentity, opts: { controller: string; stateDir: string; log: Logger }): Promise<NodeIdentity> {
+export async function renew(
+  current: NodeIdentity,
+  opts: { controller: string; stateDir: string; log: Logger },
+): Promise<NodeIdentity> {
   const { key, csr } = await keyAndCsr(current.name);
-  const answer = await httpsRequest(base(opts.controller, '/v1/enroll/renew'), { method: 'POST', ca: current.ca, cert: current.cert, key: current.key, body: { csr } });
+  const answer = await httpsRequest(base(opts.controller, '/v1/enroll/renew'), {
+    method: 'POST',
+    ca: current.ca,
+    cert: current.cert,
+    key: current.key,
+    body: { csr },
+  });
   if (answer.status !== 200) throw refusal(answer, 'renewal');
   const { certificate } = JSON.parse(answer.body) as { certificate: string };
   save(opts.stateDir, { key, cert: certificate, ca: current.ca });
   const identity = describe(current.name, key, certificate, current.ca);
-  opts.log.info({ node: current.name, serial: identity.serial, notAfter: new Date(identity.notAfter).toISOString() }, 'node certificate renewed');
+  opts.log.info(
+    { node: current.name, serial: identity.serial, notAfter: new Date(identity.notAfter).toISOString() },
+    'node certificate renewed',
+  );
   return identity;
 }
 

@@ -34,17 +34,30 @@ export function mpirunArgv(mpirun: string, c: MpirunCommand): string[] {
     // the daemons come through rankd, each started from mpirun, each staying attached
     // (no --daemonize): the helper's exit is the daemon's
     // Open MPI splits the agent on spaces into its argv: `rank-supervisor rsh HOST …`
-    '--mca', 'plm_rsh_agent', `${c.supervisor} rsh`,
-    '--mca', 'plm_rsh_no_tree_spawn', '1',
-    '--mca', 'orte_leave_session_attached', '1',
+    '--mca',
+    'plm_rsh_agent',
+    `${c.supervisor} rsh`,
+    '--mca',
+    'plm_rsh_no_tree_spawn',
+    '1',
+    '--mca',
+    'orte_leave_session_attached',
+    '1',
     // rank R on line R of the hostfile: rankd's rank map, node for node; no binding by
     // Open MPI (rankd's supervisor pins each rank, and the binding check proves it)
-    '--hostfile', c.hostfile,
-    '--mca', 'rmaps', 'seq',
-    '--bind-to', 'none',
-    '-np', String(c.ranks),
+    '--hostfile',
+    c.hostfile,
+    '--mca',
+    'rmaps',
+    'seq',
+    '--bind-to',
+    'none',
+    '-np',
+    String(c.ranks),
     // each node's own supervisor, which its agent names in the orted's environment
-    '/bin/sh', '-c', 'exec "$RANKD_OMPI_SUPERVISOR" ompi-rank',
+    '/bin/sh',
+    '-c',
+    'exec "$RANKD_OMPI_SUPERVISOR" ompi-rank',
   ];
 }
 

@@ -21,7 +21,14 @@
 // reused before then), and the cgroups created here. Never by name.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ErrorCode, checkOrtedArgs, type OmpiAbort, type OmpiDaemonRun, type OmpiDaemonState, type OmpiStart } from '@rankd/protocol';
+import {
+  ErrorCode,
+  checkOrtedArgs,
+  type OmpiAbort,
+  type OmpiDaemonRun,
+  type OmpiDaemonState,
+  type OmpiStart,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { JobExecutor } from '../jobs/job-executor.js';
 import type { ControllerLink } from '../link/controller-link.js';
@@ -129,7 +136,8 @@ export class OpenMpiJobs {
       if (job.aborted) throw new Error(`not started: ${job.aborted}`);
       const mpirun = findMpirun();
       const identity = await this.identities.resolve(job.user);
-      if (identity.switchUser) throw new Error(`--mpi openmpi runs only as the agent's own user, not as ${identity.name}`);
+      if (identity.switchUser)
+        throw new Error(`--mpi openmpi runs only as the agent's own user, not as ${identity.name}`);
       fs.mkdirSync(dir, { mode: 0o700 });
       const hostfile = path.join(dir, 'hostfile');
       writePrivate(hostfile, spec.hosts.map((h) => `${h}\n`).join(''));
@@ -151,10 +159,22 @@ export class OpenMpiJobs {
         RANKD_OMPI_SOCKET: socket,
         TMPDIR: privateTmpdir(dir),
       };
-      const argv = mpirunArgv(mpirun, { hostfile, ranks: spec.hosts.length, supervisor: this.runner.supervisor.path, asRoot: identity.uid === 0 });
+      const argv = mpirunArgv(mpirun, {
+        hostfile,
+        ranks: spec.hosts.length,
+        supervisor: this.runner.supervisor.path,
+        asRoot: identity.uid === 0,
+      });
       // the job's cwd, else the user's home, or '/'
       const cwd = job.cwd ?? rankCwd(undefined, identity);
-      job.launcher = await startSupervisedProcess(this.runner.supervisor, dir, processCgroup(this.runner.cgroupBase, job.jobId, 'ompi-launcher'), argv, env, cwd);
+      job.launcher = await startSupervisedProcess(
+        this.runner.supervisor,
+        dir,
+        processCgroup(this.runner.cgroupBase, job.jobId, 'ompi-launcher'),
+        argv,
+        env,
+        cwd,
+      );
       job.launcherPending = false;
       this.link.send({ type: 'ompi.launcher.state', jobId: job.jobId, state: 'started', pid: job.launcher.pid });
       this.log.info({ jobId: job.jobId, pid: job.launcher.pid }, 'mpirun started');
@@ -171,7 +191,13 @@ export class OpenMpiJobs {
       job.rsh?.close();
       const message = (err as Error).message;
       this.log.warn({ jobId: job.jobId, err: message }, 'mpirun cannot start');
-      this.link.send({ type: 'ompi.launcher.state', jobId: job.jobId, state: 'failed', message, output: outputTail(dir, 'stderr') });
+      this.link.send({
+        type: 'ompi.launcher.state',
+        jobId: job.jobId,
+        state: 'failed',
+        message,
+        output: outputTail(dir, 'stderr'),
+      });
       this.maybeForget(job);
     }
   }
@@ -202,7 +228,8 @@ export class OpenMpiJobs {
     if (!job) return refuse(ErrorCode.ForeignJob, `job ${m.jobId} is not an Open MPI job on ${host}`);
     if (job.aborted) return report({ state: 'failed', message: `the job is ending on ${host}: ${job.aborted}` });
     if (job.daemonAsked === m.daemon) return; // a repeated run after a reconnect
-    if (job.daemonAsked !== null) return refuse(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its Open MPI daemon on ${host}`);
+    if (job.daemonAsked !== null)
+      return refuse(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its Open MPI daemon on ${host}`);
     try {
       checkOrtedArgs(m.args, job.env);
     } catch (err) {
@@ -215,7 +242,8 @@ export class OpenMpiJobs {
       const orted = findOrted();
       // the root rule of ranks; and only the agent's own user (as the launcher: docs/mpi-openmpi.md, Limits)
       const identity = await this.identities.resolve(job.user);
-      if (identity.switchUser) throw new Error(`--mpi openmpi runs only as the agent's own user, not as ${identity.name}`);
+      if (identity.switchUser)
+        throw new Error(`--mpi openmpi runs only as the agent's own user, not as ${identity.name}`);
       fs.mkdirSync(dir, { mode: 0o700 });
       const env: Record<string, string> = {
         ...this.baseEnv,
@@ -227,7 +255,14 @@ export class OpenMpiJobs {
       };
       const cgroup = processCgroup(this.runner.cgroupBase, job.jobId, `ompi-daemon${m.daemon}`);
       // the user's home, or '/'
-      const proc = await startSupervisedProcess(this.runner.supervisor, dir, cgroup, [orted, ...m.args], env, rankCwd(undefined, identity));
+      const proc = await startSupervisedProcess(
+        this.runner.supervisor,
+        dir,
+        cgroup,
+        [orted, ...m.args],
+        env,
+        rankCwd(undefined, identity),
+      );
       job.daemons.set(m.daemon, proc);
       report({ state: 'started', pid: proc.pid });
       this.log.info({ jobId: job.jobId, daemon: m.daemon, pid: proc.pid }, 'Open MPI daemon started');
@@ -236,12 +271,16 @@ export class OpenMpiJobs {
         report(exit);
         this.log.info({ jobId: job.jobId, daemon: m.daemon, ...exit, output: undefined }, 'Open MPI daemon ended');
         // the daemons of this node are done: no rank will start here any more
-        if ([...job.daemons.values()].every((d) => d.done)) this.ranks.endWaiting(job, `Open MPI's daemon on ${host} ended without starting this rank`);
+        if ([...job.daemons.values()].every((d) => d.done))
+          this.ranks.endWaiting(job, `Open MPI's daemon on ${host} ended without starting this rank`);
         this.maybeForget(job);
       });
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      const message = typeof code === 'string' && code.startsWith('RANKD_') ? `${code}: ${(err as Error).message}` : (err as Error).message;
+      const message =
+        typeof code === 'string' && code.startsWith('RANKD_')
+          ? `${code}: ${(err as Error).message}`
+          : (err as Error).message;
       report({ state: 'failed', message, output: outputTail(dir, 'stderr') });
     }
   }
@@ -267,7 +306,13 @@ export class OpenMpiJobs {
     const leaseMs = Math.min(...[...this.jobs.values()].map((j) => j.leaseMs));
     this.leaseTimer = setTimeout(() => {
       this.leaseTimer = null;
-      for (const job of this.jobs.values()) void this.abort({ type: 'ompi.abort', jobId: job.jobId, graceMs: 5000, reason: 'lease expired without word from the controller' });
+      for (const job of this.jobs.values())
+        void this.abort({
+          type: 'ompi.abort',
+          jobId: job.jobId,
+          graceMs: 5000,
+          reason: 'lease expired without word from the controller',
+        });
     }, leaseMs);
     this.leaseTimer.unref();
   }

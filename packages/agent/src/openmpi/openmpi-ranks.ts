@@ -78,15 +78,30 @@ export class OpenMpiRanks<J extends RankJob> {
         ...(launch.cwd ? { cwd: launch.cwd } : {}),
         ...(launch.user ? { user: launch.user } : {}),
       };
-      if (launch.pty) throw rankError(RankErrorCode.BadLaunch, '--pty is not available with --mpi openmpi (orted holds the ranks\' stdio)');
+      if (launch.pty)
+        throw rankError(
+          RankErrorCode.BadLaunch,
+          "--pty is not available with --mpi openmpi (orted holds the ranks' stdio)",
+        );
       assertSupervisorUsable(supervisor);
       const { identity, cwd, env, inheritedNames, pin, warnings } = await prepareRank(rl, this.deps.identities);
       if (identity.switchUser) {
-        throw rankError(RankErrorCode.BadUser, `--mpi openmpi runs ranks only as the agent's own user (orted's ranks write the spool); not as ${identity.name}`);
+        throw rankError(
+          RankErrorCode.BadUser,
+          `--mpi openmpi runs ranks only as the agent's own user (orted's ranks write the spool); not as ${identity.name}`,
+        );
       }
-      if (!runner.spool.createRankDir(jobId, rank)) throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} already has a spool directory`);
+      if (!runner.spool.createRankDir(jobId, rank))
+        throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} already has a spool directory`);
       const dir = runner.spool.rankDir(jobId, rank);
-      const record: LaunchRecord = { argv: launch.argv, execArgv: launch.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: false };
+      const record: LaunchRecord = {
+        argv: launch.argv,
+        execArgv: launch.argv,
+        cpus: launch.cpus,
+        memNodes: launch.memNodes,
+        user: launch.user ?? null,
+        pty: false,
+      };
       writeJsonAtomic(files.launch(dir), record);
       const cgroup = runner.cgroupBase ? createRankCgroup(runner.cgroupBase, jobId, rank) : null;
       const args = runArgs(supervisor, dir, cgroup, cwd, launch.argv, pin.options);
@@ -98,21 +113,36 @@ export class OpenMpiRanks<J extends RankJob> {
       const [inherited, own] = splitEnv(env, inheritedNames);
       writePrivate(path.join(dir, 'ompi-inherited'), encodeEnv(inherited));
       writePrivate(path.join(dir, 'ompi-env'), encodeEnv(own));
-      const planned: PlannedRank = { rank, state: 'waiting', plan: { cpus: launch.cpus, memNodes: launch.memNodes, memBound: pin.memBound }, wrappers, warnings };
+      const planned: PlannedRank = {
+        rank,
+        state: 'waiting',
+        plan: { cpus: launch.cpus, memNodes: launch.memNodes, memBound: pin.memBound },
+        wrappers,
+        warnings,
+      };
       job.ranks.set(rank, planned);
       planned.unwatch = watchRankDir(dir, () => this.check(job, planned));
       this.check(job, planned);
     } catch (err) {
       const e = err as { code?: string; message: string };
       this.deps.log.warn({ jobId, rank, code: e.code, err: e.message }, 'Open MPI rank cannot be prepared');
-      job.ranks.set(rank, { rank, state: 'done', plan: { cpus: [], memNodes: [], memBound: false }, wrappers: [], warnings: [] });
+      job.ranks.set(rank, {
+        rank,
+        state: 'done',
+        plan: { cpus: [], memNodes: [], memBound: false },
+        wrappers: [],
+        warnings: [],
+      });
       executor.notStarted(jobId, rank, { code: e.code ?? 'RANKD_RANK_SPAWN_FAILED', message: e.message });
     }
   }
 
   /** What orted passes on to the program it starts for each rank: this node's supervisor, and where its ranks are. */
   daemonEnv(jobId: string): Record<string, string> {
-    return { RANKD_OMPI_JOB_DIR: this.deps.runner.spool.jobDir(jobId), RANKD_OMPI_SUPERVISOR: this.deps.supervisor.path };
+    return {
+      RANKD_OMPI_JOB_DIR: this.deps.runner.spool.jobDir(jobId),
+      RANKD_OMPI_SUPERVISOR: this.deps.supervisor.path,
+    };
   }
 
   /** No rank will come any more (the job is ending, or its daemons here have ended): report those that never started. */
@@ -123,7 +153,11 @@ export class OpenMpiRanks<J extends RankJob> {
       this.check(job, r); // one last look: it may have just started
       if (r.state !== 'waiting') continue;
       const dir = runner.spool.rankDir(job.jobId, r.rank);
-      writeJsonAtomic(files.exit(dir), { code: null, signal: null, failed: { code: RankErrorCode.NotStarted, message: why } } satisfies ExitRecord);
+      writeJsonAtomic(files.exit(dir), {
+        code: null,
+        signal: null,
+        failed: { code: RankErrorCode.NotStarted, message: why },
+      } satisfies ExitRecord);
       if (runner.cgroupBase) removeCgroup(rankCgroupPath(runner.cgroupBase, job.jobId, r.rank));
       this.done(job, r);
       executor.notStarted(job.jobId, r.rank, { code: RankErrorCode.NotStarted, message: why });
@@ -154,7 +188,10 @@ export class OpenMpiRanks<J extends RankJob> {
     const exit = readJson<ExitRecord>(files.exit(dir));
     if (exit) {
       this.done(job, r);
-      const failed = exit.failed ?? { code: 'RANKD_RANK_SPAWN_FAILED', message: exit.unknown ?? 'the supervisor ended before the rank started' };
+      const failed = exit.failed ?? {
+        code: 'RANKD_RANK_SPAWN_FAILED',
+        message: exit.unknown ?? 'the supervisor ended before the rank started',
+      };
       this.deps.executor.notStarted(job.jobId, r.rank, failed);
     }
   }
@@ -167,7 +204,10 @@ export class OpenMpiRanks<J extends RankJob> {
       // started by orted after this node was told to end the job: it goes at once
       if (job.aborted) runner.signal(job.jobId, r.rank, 'SIGKILL');
     } catch (err) {
-      this.deps.log.warn({ jobId: job.jobId, rank: r.rank, err: (err as Error).message }, 'cannot track an Open MPI rank');
+      this.deps.log.warn(
+        { jobId: job.jobId, rank: r.rank, err: (err as Error).message },
+        'cannot track an Open MPI rank',
+      );
       executor.notStarted(job.jobId, r.rank, { code: 'RANKD_RANK_SPAWN_FAILED', message: (err as Error).message });
     }
     this.done(job, r);

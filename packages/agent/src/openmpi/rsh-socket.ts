@@ -61,7 +61,8 @@ export class RshSocket {
     const conn = this.helpers.get(m.daemon);
     if (!conn) return;
     if (m.state === 'started') conn.write(`started ${m.pid ?? 0}\n`);
-    else if (m.state === 'failed') conn.end(`failed ${(m.message ?? 'the daemon could not run').replace(/\n/g, ' ')}\n`);
+    else if (m.state === 'failed')
+      conn.end(`failed ${(m.message ?? 'the daemon could not run').replace(/\n/g, ' ')}\n`);
     else conn.end(`exit ${m.code ?? (m.signal ? 128 + (signalNumber(m.signal) ?? 0) : 255)}\n`);
   }
 

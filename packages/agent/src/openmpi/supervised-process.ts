@@ -20,7 +20,14 @@ import { signalName, startSupervised, type SupervisorArgs } from '../ranks/super
 const OUTPUT_TAIL_BYTES = 4096;
 
 /** The supervisor's arguments for `argv` in `dir`, as the agent's own user (the only one --mpi openmpi runs as); `options` pin a rank. */
-export function runArgs(supervisor: SupervisorBinary, dir: string, cgroup: string | null, cwd: string, argv: string[], options: string[] = []): SupervisorArgs {
+export function runArgs(
+  supervisor: SupervisorBinary,
+  dir: string,
+  cgroup: string | null,
+  cwd: string,
+  argv: string[],
+  options: string[] = [],
+): SupervisorArgs {
   return { supervisor, mode: 'run', options, rankDir: dir, cgroup, userSpec: null, cwd, argv };
 }
 
@@ -48,9 +55,23 @@ export function processCgroup(base: string | null, jobId: string, name: string):
 }
 
 /** A launcher or daemon under its supervisor: own session and group, cgroup, subreaper, exit.json. */
-export async function startSupervisedProcess(supervisor: SupervisorBinary, dir: string, cgroup: string | null, argv: string[], env: Record<string, string>, cwd: string): Promise<SupervisedProcess> {
+export async function startSupervisedProcess(
+  supervisor: SupervisorBinary,
+  dir: string,
+  cgroup: string | null,
+  argv: string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<SupervisedProcess> {
   const s = await startSupervised(runArgs(supervisor, dir, cgroup, cwd, argv), env);
-  const proc: SupervisedProcess = { dir, pid: s.pid, supervisorPid: s.supervisorPid, cgroup, done: false, ended: Promise.resolve() };
+  const proc: SupervisedProcess = {
+    dir,
+    pid: s.pid,
+    supervisorPid: s.supervisorPid,
+    cgroup,
+    done: false,
+    ended: Promise.resolve(),
+  };
   proc.ended = s.ended.then(() => {
     proc.done = true;
     if (cgroup) removeCgroup(cgroup);
@@ -61,7 +82,10 @@ export async function startSupervisedProcess(supervisor: SupervisorBinary, dir: 
 /** Once `ended` has resolved: the exit as recorded in exit.json, with the tail of stdout and stderr. */
 export function processEnd(p: SupervisedProcess): ProcessEnd {
   const rec = readJson<ExitRecord>(files.exit(p.dir));
-  const output = [outputTail(p.dir, 'stdout'), outputTail(p.dir, 'stderr')].filter(Boolean).join('\n').slice(-2 * OUTPUT_TAIL_BYTES);
+  const output = [outputTail(p.dir, 'stdout'), outputTail(p.dir, 'stderr')]
+    .filter(Boolean)
+    .join('\n')
+    .slice(-2 * OUTPUT_TAIL_BYTES);
   if (!rec) return { state: 'failed', message: 'ended without recording an exit status', output };
   if (rec.failed) return { state: 'failed', message: `${rec.failed.code}: ${rec.failed.message}`, output };
   return { state: 'exited', pid: p.pid, code: rec.code, signal: rec.signal ? signalName(rec.signal) : null, output };

@@ -34,6 +34,8 @@ export function procAddress(ip: string, port: number): string | null {
   const v4 = /^(?:::ffff:)?(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(ip);
   if (!v4) return null;
   const bytes = v4.slice(1, 5).map(Number);
-  const word = (endianness() === 'LE' ? [...bytes].reverse() : bytes).map((b) => b.toString(16).padStart(2, '0')).join('');
+  const word = (endianness() === 'LE' ? [...bytes].reverse() : bytes)
+    .map((b) => b.toString(16).padStart(2, '0'))
+    .join('');
   return `${word}:${port.toString(16).padStart(4, '0')}`.toUpperCase();
 }

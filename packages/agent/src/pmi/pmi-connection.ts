@@ -60,7 +60,9 @@ export class PmiConnection {
     socket.on('close', () => this.end({ kind: 'closed', phase: this.phase }));
     if (!target) {
       // anyone on this host can connect to the loopback port: one who never names a rank goes
-      socket.setTimeout(INITACK_TIMEOUT_MS, () => this.protocolError(`no cmd=initack within ${INITACK_TIMEOUT_MS / 1000} s`));
+      socket.setTimeout(INITACK_TIMEOUT_MS, () =>
+        this.protocolError(`no cmd=initack within ${INITACK_TIMEOUT_MS / 1000} s`),
+      );
     }
   }
 
@@ -85,11 +87,14 @@ export class PmiConnection {
     while ((nl = this.buffer.indexOf('\n')) >= 0) {
       const line = this.buffer.slice(0, nl);
       this.buffer = this.buffer.slice(nl + 1);
-      if (line.length > PMI_MAX_LINE) return this.protocolError(`a line of ${line.length} bytes (the PMI-1 maximum is ${PMI_MAX_LINE})`);
+      if (line.length > PMI_MAX_LINE)
+        return this.protocolError(`a line of ${line.length} bytes (the PMI-1 maximum is ${PMI_MAX_LINE})`);
       this.queue.push(line);
     }
-    if (this.buffer.length > PMI_MAX_LINE) return this.protocolError(`more than ${PMI_MAX_LINE} bytes without a newline`);
-    if (this.queue.reduce((n, l) => n + l.length, 0) > MAX_BUFFERED) return this.protocolError('input far ahead of the answers (PMI-1 is lock-step)');
+    if (this.buffer.length > PMI_MAX_LINE)
+      return this.protocolError(`more than ${PMI_MAX_LINE} bytes without a newline`);
+    if (this.queue.reduce((n, l) => n + l.length, 0) > MAX_BUFFERED)
+      return this.protocolError('input far ahead of the answers (PMI-1 is lock-step)');
     void this.drain();
   }
 
@@ -107,7 +112,9 @@ export class PmiConnection {
     if (line.trim() === '') return;
     if (this.multi !== null) {
       if (line.trim() === 'endcmd') {
-        this.write(formatPmi(`${this.multi}_result`, { rc: -1, errmsg: pmiText(`${this.multi} is not supported by rankd`) }));
+        this.write(
+          formatPmi(`${this.multi}_result`, { rc: -1, errmsg: pmiText(`${this.multi} is not supported by rankd`) }),
+        );
         this.multi = null;
       }
       return;
@@ -130,7 +137,14 @@ export class PmiConnection {
         case 'init': {
           const version = arg('pmi_version');
           if (version !== '1') {
-            return this.write(formatPmi('response_to_init', { rc: -1, pmi_version: 1, pmi_subversion: 1, msg: pmiText(`this server speaks PMI-1, not PMI-${version}`) }));
+            return this.write(
+              formatPmi('response_to_init', {
+                rc: -1,
+                pmi_version: 1,
+                pmi_subversion: 1,
+                msg: pmiText(`this server speaks PMI-1, not PMI-${version}`),
+              }),
+            );
           }
           this.phase = 'initialized';
           return this.write(formatPmi('response_to_init', { rc: 0, pmi_version: 1, pmi_subversion: 1 }));
@@ -144,7 +158,11 @@ export class PmiConnection {
         case 'get_universe_size':
           return this.write(formatPmi('universe_size', { rc: 0, size: job.spec.size }));
         case 'put': {
-          const problem = this.finalizedProblem('put') ?? kvsProblem(job, arg('kvsname')) ?? keyProblem(arg('key')) ?? valueProblem(req.args.get('value'));
+          const problem =
+            this.finalizedProblem('put') ??
+            kvsProblem(job, arg('kvsname')) ??
+            keyProblem(arg('key')) ??
+            valueProblem(req.args.get('value'));
           if (problem) return this.write(formatPmi('put_result', { rc: -1, msg: pmiText(problem) }));
           job.put(arg('key'), req.args.get('value')!);
           return this.write(formatPmi('put_result', { rc: 0 }));
@@ -153,7 +171,8 @@ export class PmiConnection {
           const problem = this.finalizedProblem('get') ?? kvsProblem(job, arg('kvsname')) ?? keyProblem(arg('key'));
           if (problem) return this.write(formatPmi('get_result', { rc: -1, msg: pmiText(problem) }));
           const value = await job.get(arg('key'));
-          if (value === undefined) return this.write(formatPmi('get_result', { rc: -1, msg: pmiText(`key ${arg('key')} not found`) }));
+          if (value === undefined)
+            return this.write(formatPmi('get_result', { rc: -1, msg: pmiText(`key ${arg('key')} not found`) }));
           return this.write(formatPmi('get_result', { rc: 0, value }));
         }
         case 'barrier_in': {
@@ -172,7 +191,9 @@ export class PmiConnection {
         case 'publish_name':
         case 'unpublish_name':
         case 'lookup_name':
-          return this.write(formatPmi(`${req.cmd}_result`, { rc: -1, msg: pmiText(`${req.cmd} is not supported by rankd`) }));
+          return this.write(
+            formatPmi(`${req.cmd}_result`, { rc: -1, msg: pmiText(`${req.cmd} is not supported by rankd`) }),
+          );
         default:
           return this.write(formatPmi('error', { rc: -1, msg: pmiText(`unknown command ${req.cmd.slice(0, 64)}`) }));
       }
@@ -186,11 +207,19 @@ export class PmiConnection {
   private initack(req: PmiRequest): void {
     const id = Number(req.args.get('pmiid'));
     const target = req.cmd === 'initack' && Number.isSafeInteger(id) ? this.hooks.claim(id) : null;
-    if (!target) return this.protocolError(req.cmd === 'initack' ? 'a PMI_ID this agent did not give out, or one already used' : `expected cmd=initack first, got cmd=${req.cmd.slice(0, 64)}`);
+    if (!target)
+      return this.protocolError(
+        req.cmd === 'initack'
+          ? 'a PMI_ID this agent did not give out, or one already used'
+          : `expected cmd=initack first, got cmd=${req.cmd.slice(0, 64)}`,
+      );
     this.target = target;
     this.socket.setTimeout(0);
     this.write(
-      formatPmi('initack', { rc: 0 }) + formatPmi('set', { size: target.job.spec.size }) + formatPmi('set', { rank: target.rank }) + formatPmi('set', { debug: 0 }),
+      formatPmi('initack', { rc: 0 }) +
+        formatPmi('set', { size: target.job.spec.size }) +
+        formatPmi('set', { rank: target.rank }) +
+        formatPmi('set', { debug: 0 }),
     );
   }
 

@@ -72,8 +72,10 @@ export class PmiJob {
   /** Enters the barrier of the current epoch for `rank`; resolves at barrier_out. */
   barrier(rank: number): Promise<void> {
     this.check();
-    if (!this.localRanks.has(rank)) return Promise.reject(new PmiJobError(`rank ${rank} is not a rank of job ${this.jobId} on this node`));
-    if (this.entered.has(rank)) return Promise.reject(new PmiJobError(`rank ${rank} entered barrier ${this.epoch} twice`));
+    if (!this.localRanks.has(rank))
+      return Promise.reject(new PmiJobError(`rank ${rank} is not a rank of job ${this.jobId} on this node`));
+    if (this.entered.has(rank))
+      return Promise.reject(new PmiJobError(`rank ${rank} entered barrier ${this.epoch} twice`));
     this.entered.add(rank);
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     if (this.entered.size === this.localRanks.size) this.sendFence();
@@ -127,7 +129,9 @@ export class PmiJob {
         while (this.deferred.length > 0) {
           const next = this.deferred[0]!;
           if ('pairs' in next) this.apply(next.pairs);
-          else for (let chunk = 0; chunk < next.chunks; chunk++) this.apply(await this.transport.fetch(this.jobId, next.epoch, chunk));
+          else
+            for (let chunk = 0; chunk < next.chunks; chunk++)
+              this.apply(await this.transport.fetch(this.jobId, next.epoch, chunk));
           this.deferred.shift();
         }
       } finally {

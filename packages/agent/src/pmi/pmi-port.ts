@@ -46,7 +46,8 @@ export class PmiPort {
       this.server.once('error', reject);
       this.server.listen(0, '127.0.0.1', () => {
         const address = this.server.address();
-        if (address === null || typeof address === 'string') reject(new Error(`the PMI_PORT of job ${jobId} has no TCP address`));
+        if (address === null || typeof address === 'string')
+          reject(new Error(`the PMI_PORT of job ${jobId} has no TCP address`));
         else resolve(address.port);
       });
     });
@@ -84,15 +85,24 @@ export class PmiPort {
       uid = loopbackPeerUid(socket);
     } catch (err) {
       uid = null;
-      this.log.warn({ jobId: this.jobId, err: err instanceof Error ? err.message : String(err) }, 'cannot read /proc/net/tcp to identify a PMI_PORT client');
+      this.log.warn(
+        { jobId: this.jobId, err: err instanceof Error ? err.message : String(err) },
+        'cannot read /proc/net/tcp to identify a PMI_PORT client',
+      );
     }
     if (uid === null) {
       // every live client is listed: one that is not has gone, or is not what it seems
-      this.log.warn({ jobId: this.jobId, port: socket.localPort }, 'PMI_PORT connection from a socket the kernel does not list; closed');
+      this.log.warn(
+        { jobId: this.jobId, port: socket.localPort },
+        'PMI_PORT connection from a socket the kernel does not list; closed',
+      );
       return void socket.destroy();
     }
     if ((this.strikes.get(uid) ?? 0) >= MAX_BAD_IDS) {
-      this.log.warn({ jobId: this.jobId, uid }, `PMI_PORT connection refused: uid ${uid} already presented ${MAX_BAD_IDS} bad PMI_IDs on this port`);
+      this.log.warn(
+        { jobId: this.jobId, uid },
+        `PMI_PORT connection refused: uid ${uid} already presented ${MAX_BAD_IDS} bad PMI_IDs on this port`,
+      );
       return void socket.destroy();
     }
     const hooks: PmiConnectionHooks = {
@@ -120,7 +130,10 @@ export class PmiPort {
     const n = (this.strikes.get(uid) ?? 0) + 1;
     this.strikes.set(uid, n);
     const why = end.kind === 'protocol' ? end.reason : 'it closed before naming a PMI_ID';
-    this.log.warn({ jobId: this.jobId, uid, strikes: n }, `PMI_PORT connection without a valid PMI_ID (${why})${n >= MAX_BAD_IDS ? `; uid ${uid} is refused on this port from now on` : ''}`);
+    this.log.warn(
+      { jobId: this.jobId, uid, strikes: n },
+      `PMI_PORT connection without a valid PMI_ID (${why})${n >= MAX_BAD_IDS ? `; uid ${uid} is refused on this port from now on` : ''}`,
+    );
   }
 
   private markDone(rank: number): void {

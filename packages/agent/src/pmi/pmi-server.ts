@@ -44,7 +44,10 @@ interface JobEntry {
 
 export class PmiServer implements FenceTransport {
   private readonly jobs = new Map<string, JobEntry>();
-  private readonly fetches = new Map<string, { resolve: (p: PmiPairs) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly fetches = new Map<
+    string,
+    { resolve: (p: PmiPairs) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
   private fetchSeq = 0;
 
   constructor(
@@ -61,7 +64,13 @@ export class PmiServer implements FenceTransport {
   /** Opens a job's key-value space here; its local ranks are the ones every barrier waits for. */
   openJob(jobId: string, spec: PmiJobSpec, localRanks: readonly number[]): void {
     if (this.jobs.has(jobId)) return; // a job.start repeated after a reconnect
-    this.jobs.set(jobId, { job: new PmiJob(jobId, spec, new Set(localRanks), this), connections: new Map(), failing: new Map(), reported: new Set(), port: null });
+    this.jobs.set(jobId, {
+      job: new PmiJob(jobId, spec, new Set(localRanks), this),
+      connections: new Map(),
+      failing: new Map(),
+      reported: new Set(),
+      port: null,
+    });
   }
 
   hasJob(jobId: string): boolean {
@@ -74,7 +83,13 @@ export class PmiServer implements FenceTransport {
     const { job } = entry;
     const env: Record<string, string> = { ...NO_REPIN_ENV, PMI_RANK: String(rank), PMI_SIZE: String(job.spec.size) };
     if (!pty) return { env: { ...env, PMI_FD: String(PMI_FD) }, fd: true };
-    entry.port ??= new PmiPort(jobId, job.localRanks, (r) => (this.jobs.get(jobId) === entry ? { job, rank: r } : null), this.hooks.ended, this.log);
+    entry.port ??= new PmiPort(
+      jobId,
+      job.localRanks,
+      (r) => (this.jobs.get(jobId) === entry ? { job, rank: r } : null),
+      this.hooks.ended,
+      this.log,
+    );
     const { port, id } = await entry.port.issue(rank);
     return { env: { ...env, PMI_PORT: `127.0.0.1:${port}`, PMI_ID: String(id) }, fd: false };
   }
@@ -132,7 +147,16 @@ export class PmiServer implements FenceTransport {
       frames.at(-1)!.push(pair);
       bytes += size;
     }
-    return frames.every((frame, i) => this.link.send({ type: 'pmi.fence', jobId, epoch, part: i, pairs: frame, ...(i < frames.length - 1 ? { more: true } : {}) }));
+    return frames.every((frame, i) =>
+      this.link.send({
+        type: 'pmi.fence',
+        jobId,
+        epoch,
+        part: i,
+        pairs: frame,
+        ...(i < frames.length - 1 ? { more: true } : {}),
+      }),
+    );
   }
 
   fetch(jobId: string, epoch: number, chunk: number): Promise<PmiPairs> {
@@ -178,7 +202,12 @@ export class PmiServer implements FenceTransport {
       }
       if (end.kind === 'abort') {
         const code = end.exitCode & 255 || 1;
-        return this.report(entry, rank, code, `rank ${rank} called MPI_Abort (PMI abort with exit code ${end.exitCode})`);
+        return this.report(
+          entry,
+          rank,
+          code,
+          `rank ${rank} called MPI_Abort (PMI abort with exit code ${end.exitCode})`,
+        );
       }
       const reason =
         end.kind === 'protocol'

@@ -27,7 +27,8 @@ export interface VerifyOptions {
   timeoutMs?: number;
 }
 
-const sameArgv = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+const sameArgv = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((x, i) => x === b[i]);
 const sameSet = (a: readonly number[], b: readonly number[]): boolean => formatCpuList(a) === formatCpuList(b);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -56,11 +57,15 @@ export async function verifyBinding(pid: number, plan: BindingPlan, opts: Verify
   let binding = judgeBinding(pid, plan);
   // numa_maps reads empty while the program itself execs again (sh -c '…; exec prog'):
   // look again shortly rather than report a bound rank without its policy
-  for (let retry = 0; plan.memBound && binding.memPolicy === undefined && binding.unread === undefined && retry < 10; retry++) {
+  for (
+    let retry = 0;
+    plan.memBound && binding.memPolicy === undefined && binding.unread === undefined && retry < 10;
+    retry++
+  ) {
     await sleep(2);
     binding = judgeBinding(pid, plan);
   }
-  for (const settle = Date.now() + MISMATCH_SETTLE_MS; binding.mismatch !== undefined && Date.now() < settle; ) {
+  for (const settle = Date.now() + MISMATCH_SETTLE_MS; binding.mismatch !== undefined && Date.now() < settle;) {
     await sleep(10);
     binding = judgeBinding(pid, plan);
   }
@@ -93,7 +98,10 @@ export function judgeBinding(pid: number, plan: BindingPlan): RankBinding {
       }
     } else {
       const outside = plan.memNodes.filter((n) => !allowedMems.includes(n));
-      if (outside.length > 0) problems.push(`NUMA nodes ${formatCpuList(outside)} are not allowed (Mems_allowed_list ${formatCpuList(allowedMems)})`);
+      if (outside.length > 0)
+        problems.push(
+          `NUMA nodes ${formatCpuList(outside)} are not allowed (Mems_allowed_list ${formatCpuList(allowedMems)})`,
+        );
     }
   }
   const binding: RankBinding = { cpus, memNodes, verified: problems.length === 0 };

@@ -14,7 +14,10 @@ import path from 'node:path';
 import { refuseLoaderEnv } from '@rankd/protocol';
 
 /** All a root helper of the agent is started with (plus the supervisor's own RANKD_* settings). */
-export const HELPER_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' });
+export const HELPER_ENV: Readonly<Record<string, string>> = Object.freeze({
+  PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+  LANG: 'C',
+});
 
 /** Refuses glibc's loader and libc variables (protocol's loader-env.ts) for a target that runs as root: RANKD_ROOT_LOADER_ENV. */
 export function refuseLoaderEnvForRoot(env: Record<string, string>, uid: number, what: string): void {
@@ -32,5 +35,10 @@ export function writeEnvFile(dir: string, env: Record<string, string>): void {
 
 /** NAME=VALUE\0 records; validateLaunch has already refused '=' in names and NUL anywhere. */
 export function encodeEnv(env: Record<string, string>): Buffer {
-  return Buffer.from(Object.entries(env).map(([k, v]) => `${k}=${v}\0`).join(''), 'utf8');
+  return Buffer.from(
+    Object.entries(env)
+      .map(([k, v]) => `${k}=${v}\0`)
+      .join(''),
+    'utf8',
+  );
 }

@@ -23,7 +23,10 @@ export function ownCgroupDir(): string | null {
   } catch {
     return null;
   }
-  const rel = self.split('\n').find((l) => l.startsWith('0::'))?.slice(3);
+  const rel = self
+    .split('\n')
+    .find((l) => l.startsWith('0::'))
+    ?.slice(3);
   if (rel === undefined) return null;
   for (const line of mountinfo.split('\n')) {
     const [pre, post] = line.split(' - ');
@@ -59,7 +62,9 @@ export function detectCgroupBase(mode: CgroupMode): string | null {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return null;
   }
   try {
-    return fs.existsSync(path.join(probe, 'cgroup.kill')) && fs.existsSync(path.join(probe, 'cgroup.procs')) ? base : null;
+    return fs.existsSync(path.join(probe, 'cgroup.kill')) && fs.existsSync(path.join(probe, 'cgroup.procs'))
+      ? base
+      : null;
   } finally {
     try {
       fs.rmdirSync(probe);

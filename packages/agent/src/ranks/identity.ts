@@ -50,12 +50,18 @@ export class IdentityResolver {
     if (identity.uid === 0 && !this.allowRoot) {
       throw rankError(
         RankErrorCode.RootNotAllowed,
-        user === undefined ? 'the job names no user and the agent runs as root, which this agent does not allow' : `user ${user} is root, which this agent does not allow`,
+        user === undefined
+          ? 'the job names no user and the agent runs as root, which this agent does not allow'
+          : `user ${user} is root, which this agent does not allow`,
         { user: user ?? null },
       );
     }
     if (this.agentUid !== 0 && identity.uid !== this.agentUid) {
-      throw rankError(RankErrorCode.BadUser, `the agent runs as uid ${this.agentUid} and cannot run ranks as ${identity.name} (uid ${identity.uid})`, { user });
+      throw rankError(
+        RankErrorCode.BadUser,
+        `the agent runs as uid ${this.agentUid} and cannot run ranks as ${identity.name} (uid ${identity.uid})`,
+        { user },
+      );
     }
     return identity;
   }
@@ -63,7 +69,15 @@ export class IdentityResolver {
   /** The agent's own user, without a lookup: nothing will be switched. */
   private self(): RankIdentity {
     const me = os.userInfo();
-    return { name: me.username, uid: me.uid, gid: me.gid, groups: [me.gid], home: me.homedir || '/', shell: me.shell || DEFAULT_SHELL, switchUser: false };
+    return {
+      name: me.username,
+      uid: me.uid,
+      gid: me.gid,
+      groups: [me.gid],
+      home: me.homedir || '/',
+      shell: me.shell || DEFAULT_SHELL,
+      switchUser: false,
+    };
   }
 
   private async lookup(user: string): Promise<RankIdentity> {
@@ -83,7 +97,8 @@ export class IdentityResolver {
     const name = fields[0]!;
     const uid = Number(fields[2]);
     const gid = Number(fields[3]);
-    if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw rankError(RankErrorCode.BadUser, `${user}: malformed passwd entry`, { user });
+    if (!Number.isInteger(uid) || !Number.isInteger(gid))
+      throw rankError(RankErrorCode.BadUser, `${user}: malformed passwd entry`, { user });
     let groups = [gid];
     try {
       // "name gid1 gid2 …": the same list initgroups(3) would install
@@ -93,6 +108,14 @@ export class IdentityResolver {
     } catch {
       // a user with no supplementary groups makes some NSS modules answer "not found"
     }
-    return { name, uid, gid, groups, home: fields[5] || '/', shell: fields[6] || DEFAULT_SHELL, switchUser: this.agentUid === 0 && uid !== 0 };
+    return {
+      name,
+      uid,
+      gid,
+      groups,
+      home: fields[5] || '/',
+      shell: fields[6] || DEFAULT_SHELL,
+      switchUser: this.agentUid === 0 && uid !== 0,
+    };
   }
 }

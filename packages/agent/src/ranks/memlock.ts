@@ -60,6 +60,15 @@ async function raise(): Promise<MemlockState> {
     ({ soft, hard } = readMemlock());
     if (soft === 'unlimited' && hard === 'unlimited') return { soft, hard, unlimited: true };
   }
-  const why = !privileged ? 'the agent lacks CAP_SYS_RESOURCE' : prlimit ? 'prlimit failed' : 'prlimit is not installed';
-  return { soft, hard, unlimited: false, warning: `RLIMIT_MEMLOCK stays ${soft} (${why}); RDMA memory registration may fail` };
+  const why = !privileged
+    ? 'the agent lacks CAP_SYS_RESOURCE'
+    : prlimit
+      ? 'prlimit failed'
+      : 'prlimit is not installed';
+  return {
+    soft,
+    hard,
+    unlimited: false,
+    warning: `RLIMIT_MEMLOCK stays ${soft} (${why}); RDMA memory registration may fail`,
+  };
 }

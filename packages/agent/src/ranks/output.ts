@@ -68,20 +68,31 @@ export class RankOutput {
   }
 
   /** Reads up to maxBytes of a stream from `fromOffset`. */
-  async read(jobId: string, rank: number, stream: RankStream, fromOffset: number, maxBytes = DEFAULT_CHUNK_BYTES, opts: ReadOptions = {}): Promise<OutputChunk> {
+  async read(
+    jobId: string,
+    rank: number,
+    stream: RankStream,
+    fromOffset: number,
+    maxBytes = DEFAULT_CHUNK_BYTES,
+    opts: ReadOptions = {},
+  ): Promise<OutputChunk> {
     checkStream(stream);
-    if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is invalid`);
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw rankError(RankErrorCode.BadOffset, `maxBytes ${maxBytes} is invalid`);
+    if (!Number.isSafeInteger(fromOffset) || fromOffset < 0)
+      throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is invalid`);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 1)
+      throw rankError(RankErrorCode.BadOffset, `maxBytes ${maxBytes} is invalid`);
     // ended is looked at before the size: if the rank had ended by then, the size read
     // afterwards is the final one
     const ended = this.ended(jobId, rank);
     const fd = this.open(this.spool.streamPath(jobId, rank, stream));
     if (fd === null) {
-      if (fromOffset > 0) throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is past the end of ${stream} (0)`);
+      if (fromOffset > 0)
+        throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is past the end of ${stream} (0)`);
       return { stream, offset: 0, data: Buffer.alloc(0), nextOffset: 0, size: 0, final: ended };
     }
     const size = fs.fstatSync(fd).size;
-    if (fromOffset > size) throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is past the end of ${stream} (${size})`);
+    if (fromOffset > size)
+      throw rankError(RankErrorCode.BadOffset, `offset ${fromOffset} is past the end of ${stream} (${size})`);
     const want = Math.min(maxBytes, size - fromOffset);
     const buf = Buffer.allocUnsafe(want);
     let got = 0;
@@ -143,7 +154,13 @@ export class RankOutput {
    * for the next one, which is the backpressure: await the socket's drain between them.
    * Ends early, without a final chunk, when `signal` aborts.
    */
-  async *follow(jobId: string, rank: number, stream: RankStream, fromOffset: number, opts: FollowOptions = {}): AsyncGenerator<OutputChunk> {
+  async *follow(
+    jobId: string,
+    rank: number,
+    stream: RankStream,
+    fromOffset: number,
+    opts: FollowOptions = {},
+  ): AsyncGenerator<OutputChunk> {
     let offset = fromOffset;
     for (;;) {
       if (opts.signal?.aborted) return;
@@ -153,7 +170,11 @@ export class RankOutput {
       offset = chunk.nextOffset;
       // an empty read means nothing usable now (at most a partial line): wait for growth
       // past what was seen, never for "more than offset", which a partial line already is
-      if (chunk.data.length === 0 && (await this.waitForData(jobId, rank, stream, chunk.size, opts.signal)) === 'aborted') return;
+      if (
+        chunk.data.length === 0 &&
+        (await this.waitForData(jobId, rank, stream, chunk.size, opts.signal)) === 'aborted'
+      )
+        return;
     }
   }
 
@@ -161,7 +182,13 @@ export class RankOutput {
    * Resolves when the stream holds more than `offset` bytes, or the rank has ended, or
    * `signal` aborts. Cheap to call in a loop: read, send, wait, read again.
    */
-  waitForData(jobId: string, rank: number, stream: RankStream, offset: number, signal?: AbortSignal): Promise<'data' | 'ended' | 'aborted'> {
+  waitForData(
+    jobId: string,
+    rank: number,
+    stream: RankStream,
+    offset: number,
+    signal?: AbortSignal,
+  ): Promise<'data' | 'ended' | 'aborted'> {
     checkStream(stream);
     const dir = this.spool.rankDir(jobId, rank);
     return new Promise((resolve) => {

@@ -30,7 +30,10 @@ export interface Pinning {
 
 /** The supervisor's options for a plan; nothing planned, nothing asked. */
 export function pinning(cpus: readonly number[], memNodes: readonly number[]): Pinning {
-  const options = [...(cpus.length > 0 ? ['--cpus', formatCpuList(cpus)] : []), ...(memNodes.length > 0 ? ['--mems', formatCpuList(memNodes)] : [])];
+  const options = [
+    ...(cpus.length > 0 ? ['--cpus', formatCpuList(cpus)] : []),
+    ...(memNodes.length > 0 ? ['--mems', formatCpuList(memNodes)] : []),
+  ];
   return { options, memBound: memNodes.length > 0 };
 }
 

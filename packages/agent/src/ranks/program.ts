@@ -83,18 +83,29 @@ export function resolveProgram(argv0: string, envPath: string | undefined, cwd: 
   // (126), a directory of that name is passed over, and nothing at all is "command not found"
   for (const dir of searchList.split(':')) {
     const problem = execProblem(path.resolve(cwd, dir === '' ? '.' : dir, argv0), who);
-    if (problem && !problem.missing && problem.words === 'Permission denied') throw cannotRun(argv0, problem, { argv0, path: searchList });
+    if (problem && !problem.missing && problem.words === 'Permission denied')
+      throw cannotRun(argv0, problem, { argv0, path: searchList });
   }
   throw cannotRun(argv0, { missing: true, words: 'command not found' }, { argv0, path: searchList });
 }
 
-function cannotRun(argv0: string, problem: { missing: boolean; words: string }, details: Record<string, unknown>): Error {
-  return rankError(problem.missing ? RankErrorCode.ProgramNotFound : RankErrorCode.ProgramNotExecutable, `${argv0}: ${problem.words}`, details);
+function cannotRun(
+  argv0: string,
+  problem: { missing: boolean; words: string },
+  details: Record<string, unknown>,
+): Error {
+  return rankError(
+    problem.missing ? RankErrorCode.ProgramNotFound : RankErrorCode.ProgramNotExecutable,
+    `${argv0}: ${problem.words}`,
+    details,
+  );
 }
 
 /** Where the agent looks for its own helpers (prlimit, getent, mpirun, orted, …). */
 export function agentToolPath(): string {
-  return [process.env.PATH ?? '', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'].filter(Boolean).join(':');
+  return [process.env.PATH ?? '', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin']
+    .filter(Boolean)
+    .join(':');
 }
 
 /** Absolute path of an agent helper, or null. */

@@ -33,7 +33,12 @@ export interface PtyStart {
  * front of it. node-pty is loaded on the first PTY rank, so that a node without a working
  * native build still runs every other rank.
  */
-export async function startPtyRank(a: SupervisorArgs, env: Record<string, string>, cols = 80, rows = 24): Promise<PtyStart> {
+export async function startPtyRank(
+  a: SupervisorArgs,
+  env: Record<string, string>,
+  cols = 80,
+  rows = 24,
+): Promise<PtyStart> {
   const pty = await import('node-pty');
   const argv = supervisorArgv(a);
   // The supervisor in front of the rank starts as root with the agent's fixed environment;
@@ -58,7 +63,14 @@ export async function startPtyRank(a: SupervisorArgs, env: Record<string, string
     fs.rmSync(path.join(a.rankDir, 'env'), { force: true });
     throw err;
   }
-  const record: RankRecord = { pid: term.pid, pgid: term.pid, supervisorPid: null, supervisorStartTicks: null, cgroup: a.cgroup, pty: true };
+  const record: RankRecord = {
+    pid: term.pid,
+    pgid: term.pid,
+    supervisorPid: null,
+    supervisorStartTicks: null,
+    cgroup: a.cgroup,
+    pty: true,
+  };
   writeJsonAtomic(path.join(a.rankDir, 'rank.json'), record);
   let lastOutput = Date.now();
   let markDrained!: () => void;
@@ -78,7 +90,9 @@ export async function startPtyRank(a: SupervisorArgs, env: Record<string, string
         .then(() => endGroup(term.pid, a.cgroup))
         .then((clean) => {
           fs.closeSync(out);
-          const rec: ExitRecord = signal ? { code: null, signal, leftover: !clean } : { code: exitCode, signal: null, leftover: !clean };
+          const rec: ExitRecord = signal
+            ? { code: null, signal, leftover: !clean }
+            : { code: exitCode, signal: null, leftover: !clean };
           writeJsonAtomic(path.join(a.rankDir, 'exit.json'), rec);
           resolve();
         });
@@ -103,4 +117,3 @@ export async function endGroup(pgid: number, cgroup: string | null): Promise<boo
     await new Promise((r) => setTimeout(r, delay));
   }
 }
-

@@ -20,7 +20,15 @@ import { RankOutput } from './output.js';
 import { prepareRank } from './preflight.js';
 import { isAlive, readCmdline, signalGroup } from './proc.js';
 import { endGroup, startPtyRank } from './pty-rank.js';
-import { assertJobId, assertRank, validateLaunch, type RankExit, type RankInfo, type RankLaunch, type StartedRank } from './rank-spec.js';
+import {
+  assertJobId,
+  assertRank,
+  validateLaunch,
+  type RankExit,
+  type RankInfo,
+  type RankLaunch,
+  type StartedRank,
+} from './rank-spec.js';
 import { files, readExit, readLaunchRecord, readRankRecord, recordUnknown, startedAt } from './records.js';
 import { Spool, writeJsonAtomic, type LaunchRecord, type RankRecord } from './spool.js';
 import { startSupervised, supervisorArgv, userSpecOf, type SupervisorArgs } from './supervisor.js';
@@ -87,8 +95,10 @@ export class RankRunner extends EventEmitter<Events> {
     validateLaunch(launch);
     assertSupervisorUsable(this.supervisor);
     const key = keyOf(launch.jobId, launch.rank);
-    if (this.aborted.has(launch.jobId)) throw rankError(RankErrorCode.JobAborted, `job ${launch.jobId} is being aborted on this node`);
-    if (this.ranks.has(key) || this.starting.has(key)) throw rankError(RankErrorCode.Exists, `rank ${launch.rank} of job ${launch.jobId} already exists on this node`);
+    if (this.aborted.has(launch.jobId))
+      throw rankError(RankErrorCode.JobAborted, `job ${launch.jobId} is being aborted on this node`);
+    if (this.ranks.has(key) || this.starting.has(key))
+      throw rankError(RankErrorCode.Exists, `rank ${launch.rank} of job ${launch.jobId} already exists on this node`);
     const pending = this.doStart(launch);
     this.starting.set(key, pending);
     try {
@@ -101,9 +111,17 @@ export class RankRunner extends EventEmitter<Events> {
   private async doStart(launch: RankLaunch): Promise<StartedRank> {
     const { jobId, rank } = launch;
     const { identity, cwd, env, pin, warnings } = await prepareRank(launch, this.identities);
-    if (!this.spool.createRankDir(jobId, rank)) throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} already has a spool directory`);
+    if (!this.spool.createRankDir(jobId, rank))
+      throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} already has a spool directory`);
     const dir = this.spool.rankDir(jobId, rank);
-    const launchRecord: LaunchRecord = { argv: launch.argv, execArgv: launch.argv, cpus: launch.cpus, memNodes: launch.memNodes, user: launch.user ?? null, pty: launch.pty === true };
+    const launchRecord: LaunchRecord = {
+      argv: launch.argv,
+      execArgv: launch.argv,
+      cpus: launch.cpus,
+      memNodes: launch.memNodes,
+      user: launch.user ?? null,
+      pty: launch.pty === true,
+    };
     let cgroup: string | null = null;
     let passed: Socket | undefined;
     let input: Socket | undefined;
@@ -124,17 +142,27 @@ export class RankRunner extends EventEmitter<Events> {
       const wrappers = [supervisorArgv(args)];
       if (launch.pty) wrappers.push(AGENT_CMDLINE);
 
-      const started: { pid: number; ended: Promise<void>; child?: ChildProcess; passedSocket?: Socket; stdinSocket?: Socket } = launch.pty
+      const started: {
+        pid: number;
+        ended: Promise<void>;
+        child?: ChildProcess;
+        passedSocket?: Socket;
+        stdinSocket?: Socket;
+      } = launch.pty
         ? await startPtyRank(args, env, launch.cols, launch.rows)
         : await startSupervised(args, env, launch.passSocket === true, launch.stdin === true);
       passed = started.passedSocket;
       input = started.stdinSocket;
       const t = this.track(jobId, rank, dir, launchRecord, readRankRecord(dir));
       t.child = started.child;
-      const binding = await verifyBinding(started.pid, { cpus: launch.cpus, memNodes: launch.memNodes, memBound: pin.memBound }, {
-        wrapperCmdlines: wrappers,
-        timeoutMs: this.opts.bindingTimeoutMs,
-      });
+      const binding = await verifyBinding(
+        started.pid,
+        { cpus: launch.cpus, memNodes: launch.memNodes, memBound: pin.memBound },
+        {
+          wrapperCmdlines: wrappers,
+          timeoutMs: this.opts.bindingTimeoutMs,
+        },
+      );
       // hooked only now, and run after the caller has seen this result: a rank's exit event
       // never comes before its start
       void started.ended.then(() => setImmediate(() => void this.finish(t)));
@@ -167,7 +195,13 @@ export class RankRunner extends EventEmitter<Events> {
     }
   }
 
-  private track(jobId: string, rank: number, dir: string, launch: LaunchRecord | undefined, record: RankRecord | undefined): TrackedRank {
+  private track(
+    jobId: string,
+    rank: number,
+    dir: string,
+    launch: LaunchRecord | undefined,
+    record: RankRecord | undefined,
+  ): TrackedRank {
     if (!record) throw rankError(RankErrorCode.SpawnFailed, `${dir}/rank.json is missing after the start`);
     let settle!: (e: RankExit) => void;
     const exited = new Promise<RankExit>((r) => (settle = r));
@@ -189,9 +223,16 @@ export class RankRunner extends EventEmitter<Events> {
       if (!exit) {
         await endGroup(t.record.pgid, t.record.cgroup);
         // the supervisor may have written it while we were ending the group
-        exit = readExit(t.jobId, t.rank, t.dir) ?? recordUnknown(t.jobId, t.rank, t.dir, t.record.pty
-          ? 'the agent that held the terminal of this PTY rank is gone'
-          : 'the supervisor ended without recording an exit status');
+        exit =
+          readExit(t.jobId, t.rank, t.dir) ??
+          recordUnknown(
+            t.jobId,
+            t.rank,
+            t.dir,
+            t.record.pty
+              ? 'the agent that held the terminal of this PTY rank is gone'
+              : 'the supervisor ended without recording an exit status',
+          );
       }
       t.exit = exit;
       t.unwatch?.();
@@ -212,7 +253,8 @@ export class RankRunner extends EventEmitter<Events> {
     assertJobId(jobId);
     if (rank !== 'all') assertRank(rank);
     if (!(signal in os.constants.signals)) throw rankError(RankErrorCode.BadLaunch, `unknown signal ${signal}`);
-    if (rank !== 'all' && !this.ranks.has(keyOf(jobId, rank))) throw rankError(RankErrorCode.Unknown, `rank ${rank} of job ${jobId} is not known here`);
+    if (rank !== 'all' && !this.ranks.has(keyOf(jobId, rank)))
+      throw rankError(RankErrorCode.Unknown, `rank ${rank} of job ${jobId} is not known here`);
     let n = 0;
     for (const t of this.jobRanks(jobId)) {
       if (rank !== 'all' && t.rank !== rank) continue;
@@ -275,7 +317,8 @@ export class RankRunner extends EventEmitter<Events> {
         if (!record) {
           // the agent died between creating the directory and the supervisor's first
           // record: nothing is known to run; record that, so the controller hears of it
-          if (!readExit(jobId, rank, dir)) recordUnknown(jobId, rank, dir, 'the agent stopped while starting this rank');
+          if (!readExit(jobId, rank, dir))
+            recordUnknown(jobId, rank, dir, 'the agent stopped while starting this rank');
           record = NO_PROCESS;
         }
         const t = this.track(jobId, rank, dir, readLaunchRecord(dir), record);
@@ -306,9 +349,16 @@ export class RankRunner extends EventEmitter<Events> {
    * rank.json exists it is tracked as an adopted rank is (exit.json watch, liveness poll),
    * after its binding is read back as for any start. Its exit event comes after this resolves.
    */
-  async attach(jobId: string, rank: number, plan: Parameters<typeof verifyBinding>[1], wrapperCmdlines: string[][], warnings: string[]): Promise<StartedRank> {
+  async attach(
+    jobId: string,
+    rank: number,
+    plan: Parameters<typeof verifyBinding>[1],
+    wrapperCmdlines: string[][],
+    warnings: string[],
+  ): Promise<StartedRank> {
     const key = keyOf(jobId, rank);
-    if (this.ranks.has(key) || this.starting.has(key)) throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} is already tracked on this node`);
+    if (this.ranks.has(key) || this.starting.has(key))
+      throw rankError(RankErrorCode.Exists, `rank ${rank} of job ${jobId} is already tracked on this node`);
     const dir = this.spool.rankDir(jobId, rank);
     const launch = readLaunchRecord(dir);
     const t = this.track(jobId, rank, dir, launch, readRankRecord(dir));
@@ -367,7 +417,10 @@ export class RankRunner extends EventEmitter<Events> {
     const ranks = this.jobRanks(jobId);
     const live = ranks.filter((t) => !t.exit).map((t) => t.rank);
     if (live.length > 0 || [...this.starting.keys()].some((k) => k.startsWith(`${jobId}/`))) {
-      throw rankError(RankErrorCode.JobRunning, `job ${jobId} still has live ranks here: ${live.join(',') || 'starting'}`);
+      throw rankError(
+        RankErrorCode.JobRunning,
+        `job ${jobId} still has live ranks here: ${live.join(',') || 'starting'}`,
+      );
     }
     for (const t of ranks) {
       t.unwatch?.();
@@ -416,7 +469,14 @@ export class RankRunner extends EventEmitter<Events> {
 const AGENT_CMDLINE = readCmdline(process.pid) ?? [];
 
 /** In memory only: a rank that never got a process. pgid 0 is refused by every kill helper. */
-const NO_PROCESS: RankRecord = { pid: 0, pgid: 0, supervisorPid: null, supervisorStartTicks: null, cgroup: null, pty: false };
+const NO_PROCESS: RankRecord = {
+  pid: 0,
+  pgid: 0,
+  supervisorPid: null,
+  supervisorStartTicks: null,
+  cgroup: null,
+  pty: false,
+};
 
 function keyOf(jobId: string, rank: number): string {
   return `${jobId}/${rank}`;

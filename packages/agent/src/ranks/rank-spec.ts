@@ -170,15 +170,22 @@ export function validateLaunch(launch: RankLaunch): void {
   if (launch.inherited !== undefined) assertEnv('inherited', launch.inherited);
   assertIdSet('cpus', launch.cpus);
   assertIdSet('memNodes', launch.memNodes);
-  if (launch.cwd !== undefined && (typeof launch.cwd !== 'string' || !launch.cwd.startsWith('/') || launch.cwd.includes('\0'))) {
+  if (
+    launch.cwd !== undefined &&
+    (typeof launch.cwd !== 'string' || !launch.cwd.startsWith('/') || launch.cwd.includes('\0'))
+  ) {
     throw bad('cwd must be an absolute path');
   }
-  if (launch.user !== undefined && (typeof launch.user !== 'string' || !/^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$/.test(launch.user))) {
+  if (
+    launch.user !== undefined &&
+    (typeof launch.user !== 'string' || !/^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$/.test(launch.user))
+  ) {
     throw bad(`user ${JSON.stringify(launch.user)} is not a valid user name or uid`);
   }
   if (launch.stdin && launch.pty) throw bad('stdin is not forwarded to a PTY rank');
   for (const k of ['cols', 'rows'] as const) {
     const v = launch[k];
-    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 10000)) throw bad(`${k} must be an integer in [1, 10000]`);
+    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 10000))
+      throw bad(`${k} must be an integer in [1, 10000]`);
   }
 }

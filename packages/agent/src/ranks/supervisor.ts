@@ -33,7 +33,17 @@ export function userSpecOf(identity: Pick<RankIdentity, 'switchUser' | 'uid' | '
  */
 export function supervisorArgv(a: SupervisorArgs): string[] {
   assertSupervisorUsable(a.supervisor);
-  return [a.supervisor.path, a.mode, ...a.options, a.rankDir, a.cgroup ?? '-', a.userSpec ?? '-', a.cwd, '--', ...a.argv];
+  return [
+    a.supervisor.path,
+    a.mode,
+    ...a.options,
+    a.rankDir,
+    a.cgroup ?? '-',
+    a.userSpec ?? '-',
+    a.cwd,
+    '--',
+    ...a.argv,
+  ];
 }
 
 export interface SupervisedStart {
@@ -58,7 +68,12 @@ export const STDIN_FD = 4;
  * program. The environment travels on the supervisor's stdin, not in its own environment,
  * so nothing of the job's environment (LC_ALL, LD_PRELOAD, …) affects the supervisor.
  */
-export function startSupervised(a: SupervisorArgs, env: Record<string, string>, passSocket = false, stdin = false): Promise<SupervisedStart> {
+export function startSupervised(
+  a: SupervisorArgs,
+  env: Record<string, string>,
+  passSocket = false,
+  stdin = false,
+): Promise<SupervisedStart> {
   const argv = supervisorArgv(a);
   // a 'pipe' beyond stdio is a socketpair: the rank inherits one end at PASS_FD, through the
   // supervisor, which closes its own copy so that the agent sees EOF when the rank is gone.
@@ -72,7 +87,11 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>, 
     detached: true,
     stdio,
     cwd: '/',
-    env: { ...HELPER_ENV, ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}), ...(stdin ? { RANKD_STDIN_FD: String(STDIN_FD) } : {}) },
+    env: {
+      ...HELPER_ENV,
+      ...(passSocket ? { RANKD_PASS_FD: String(PASS_FD) } : {}),
+      ...(stdin ? { RANKD_STDIN_FD: String(STDIN_FD) } : {}),
+    },
   });
   // listened for from the spawn on, so that a rank that ends at once is never missed
   const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -91,14 +110,29 @@ export function startSupervised(a: SupervisorArgs, env: Record<string, string>, 
         passed?.destroy();
         input?.destroy();
         reject(err);
-      } else resolve({ child, pid: pid!, supervisorPid: child.pid!, ended, ...(passed ? { passedSocket: passed } : {}), ...(input ? { stdinSocket: input } : {}) });
+      } else
+        resolve({
+          child,
+          pid: pid!,
+          supervisorPid: child.pid!,
+          ended,
+          ...(passed ? { passedSocket: passed } : {}),
+          ...(input ? { stdinSocket: input } : {}),
+        });
     };
-    child.once('error', (err) => settle(rankError(RankErrorCode.SpawnFailed, `cannot start the supervisor: ${err.message}`)));
+    child.once('error', (err) =>
+      settle(rankError(RankErrorCode.SpawnFailed, `cannot start the supervisor: ${err.message}`)),
+    );
     // 'close' comes after the exit and after stdout has delivered everything, so an answer
     // that raced the exit has been seen by then
     child.once('close', (code, signal) => {
       const said = complaint.trim().split('\n')[0];
-      settle(rankError(RankErrorCode.SpawnFailed, `the supervisor ended before the rank started (${signal ?? `exit ${code}`})${said ? `: ${said}` : ''}; see ${a.rankDir}/supervisor.log`));
+      settle(
+        rankError(
+          RankErrorCode.SpawnFailed,
+          `the supervisor ended before the rank started (${signal ?? `exit ${code}`})${said ? `: ${said}` : ''}; see ${a.rankDir}/supervisor.log`,
+        ),
+      );
     });
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => {

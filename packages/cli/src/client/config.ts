@@ -40,7 +40,10 @@ export function loadClientConfig(env: NodeJS.ProcessEnv = process.env): ClientCo
   const token = fromEnv.token ?? fromFile.token;
   const ca = env['RANKD_CA'] ?? (fromEnv.url ? undefined : fromFile.ca);
   if (!url || !token) {
-    throw new CliError(`no controller configured: set RANKD_URL and RANKD_TOKEN, or run "rankd up" (which writes ${path})`, ExitCode.Usage);
+    throw new CliError(
+      `no controller configured: set RANKD_URL and RANKD_TOKEN, or run "rankd up" (which writes ${path})`,
+      ExitCode.Usage,
+    );
   }
   const where = fromEnv.url ? 'RANKD_URL' : `"url" in ${path}`;
   return { url: httpsUrl(url, where), token, ...(ca ? { ca } : {}) };
@@ -55,7 +58,10 @@ export function httpsUrl(url: string, where: string): string {
     throw new CliError(`${where} is not a URL: "${url.slice(0, 200)}" (${ErrorCode.InsecureUrl})`, ExitCode.Usage);
   }
   if (protocol !== 'https:') {
-    throw new CliError(`${where} is ${url.slice(0, 200)}: the controller speaks https:// only, and rankd sends its token over nothing else (${ErrorCode.InsecureUrl})`, ExitCode.Usage);
+    throw new CliError(
+      `${where} is ${url.slice(0, 200)}: the controller speaks https:// only, and rankd sends its token over nothing else (${ErrorCode.InsecureUrl})`,
+      ExitCode.Usage,
+    );
   }
   return url.replace(/\/+$/, '');
 }

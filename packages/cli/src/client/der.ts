@@ -28,7 +28,7 @@ function readTlv(der: Buffer, at: number, limit: number): Tlv {
 
 function children(der: Buffer, parent: Tlv): Tlv[] {
   const out: Tlv[] = [];
-  for (let at = parent.start; at < parent.end; ) {
+  for (let at = parent.start; at < parent.end;) {
     const child = readTlv(der, at, parent.end);
     out.push(child);
     at = child.end;

@@ -42,7 +42,11 @@ export interface FollowEnd {
 /** The stamp of bytes no stored event dates (a controller crashed between storing them and recording it): as wide as a time. */
 const UNKNOWN_TIME = '-'.padEnd('2026-01-01T00:00:00.000Z'.length);
 
-export async function followLogs(config: ClientConfig, job: JobView, options: FollowOptions): Promise<FollowEnd | null> {
+export async function followLogs(
+  config: ClientConfig,
+  job: JobView,
+  options: FollowOptions,
+): Promise<FollowEnd | null> {
   const ranksOf = { map: job.rankMap };
   // a job queued when it was submitted may have started before this stream asked, without a
   // "started" frame: its first output then stands for it
@@ -58,7 +62,12 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
     let l = labelers.get(key);
     if (!l) {
       const entry = ranksOf.map?.ranks[rank];
-      const label = renderLabel(options.label, { rank, node: entry?.node ?? '?', localRank: entry?.localRank ?? 0, stream });
+      const label = renderLabel(options.label, {
+        rank,
+        node: entry?.node ?? '?',
+        localRank: entry?.localRank ?? 0,
+        stream,
+      });
       const out = stream === 'stdout' ? process.stdout : process.stderr;
       // once stdout's reader is gone (closed-stdout.ts) its output has nowhere to go
       labelers.set(key, (l = new LineLabeler(label, (bytes) => out.destroyed || out.write(bytes))));
@@ -108,7 +117,11 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
           continue;
         }
         if (!started) await start();
-        positions.set(cursorKey(frame.rank, frame.stream), { rank: frame.rank, stream: frame.stream, offset: frame.offset + frame.data.length });
+        positions.set(cursorKey(frame.rank, frame.stream), {
+          rank: frame.rank,
+          stream: frame.stream,
+          offset: frame.offset + frame.data.length,
+        });
         const out = frame.stream === 'stdout' ? process.stdout : process.stderr;
         // our own stdout is slow (a pipe into less, a slow terminal): wait, do not buffer without bound
         const time = options.timestamps ? (frame.time ?? UNKNOWN_TIME) : undefined;
@@ -128,7 +141,10 @@ export async function followLogs(config: ClientConfig, job: JobView, options: Fo
     downSince ??= Date.now();
     if (Date.now() - downSince > (options.reconnectForMs ?? 60_000)) {
       for (const l of labelers.values()) l.flush();
-      throw new CliError(`lost the controller while following job ${job.id}; "rankd logs ${job.id} -f" resumes`, ExitCode.Unreachable);
+      throw new CliError(
+        `lost the controller while following job ${job.id}; "rankd logs ${job.id} -f" resumes`,
+        ExitCode.Unreachable,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }

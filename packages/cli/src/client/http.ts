@@ -34,7 +34,10 @@ export function readCa(config: ClientConfig): string | undefined {
     try {
       pem = readFileSync(config.ca, 'utf8');
     } catch (err) {
-      throw new CliError(`cannot read the CA file ${config.ca} (client config "ca" or RANKD_CA): ${(err as Error).message}`, ExitCode.Software);
+      throw new CliError(
+        `cannot read the CA file ${config.ca} (client config "ca" or RANKD_CA): ${(err as Error).message}`,
+        ExitCode.Software,
+      );
     }
     caCache.set(config.ca, pem);
   }
@@ -45,7 +48,10 @@ export function readCa(config: ClientConfig): string | undefined {
 export function reachError(config: ClientConfig, err: NodeJS.ErrnoException): CliError {
   const code = err.code ?? err.message;
   if (/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|PURPOSE|SSL|TLS/i.test(code)) {
-    return new CliError(`the controller at ${config.url} is not trusted (${code}): point "ca" in the client config or RANKD_CA at its CA certificate`, ExitCode.Unreachable);
+    return new CliError(
+      `the controller at ${config.url} is not trusted (${code}): point "ca" in the client config or RANKD_CA at its CA certificate`,
+      ExitCode.Unreachable,
+    );
   }
   return new CliError(`cannot reach the controller at ${config.url}: ${code}`, ExitCode.Unreachable);
 }
@@ -131,7 +137,10 @@ async function readText(res: IncomingMessage, config: ClientConfig): Promise<str
   try {
     for await (const chunk of res) chunks.push(chunk as Buffer);
   } catch (err) {
-    throw new CliError(`lost the controller at ${config.url} mid-answer: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, ExitCode.Unreachable);
+    throw new CliError(
+      `lost the controller at ${config.url} mid-answer: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      ExitCode.Unreachable,
+    );
   }
   return Buffer.concat(chunks).toString('utf8');
 }

@@ -22,15 +22,22 @@ export const JOB_ID_ARGUMENT = `a job id, or a unique prefix of one (${MIN_JOB_I
 const CANDIDATES = 10;
 
 export async function resolveJobId(config: ClientConfig, word: string): Promise<string> {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(word)) throw new CliError(`"${word.slice(0, 80)}" is not a job id: ids are letters, digits, "_" and "-"`, ExitCode.Usage);
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(word))
+    throw new CliError(`"${word.slice(0, 80)}" is not a job id: ids are letters, digits, "_" and "-"`, ExitCode.Usage);
   const { jobs, more } = await call(config, 'GET /v1/jobs', { query: { idPrefix: word, limit: CANDIDATES } });
   if (jobs.some((j) => j.id === word) || jobs.length === 0) return word;
   if (word.length < MIN_JOB_ID_PREFIX) {
-    throw new CliError(`job id "${word}" is too short to be a prefix: type at least ${MIN_JOB_ID_PREFIX} characters of the id ("rankd jobs" lists them)`, ExitCode.Usage);
+    throw new CliError(
+      `job id "${word}" is too short to be a prefix: type at least ${MIN_JOB_ID_PREFIX} characters of the id ("rankd jobs" lists them)`,
+      ExitCode.Usage,
+    );
   }
   if (jobs.length === 1) return jobs[0]!.id;
   const listed = more ? `the newest ${jobs.length} of more than ${jobs.length} jobs` : `${jobs.length} jobs`;
-  throw new CliError(`job id prefix "${word}" is ambiguous: it matches ${listed}; type more of the id\n${candidates(jobs)}`, ExitCode.Usage);
+  throw new CliError(
+    `job id prefix "${word}" is ambiguous: it matches ${listed}; type more of the id\n${candidates(jobs)}`,
+    ExitCode.Usage,
+  );
 }
 
 /** The candidates, indented under the message. */

@@ -47,7 +47,10 @@ export class LineLabeler {
       return true;
     }
     const first = this.partial.length > 0 ? this.partialStamp : stamp;
-    const complete = this.partial.length > 0 ? Buffer.concat([...this.partial, data.subarray(0, lastNl + 1)]) : data.subarray(0, lastNl + 1);
+    const complete =
+      this.partial.length > 0
+        ? Buffer.concat([...this.partial, data.subarray(0, lastNl + 1)])
+        : data.subarray(0, lastNl + 1);
     this.partial = lastNl + 1 < data.length ? [data.subarray(lastNl + 1)] : [];
     this.partialStamp = stamp;
     return this.out(this.labelled(complete, first, stamp));

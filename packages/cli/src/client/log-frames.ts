@@ -79,7 +79,8 @@ export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerato
   if (current || headerBytes > 0) throw new CliError('the log stream ended mid-record', ExitCode.Unreachable);
 }
 
-type Header = EndFrame | QueueFrame | WarningFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
+type Header =
+  EndFrame | QueueFrame | WarningFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
 
 function parseHeader(line: string): Header {
   let h: Record<string, unknown>;
@@ -90,9 +91,15 @@ function parseHeader(line: string): Header {
   }
   if (typeof h.end === 'object' && h.end !== null) {
     const end = h.end as Record<string, unknown>;
-    return { kind: 'end', state: String(end.state), reason: String(end.reason ?? ''), exitCode: typeof end.exitCode === 'number' ? end.exitCode : null };
+    return {
+      kind: 'end',
+      state: String(end.state),
+      reason: String(end.reason ?? ''),
+      exitCode: typeof end.exitCode === 'number' ? end.exitCode : null,
+    };
   }
-  if (typeof h.queued === 'object' && h.queued !== null) return { kind: 'queued', reason: String((h.queued as Record<string, unknown>).reason ?? '') };
+  if (typeof h.queued === 'object' && h.queued !== null)
+    return { kind: 'queued', reason: String((h.queued as Record<string, unknown>).reason ?? '') };
   if (typeof h.started === 'object' && h.started !== null) return { kind: 'started' };
   if (typeof h.warning === 'object' && h.warning !== null) {
     const w = h.warning as Record<string, unknown>;
@@ -102,13 +109,26 @@ function parseHeader(line: string): Header {
   if (typeof h.revoked === 'object' && h.revoked !== null) {
     // the token, user or session behind this stream was revoked: reconnecting cannot help
     const revoked = h.revoked as Record<string, unknown>;
-    throw new CliError(`the controller ended this log stream: ${String(revoked.message ?? '')} (${String(revoked.code ?? '')})`, ExitCode.Unauthorized);
+    throw new CliError(
+      `the controller ended this log stream: ${String(revoked.message ?? '')} (${String(revoked.code ?? '')})`,
+      ExitCode.Unauthorized,
+    );
   }
   const { rank, stream, offset, bytes, time } = h;
-  if (!isCount(rank) || (stream !== 'stdout' && stream !== 'stderr') || !isCount(offset) || !isCount(bytes) || (time !== undefined && typeof time !== 'string')) {
+  if (
+    !isCount(rank) ||
+    (stream !== 'stdout' && stream !== 'stderr') ||
+    !isCount(offset) ||
+    !isCount(bytes) ||
+    (time !== undefined && typeof time !== 'string')
+  ) {
     throw malformed(`an unexpected header: ${line.slice(0, 80)}`);
   }
-  return { kind: 'output', frame: { kind: 'output', rank, stream, offset, ...(time === undefined ? {} : { time }) }, bytes };
+  return {
+    kind: 'output',
+    frame: { kind: 'output', rank, stream, offset, ...(time === undefined ? {} : { time }) },
+    bytes,
+  };
 }
 
 function isCount(v: unknown): v is number {

@@ -30,7 +30,9 @@ export class PinnedCaAgent extends Agent {
     onceSecure(fast, done, () => {
       // one object for both views: in Node 20, getPeerCertificate() after getPeerX509Certificate() answers {}
       const peer = fast.getPeerCertificate();
-      const verdict = peer.raw ? verifyPeer(new X509Certificate(peer.raw), peer, this.pinned, host) : { trusted: 'unsure' as const, why: 'no certificate' };
+      const verdict = peer.raw
+        ? verifyPeer(new X509Certificate(peer.raw), peer, this.pinned, host)
+        : { trusted: 'unsure' as const, why: 'no certificate' };
       if (verdict.trusted === true) return done(null, fast);
       fast.destroy();
       if (verdict.trusted === false) return done(verdict.error);

@@ -19,7 +19,8 @@ import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { criticalExtensions, hasExtension, keyUsageBits, signatureAlgorithm } from './der.js';
 
-export type PeerVerdict = { trusted: true } | { trusted: false; error: NodeJS.ErrnoException } | { trusted: 'unsure'; why: string };
+export type PeerVerdict =
+  { trusted: true } | { trusted: false; error: NodeJS.ErrnoException } | { trusted: 'unsure'; why: string };
 
 const OID = {
   basicConstraints: '2.5.29.19',
@@ -51,7 +52,9 @@ const KU_TLS_SERVER = 0x80 | 0x20 | 0x08;
 
 /** Every certificate of a PEM file (the pinned CA file may hold several). */
 export function pinnedCertificates(pem: string): X509Certificate[] {
-  return (pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((block) => new X509Certificate(block));
+  return (pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map(
+    (block) => new X509Certificate(block),
+  );
 }
 
 function tlsError(code: string, message: string): NodeJS.ErrnoException {
@@ -68,7 +71,8 @@ function strongKey(cert: X509Certificate): boolean {
 
 /** Why a certificate's form is outside what is checked here, or undefined. */
 function outsideChecks(cert: X509Certificate, role: 'leaf' | 'ca'): string | undefined {
-  if (!SIGNATURES.has(signatureAlgorithm(cert.raw))) return `${role}: signature algorithm ${signatureAlgorithm(cert.raw)}`;
+  if (!SIGNATURES.has(signatureAlgorithm(cert.raw)))
+    return `${role}: signature algorithm ${signatureAlgorithm(cert.raw)}`;
   if (!strongKey(cert)) return `${role}: key type or size`;
   const unknown = criticalExtensions(cert.raw).filter((oid) => !UNDERSTOOD.has(oid));
   if (unknown.length > 0) return `${role}: critical extension ${unknown.join(', ')}`;
@@ -77,8 +81,10 @@ function outsideChecks(cert: X509Certificate, role: 'leaf' | 'ca'): string | und
 }
 
 function validAt(cert: X509Certificate, now: Date): NodeJS.ErrnoException | undefined {
-  if (now.getTime() < Date.parse(cert.validFrom)) return tlsError('CERT_NOT_YET_VALID', `certificate is not yet valid (from ${cert.validFrom})`);
-  if (now.getTime() > Date.parse(cert.validTo)) return tlsError('CERT_HAS_EXPIRED', `certificate has expired (${cert.validTo})`);
+  if (now.getTime() < Date.parse(cert.validFrom))
+    return tlsError('CERT_NOT_YET_VALID', `certificate is not yet valid (from ${cert.validFrom})`);
+  if (now.getTime() > Date.parse(cert.validTo))
+    return tlsError('CERT_HAS_EXPIRED', `certificate has expired (${cert.validTo})`);
   return undefined;
 }
 
@@ -94,7 +100,13 @@ function servesTls(cert: X509Certificate): boolean {
  * certificates' validity at `now`, the leaf's purpose (extended and plain key usage) and the
  * host or IP address, as Node checks it (tls.checkServerIdentity).
  */
-export function verifyPeer(leaf: X509Certificate, peer: PeerCertificate, pinned: readonly X509Certificate[], host: string, now = new Date()): PeerVerdict {
+export function verifyPeer(
+  leaf: X509Certificate,
+  peer: PeerCertificate,
+  pinned: readonly X509Certificate[],
+  host: string,
+  now = new Date(),
+): PeerVerdict {
   try {
     return verdict(leaf, peer, pinned, host, now);
   } catch (err) {
@@ -107,7 +119,13 @@ function selfSigned(cert: X509Certificate): boolean {
   return cert.checkIssued(cert) && cert.verify(cert.publicKey);
 }
 
-function verdict(leaf: X509Certificate, peer: PeerCertificate, pinned: readonly X509Certificate[], host: string, now: Date): PeerVerdict {
+function verdict(
+  leaf: X509Certificate,
+  peer: PeerCertificate,
+  pinned: readonly X509Certificate[],
+  host: string,
+  now: Date,
+): PeerVerdict {
   if (pinned.some((ca) => ca.raw.equals(leaf.raw))) return { trusted: 'unsure', why: 'the pinned certificate itself' };
   const issuers = pinned.filter((ca) => leaf.checkIssued(ca));
   if (issuers.length === 0) return { trusted: 'unsure', why: 'not issued directly by a pinned certificate' };
@@ -119,14 +137,21 @@ function verdict(leaf: X509Certificate, peer: PeerCertificate, pinned: readonly 
   if (outside) return { trusted: 'unsure', why: outside };
   if (!issuer.ca) return { trusted: 'unsure', why: 'the issuer is not a CA' };
   if (!servesTls(issuer)) return { trusted: 'unsure', why: "the CA's extended key usage leaves out TLS servers" };
-  if (!leaf.verify(issuer.publicKey)) return { trusted: false, error: tlsError('CERT_SIGNATURE_FAILURE', 'certificate signature failure: not signed by the pinned CA') };
+  if (!leaf.verify(issuer.publicKey))
+    return {
+      trusted: false,
+      error: tlsError('CERT_SIGNATURE_FAILURE', 'certificate signature failure: not signed by the pinned CA'),
+    };
   const caTime = validAt(issuer, now);
   if (caTime) return { trusted: false, error: caTime };
   const leafTime = validAt(leaf, now);
   if (leafTime) return { trusted: false, error: leafTime };
   const ku = keyUsageBits(leaf.raw);
   if (!servesTls(leaf) || (ku !== undefined && (ku & KU_TLS_SERVER) === 0)) {
-    return { trusted: false, error: tlsError('INVALID_PURPOSE', 'unsuitable certificate purpose: not a TLS server certificate') };
+    return {
+      trusted: false,
+      error: tlsError('INVALID_PURPOSE', 'unsuitable certificate purpose: not a TLS server certificate'),
+    };
   }
   const identity = checkServerIdentity(host, peer);
   if (identity) return { trusted: false, error: identity };

@@ -26,7 +26,9 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   const showHeader = (view: JobView) => {
     if (options.quiet || !view.rankMap) return;
     const hold = cpuHoldLine(view.rankMap);
-    process.stderr.write(`rankd: job ${view.id}\n${renderRankMapTable(view.rankMap)}${hold ? `rankd: job ${view.id} ${hold}\n` : ''}`);
+    process.stderr.write(
+      `rankd: job ${view.id}\n${renderRankMapTable(view.rankMap)}${hold ? `rankd: job ${view.id} ${hold}\n` : ''}`,
+    );
   };
   showHeader(job);
   // opened at once, queued or not: the bytes wait at the controller, within their window;
@@ -50,7 +52,9 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   const onInterrupt = () => {
     interrupts++;
     if (interrupts === 1) {
-      process.stderr.write(`\nrankd: cancelling job ${job.id}; waiting for its ranks to end (Ctrl-C again to detach)\n`);
+      process.stderr.write(
+        `\nrankd: cancelling job ${job.id}; waiting for its ranks to end (Ctrl-C again to detach)\n`,
+      );
       void cancel();
     } else {
       detach.abort();
@@ -64,7 +68,10 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
   const unwatchStdout = onStdoutClosed(() => {
     stdoutClosed = true;
     void cancel();
-    setTimeout(() => detach.abort(), ((submit.grace ?? DEFAULT_JOB_GRACE_SECONDS) * 1000) + CLOSED_STDOUT_WAIT_MS).unref();
+    setTimeout(
+      () => detach.abort(),
+      (submit.grace ?? DEFAULT_JOB_GRACE_SECONDS) * 1000 + CLOSED_STDOUT_WAIT_MS,
+    ).unref();
   });
   try {
     const end = await followLogs(config, job, {

@@ -53,7 +53,8 @@ export async function forwardStdin(config: ClientConfig, jobId: string): Promise
   let stopped = false;
 
   const onData = (chunk: Buffer) => {
-    for (let at = 0; at < chunk.length; at += FRAME_BYTES) ws.send(chunk.subarray(at, at + FRAME_BYTES), { binary: true });
+    for (let at = 0; at < chunk.length; at += FRAME_BYTES)
+      ws.send(chunk.subarray(at, at + FRAME_BYTES), { binary: true });
     outstanding += chunk.length;
     if (outstanding >= STDIN_WINDOW_BYTES) stdin.pause();
   };

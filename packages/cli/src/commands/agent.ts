@@ -27,9 +27,15 @@ export function register(program: Command): void {
     .description('run the node agent in the foreground')
     .option('--config <file>', 'config file (default /etc/rankd/agent.json when present)')
     .option('--controller <url>', 'controller URL, e.g. https://10.0.0.1:7480')
-    .option('--join-token-file <file>', 'file (mode 0600) holding the join token for the first enrollment, as rankd join-command prints it; or set RANKD_JOIN_TOKEN')
+    .option(
+      '--join-token-file <file>',
+      'file (mode 0600) holding the join token for the first enrollment, as rankd join-command prints it; or set RANKD_JOIN_TOKEN',
+    )
     .option('--token-file <file>', 'the same as --join-token-file')
-    .option('--join-token <token>', 'the join token itself: visible to every user in ps while the agent runs (prefer --join-token-file or RANKD_JOIN_TOKEN)')
+    .option(
+      '--join-token <token>',
+      'the join token itself: visible to every user in ps while the agent runs (prefer --join-token-file or RANKD_JOIN_TOKEN)',
+    )
     .option('--ca-hash <sha256:hex>', "the controller CA's public key hash to pin at enrollment")
     .option('--state-dir <dir>', 'where the node key, certificate and pinned CA live (default /var/lib/rankd/agent)')
     .option('--name <name>', 'node name (default: the hostname)')
@@ -42,8 +48,19 @@ export function register(program: Command): void {
       // loaded here, not at the top: other commands must not pay for the agent. The agent
       // comes from its bundle when current (load-daemon.ts): one module graph, a smaller daemon
       const { loadDaemon } = await import('@rankd/agent');
-      const { DEFAULT_CONFIG_FILE, configFromEnv, factsSource, parseLabels, readConfigFile, resolveAgentConfig, startAgent } = await loadDaemon();
-      if (flags.joinToken) process.stderr.write('rankd: warning: --join-token puts the join token in this process\'s command line, which every user of this machine can read (ps); use --join-token-file FILE (mode 0600) or RANKD_JOIN_TOKEN instead\n');
+      const {
+        DEFAULT_CONFIG_FILE,
+        configFromEnv,
+        factsSource,
+        parseLabels,
+        readConfigFile,
+        resolveAgentConfig,
+        startAgent,
+      } = await loadDaemon();
+      if (flags.joinToken)
+        process.stderr.write(
+          "rankd: warning: --join-token puts the join token in this process's command line, which every user of this machine can read (ps); use --join-token-file FILE (mode 0600) or RANKD_JOIN_TOKEN instead\n",
+        );
       const tokenFile = flags.joinTokenFile ?? flags.tokenFile;
       let config;
       try {
@@ -63,7 +80,11 @@ export function register(program: Command): void {
           ...(flags.root ? { factsRoot: flags.root } : {}),
           ...(flags.allowRoot ? { allowRoot: true } : {}),
         };
-        config = resolveAgentConfig(readConfigFile(flags.config ?? DEFAULT_CONFIG_FILE, Boolean(flags.config)), fromEnv, fromFlags);
+        config = resolveAgentConfig(
+          readConfigFile(flags.config ?? DEFAULT_CONFIG_FILE, Boolean(flags.config)),
+          fromEnv,
+          fromFlags,
+        );
       } catch (err) {
         throw new CliError((err as Error).message, ExitCode.Usage);
       }
@@ -72,10 +93,14 @@ export function register(program: Command): void {
         agent = await startAgent({ config, facts: factsSource(config.factsRoot) });
       } catch (err) {
         const code = (err as { code?: string }).code;
-        if (code?.startsWith('RANKD_')) throw new CliError(`${(err as Error).message} (${code})`, ExitCode.Unauthorized);
+        if (code?.startsWith('RANKD_'))
+          throw new CliError(`${(err as Error).message} (${code})`, ExitCode.Unauthorized);
         throw err;
       }
-      const ended = await Promise.race([untilSignal().then((signal) => ({ signal, fatal: null })), agent.fatal.then((fatal) => ({ signal: null, fatal }))]);
+      const ended = await Promise.race([
+        untilSignal().then((signal) => ({ signal, fatal: null })),
+        agent.fatal.then((fatal) => ({ signal: null, fatal })),
+      ]);
       agent.log.info({ signal: ended.signal, fatal: ended.fatal?.code }, 'agent stopping');
       await agent.stop();
       if (ended.fatal) throw new CliError(`${ended.fatal.message} (${ended.fatal.code})`, ExitCode.Unauthorized);

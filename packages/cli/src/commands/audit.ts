@@ -13,7 +13,12 @@ export function register(program: Command): void {
     .command('audit')
     .description('the audit log: mutating requests, shells, execs and every refusal (admin, operator)')
     .option('--since <time>', 'a duration back from now (30s, 15m, 2h, 1d), an ISO time, or epoch milliseconds', since)
-    .option('--limit <n>', `at most this many entries, newest last (${AUDIT_LIMIT.min} to ${AUDIT_LIMIT.max})`, integerIn(AUDIT_LIMIT), 1000)
+    .option(
+      '--limit <n>',
+      `at most this many entries, newest last (${AUDIT_LIMIT.min} to ${AUDIT_LIMIT.max})`,
+      integerIn(AUDIT_LIMIT),
+      1000,
+    )
     .option('--wide', 'every column in full: token accessors, environment names, durations, whole reasons')
     .option('--json', 'print the REST document of GET /v1/audit: {"entries": [...]}')
     .action(async (opts: { since?: string; limit: number; json?: boolean; wide?: boolean }) => {
@@ -65,7 +70,11 @@ function wideTable(entries: readonly AuditEntry[]): string {
 }
 
 function resourceOf(e: AuditEntry): string {
-  return Object.entries(e.resource).map(([k, v]) => `${k}=${v}`).join(' ') || '-';
+  return (
+    Object.entries(e.resource)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ') || '-'
+  );
 }
 
 /** Refusals are counted per source and minute: "(×N)" is how many this line stands for. */

@@ -32,7 +32,8 @@ interface ControllerFlags {
 function cpuDefault(value: string): 'share' | number {
   if (value === 'share') return value;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 65536) throw new InvalidArgumentError(`"${value}" is neither share nor a number of cores from 1 to 65536`);
+  if (!/^\d+$/.test(value) || n < 1 || n > 65536)
+    throw new InvalidArgumentError(`"${value}" is neither share nor a number of cores from 1 to 65536`);
   return n;
 }
 
@@ -42,18 +43,53 @@ export function register(program: Command): void {
     .description('run the controller (REST API + agent gateway) in the foreground')
     .option('--listen <addr>', `address to listen on (loopback unless told otherwise)`, `127.0.0.1:${DEFAULT_PORT}`)
     .option('--data-dir <dir>', 'database, tokens and logs (default: ~/.rankd/controller)')
-    .option('--heartbeat-ms <ms>', 'agent heartbeat interval; TTL, lost deadline and restart grace scale with it', positiveInt)
-    .option('--restart-grace-ms <ms>', 'after a start, how long known nodes have to reconnect before any is judged', positiveInt)
+    .option(
+      '--heartbeat-ms <ms>',
+      'agent heartbeat interval; TTL, lost deadline and restart grace scale with it',
+      positiveInt,
+    )
+    .option(
+      '--restart-grace-ms <ms>',
+      'after a start, how long known nodes have to reconnect before any is judged',
+      positiveInt,
+    )
     .option('--tls-cert <file>', "serve this certificate (PEM, chain) instead of one from the controller's own CA")
     .option('--tls-key <file>', 'the key of --tls-cert (PEM)')
-    .option('--tls-ca <file>', 'the root CA --tls-cert chains to, as clients and agents pin it: exactly one self-signed CA certificate (default: the last certificate of the chain)')
-    .option('--node-cert-ttl <duration>', 'lifetime of node certificates; agents renew at about 2/3 of it (default 365d)', duration)
-    .option('--admin <name>', 'name of the admin user created at first start, whose token is <data dir>/api-token', 'admin')
+    .option(
+      '--tls-ca <file>',
+      'the root CA --tls-cert chains to, as clients and agents pin it: exactly one self-signed CA certificate (default: the last certificate of the chain)',
+    )
+    .option(
+      '--node-cert-ttl <duration>',
+      'lifetime of node certificates; agents renew at about 2/3 of it (default 365d)',
+      duration,
+    )
+    .option(
+      '--admin <name>',
+      'name of the admin user created at first start, whose token is <data dir>/api-token',
+      'admin',
+    )
     .option('--max-jobs-per-user <n>', 'running jobs one user may have at once; more wait in the queue', nonNegativeInt)
-    .option('--max-cores-per-user <n>', "cores one user's running jobs may use at once; more wait in the queue", nonNegativeInt)
-    .option('--max-conns-per-source <n>', 'connections without a node certificate one address may hold at once; more are closed as they arrive (default 256)', positiveInt)
-    .option('--audit-retention <duration>', 'audit entries older than this are deleted from the store (default 90d)', duration)
-    .option('--audit-file-size <size>', 'audit.jsonl is rotated to audit.jsonl.1 before it grows past this (default 64MiB)', byteSize)
+    .option(
+      '--max-cores-per-user <n>',
+      "cores one user's running jobs may use at once; more wait in the queue",
+      nonNegativeInt,
+    )
+    .option(
+      '--max-conns-per-source <n>',
+      'connections without a node certificate one address may hold at once; more are closed as they arrive (default 256)',
+      positiveInt,
+    )
+    .option(
+      '--audit-retention <duration>',
+      'audit entries older than this are deleted from the store (default 90d)',
+      duration,
+    )
+    .option(
+      '--audit-file-size <size>',
+      'audit.jsonl is rotated to audit.jsonl.1 before it grows past this (default 64MiB)',
+      byteSize,
+    )
     .option('--audit-file-keep <n>', 'rotated audit files kept, audit.jsonl.1 … .N (default 5)', nonNegativeInt)
     .option(
       '--default-cpus-per-rank <share|N>',
@@ -62,10 +98,15 @@ export function register(program: Command): void {
       'share',
     )
     .action(async (opts: ControllerFlags) => {
-      if (!USER_NAME.test(opts.admin)) throw new CliError(`--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`, ExitCode.Usage);
+      if (!USER_NAME.test(opts.admin))
+        throw new CliError(
+          `--admin ${opts.admin}: a user name is [a-z_][a-z0-9_.-]*, at most 32 characters`,
+          ExitCode.Usage,
+        );
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
       // loaded here, not at the top: other commands must not pay for fastify and SQLite
-      const { fleetTimingFromHeartbeat, startController, DEFAULT_AUDIT_FILE_LIMITS } = await import('@rankd/controller');
+      const { fleetTimingFromHeartbeat, startController, DEFAULT_AUDIT_FILE_LIMITS } =
+        await import('@rankd/controller');
       const controller = await startController({
         dataDir: opts.dataDir ?? join(rankdHome(), 'controller'),
         bootstrapAdmin: opts.admin,
@@ -75,7 +116,11 @@ export function register(program: Command): void {
           ...(opts.heartbeatMs ? fleetTimingFromHeartbeat(opts.heartbeatMs) : {}),
           ...(opts.restartGraceMs ? { restartGraceMs: opts.restartGraceMs } : {}),
         },
-        tls: { ...(opts.tlsCert ? { certFile: opts.tlsCert } : {}), ...(opts.tlsKey ? { keyFile: opts.tlsKey } : {}), ...(opts.tlsCa ? { caFile: opts.tlsCa } : {}) },
+        tls: {
+          ...(opts.tlsCert ? { certFile: opts.tlsCert } : {}),
+          ...(opts.tlsKey ? { keyFile: opts.tlsKey } : {}),
+          ...(opts.tlsCa ? { caFile: opts.tlsCa } : {}),
+        },
         ...(opts.nodeCertTtl ? { nodeCertTtlMs: opts.nodeCertTtl } : {}),
         limits: {
           ...(opts.maxJobsPerUser !== undefined ? { maxJobs: opts.maxJobsPerUser } : {}),
@@ -86,7 +131,10 @@ export function register(program: Command): void {
         ...(opts.maxConnsPerSource !== undefined ? { connections: { perSource: opts.maxConnsPerSource } } : {}),
         audit: {
           ...(opts.auditRetention !== undefined ? { retentionMs: opts.auditRetention } : {}),
-          file: { maxBytes: opts.auditFileSize ?? DEFAULT_AUDIT_FILE_LIMITS.maxBytes, keep: opts.auditFileKeep ?? DEFAULT_AUDIT_FILE_LIMITS.keep },
+          file: {
+            maxBytes: opts.auditFileSize ?? DEFAULT_AUDIT_FILE_LIMITS.maxBytes,
+            keep: opts.auditFileKeep ?? DEFAULT_AUDIT_FILE_LIMITS.keep,
+          },
         },
       }).catch((err: Error & { code?: string }) => {
         // one controller per data directory: the other one is what the user wants to reach

@@ -16,7 +16,9 @@ export function register(program: Command): void {
       const login = await call(config, 'POST /v1/dashboard/login-codes');
       const url = new URL(login.path, config.url).toString();
       process.stdout.write(`${url}\n`);
-      process.stderr.write(`one sign-in, until ${new Date(login.expiresAt).toLocaleTimeString()}; the controller's certificate is signed by the rankd CA${config.ca ? ` (${config.ca})` : ''}, which the browser must trust\n`);
+      process.stderr.write(
+        `one sign-in, until ${new Date(login.expiresAt).toLocaleTimeString()}; the controller's certificate is signed by the rankd CA${config.ca ? ` (${config.ca})` : ''}, which the browser must trust\n`,
+      );
       if (opts.open) openInBrowser(url);
     });
 }
@@ -25,6 +27,8 @@ function openInBrowser(url: string): void {
   const opener = process.platform === 'darwin' ? 'open' : 'xdg-open';
   // argv, no shell: the URL is one argument whatever it holds
   const child = spawn(opener, [url], { stdio: 'ignore', detached: true });
-  child.on('error', (err) => process.stderr.write(`could not run ${opener} (${err.message}): open the URL above yourself\n`));
+  child.on('error', (err) =>
+    process.stderr.write(`could not run ${opener} (${err.message}): open the URL above yourself\n`),
+  );
   child.unref();
 }

@@ -24,12 +24,25 @@ interface DoctorFlags {
 export function register(program: Command): void {
   program
     .command('doctor')
-    .description('preflight checks of the nodes a pattern selects: memlock, RDMA ports and GIDs, NIC locality, consistency, clocks, memory, the rank supervisor and its version, numactl, paths')
+    .description(
+      'preflight checks of the nodes a pattern selects: memlock, RDMA ports and GIDs, NIC locality, consistency, clocks, memory, the rank supervisor and its version, numactl, paths',
+    )
     .argument('[pattern]', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value', 'all')
-    .option('--require-path <path>', 'a path every node must have, e.g. the model directory on NFS (repeatable)', collect)
+    .option(
+      '--require-path <path>',
+      'a path every node must have, e.g. the model directory on NFS (repeatable)',
+      collect,
+    )
     .option('--matrix', 'probe TCP between every pair of nodes and print the connection matrix')
-    .option('--iface <netdev>', 'probe over this interface\'s address (the one ranks use) instead of the registered address')
-    .option('--timeout <time>', `how long to wait for each agent: seconds or a duration (default 10, at most ${PROBE_TIMEOUT_SECONDS.max})`, secondsIn(PROBE_TIMEOUT_SECONDS))
+    .option(
+      '--iface <netdev>',
+      "probe over this interface's address (the one ranks use) instead of the registered address",
+    )
+    .option(
+      '--timeout <time>',
+      `how long to wait for each agent: seconds or a duration (default 10, at most ${PROBE_TIMEOUT_SECONDS.max})`,
+      secondsIn(PROBE_TIMEOUT_SECONDS),
+    )
     .option('--json', 'print JSON')
     .action(async (pattern: string, flags: DoctorFlags) => {
       const timeout = flags.timeout;
@@ -64,7 +77,9 @@ export function renderDoctor(r: DoctorResult): string {
   }
   if (r.matrix) out.push(renderMatrix(r.matrix));
   if (r.nodes.length === 0) out.push(`no hosts matched "${r.pattern}"\n`);
-  out.push(`\n${r.summary.pass} PASS, ${r.summary.warn} WARN, ${r.summary.fail} FAIL over ${plural(r.nodes.length, 'host')}\n`);
+  out.push(
+    `\n${r.summary.pass} PASS, ${r.summary.warn} WARN, ${r.summary.fail} FAIL over ${plural(r.nodes.length, 'host')}\n`,
+  );
   return out.join('');
 }
 
@@ -80,7 +95,22 @@ export function renderMatrix(m: ReachMatrix): string {
   const rows = m.nodes.map((n, i) => [n, ...m.nodes.map((_, j) => cell(i, j))]);
   const header = ['from \\ to', ...m.nodes];
   const widths = header.map((h, k) => Math.max(h.length, ...rows.map((r) => r[k]!.length)));
-  const line = (cells: string[]) => '  ' + cells.map((c, k) => c.padEnd(widths[k]!)).join('  ').trimEnd() + '\n';
-  const failures = m.nodes.flatMap((n, i) => m.nodes.flatMap((t, j) => (i !== j && m.cells[i]?.[j] && !m.cells[i][j].ok ? [`  ${n} → ${t}: ${m.cells[i][j].error}\n`] : [])));
-  return ['\nconnection matrix (TCP round trip in ms, row → column):\n', line(header), ...rows.map(line), ...failures].join('');
+  const line = (cells: string[]) =>
+    '  ' +
+    cells
+      .map((c, k) => c.padEnd(widths[k]!))
+      .join('  ')
+      .trimEnd() +
+    '\n';
+  const failures = m.nodes.flatMap((n, i) =>
+    m.nodes.flatMap((t, j) =>
+      i !== j && m.cells[i]?.[j] && !m.cells[i][j].ok ? [`  ${n} → ${t}: ${m.cells[i][j].error}\n`] : [],
+    ),
+  );
+  return [
+    '\nconnection matrix (TCP round trip in ms, row → column):\n',
+    line(header),
+    ...rows.map(line),
+    ...failures,
+  ].join('');
 }

@@ -43,9 +43,21 @@ async function mint(flags: MintFlags): Promise<{ minted: Minted; controller: str
 
 function mintOptions(command: Command): Command {
   return command
-    .option('--ttl <duration>', 'how long the token is valid (default 24h, at most 365d)', secondsIn(JOIN_TOKEN_TTL_SECONDS))
-    .option('--uses <n>', `how many nodes may enroll with it (default 1: single-use, at most ${JOIN_TOKEN_USES.max})`, integerIn(JOIN_TOKEN_USES))
-    .option('--description <text>', `a note kept with the token (at most ${DESCRIPTION_CHARS.max} characters)`, textOf(DESCRIPTION_CHARS))
+    .option(
+      '--ttl <duration>',
+      'how long the token is valid (default 24h, at most 365d)',
+      secondsIn(JOIN_TOKEN_TTL_SECONDS),
+    )
+    .option(
+      '--uses <n>',
+      `how many nodes may enroll with it (default 1: single-use, at most ${JOIN_TOKEN_USES.max})`,
+      integerIn(JOIN_TOKEN_USES),
+    )
+    .option(
+      '--description <text>',
+      `a note kept with the token (at most ${DESCRIPTION_CHARS.max} characters)`,
+      textOf(DESCRIPTION_CHARS),
+    )
     .option('--controller <url>', 'the controller URL agents dial (default: the one in the client config)')
     .option('--json', 'print JSON');
 }
@@ -59,7 +71,11 @@ export const DEFAULT_JOIN_TOKEN_FILE = '/etc/rankd/token';
  * writes it, inside a subshell whose umask makes the file 0600 from its creation. Every
  * value is single-quoted: the lines are pasted into a root shell.
  */
-export function joinLines(minted: Minted, controller: string, tokenFile: string): { writeToken: string; command: string } {
+export function joinLines(
+  minted: Minted,
+  controller: string,
+  tokenFile: string,
+): { writeToken: string; command: string } {
   const quoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const dir = tokenFile.slice(0, Math.max(1, tokenFile.lastIndexOf('/')));
   return {
@@ -69,24 +85,39 @@ export function joinLines(minted: Minted, controller: string, tokenFile: string)
 }
 
 export function register(program: Command): void {
-  mintOptions(program.command('join-command').description('mint a join token and print the lines that enroll an agent with it (the token goes to a 0600 file, never on a command line)'))
+  mintOptions(
+    program
+      .command('join-command')
+      .description(
+        'mint a join token and print the lines that enroll an agent with it (the token goes to a 0600 file, never on a command line)',
+      ),
+  )
     .option('--token-file <path>', `where the node keeps the token (default ${DEFAULT_JOIN_TOKEN_FILE})`)
     .action(async (flags: MintFlags) => {
       const tokenFile = flags.tokenFile ?? DEFAULT_JOIN_TOKEN_FILE;
-      if (!tokenFile.startsWith('/')) throw new CliError(`--token-file must be an absolute path (got "${tokenFile}")`, ExitCode.Usage);
+      if (!tokenFile.startsWith('/'))
+        throw new CliError(`--token-file must be an absolute path (got "${tokenFile}")`, ExitCode.Usage);
       const { minted, controller } = await mint(flags);
       const lines = joinLines(minted, controller, tokenFile);
-      if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller, tokenFile, ...lines }, null, 2) + '\n');
-      else process.stdout.write(`# on the node, as root: the token goes to a file only root can read, then the agent reads it from there\n${lines.writeToken}\n${lines.command}\n`);
-      process.stderr.write(`rankd: join token ${minted.id} expires ${minted.expiresAt}, ${plural(minted.maxUses, 'use')}\n`);
+      if (flags.json)
+        process.stdout.write(JSON.stringify({ ...minted, controller, tokenFile, ...lines }, null, 2) + '\n');
+      else
+        process.stdout.write(
+          `# on the node, as root: the token goes to a file only root can read, then the agent reads it from there\n${lines.writeToken}\n${lines.command}\n`,
+        );
+      process.stderr.write(
+        `rankd: join token ${minted.id} expires ${minted.expiresAt}, ${plural(minted.maxUses, 'use')}\n`,
+      );
     });
 
   const tokens = program.command('join-token').description('list, create or revoke join tokens');
-  mintOptions(tokens.command('create').description('mint a join token (printed once)')).action(async (flags: MintFlags) => {
-    const { minted, controller } = await mint(flags);
-    if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller }, null, 2) + '\n');
-    else process.stdout.write(`${minted.token}\n`);
-  });
+  mintOptions(tokens.command('create').description('mint a join token (printed once)')).action(
+    async (flags: MintFlags) => {
+      const { minted, controller } = await mint(flags);
+      if (flags.json) process.stdout.write(JSON.stringify({ ...minted, controller }, null, 2) + '\n');
+      else process.stdout.write(`${minted.token}\n`);
+    },
+  );
   tokens
     .command('list')
     .description('join tokens: id, state, uses, expiry (never the secrets)')
@@ -95,7 +126,13 @@ export function register(program: Command): void {
       const answer = await call(loadClientConfig(), 'GET /v1/join-tokens');
       const list = answer.tokens;
       if (flags.json) printJson(answer);
-      else process.stdout.write(renderTable(['ID', 'STATE', 'USES', 'EXPIRES', 'DESCRIPTION'], list.map((t) => [t.id, t.state, `${t.uses}/${t.maxUses}`, t.expiresAt, t.description || '-'])));
+      else
+        process.stdout.write(
+          renderTable(
+            ['ID', 'STATE', 'USES', 'EXPIRES', 'DESCRIPTION'],
+            list.map((t) => [t.id, t.state, `${t.uses}/${t.maxUses}`, t.expiresAt, t.description || '-']),
+          ),
+        );
     });
   tokens
     .command('revoke')

@@ -33,42 +33,58 @@ export function register(program: Command): void {
     .description('run a command on every host a pattern selects, in parallel (like ansible -m command)')
     .usage('[options] PATTERN [options] [--] CMD [ARGS…]  |  PATTERN --shell STRING')
     .argument('<pattern>', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value')
-    .argument('[command...]', 'the program and its arguments: every word from the first one after PATTERN that is not an option (or after --)')
+    .argument(
+      '[command...]',
+      'the program and its arguments: every word from the first one after PATTERN that is not an option (or after --)',
+    )
     .option('--shell <string>', 'run a shell string with /bin/sh -c instead (an explicit opt-in)')
-    .option('--timeout <time>', `end the command on a host after this long: seconds or a duration (default 300, at most ${EXEC_TIMEOUT_SECONDS.max})`, secondsIn(EXEC_TIMEOUT_SECONDS))
+    .option(
+      '--timeout <time>',
+      `end the command on a host after this long: seconds or a duration (default 300, at most ${EXEC_TIMEOUT_SECONDS.max})`,
+      secondsIn(EXEC_TIMEOUT_SECONDS),
+    )
     .option('--user <name>', 'run as this user')
-    .option('--cwd <dir>', 'working directory (default: the user\'s home)')
+    .option('--cwd <dir>', "working directory (default: the user's home)")
     .option('--env <K=V>', 'environment variable (repeatable)', collect)
-    .option('--max-output <bytes>', `output kept per stream and host (default 65536, at most ${EXEC_OUTPUT_BYTES.max})`, integerIn(EXEC_OUTPUT_BYTES))
+    .option(
+      '--max-output <bytes>',
+      `output kept per stream and host (default 65536, at most ${EXEC_OUTPUT_BYTES.max})`,
+      integerIn(EXEC_OUTPUT_BYTES),
+    )
     .option('--json', 'print the report as JSON');
   programAfterOperands(cmd, 1).action(async (pattern: string, command: string[], flags: ExecFlags) => {
-      if (command.length > 0 && flags.shell !== undefined) throw new CliError('give a command or --shell, not both', ExitCode.Usage);
-      if (command.length === 0 && flags.shell === undefined) throw new CliError('nothing to run: give a command after the pattern (or --shell STRING)', ExitCode.Usage);
-      const timeout = flags.timeout;
-      const body: ExecRequest = {
-        pattern,
-        ...(command.length > 0 ? { command } : { shell: flags.shell! }),
-        ...(timeout !== undefined ? { timeout } : {}),
-        ...(flags.user ? { user: flags.user } : {}),
-        ...(flags.cwd ? { cwd: flags.cwd } : {}),
-        ...(flags.env ? { env: envVars(flags.env) } : {}),
-        ...(flags.maxOutput !== undefined ? { maxOutputBytes: flags.maxOutput } : {}),
-      };
-      const timeoutMs = ((timeout ?? 300) + 30) * 1000;
-      const report = await call(loadClientConfig(), 'POST /v1/exec', { body, timeoutMs });
-      if (flags.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-      else process.stdout.write(report.hosts.map(renderHost).join(''));
-      if (report.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);
-      const { success, failed, unreachable } = report.summary;
-      if (failed + unreachable > 0 && !flags.json) process.stderr.write(`rankd: ${success} succeeded, ${failed} failed, ${unreachable} unreachable\n`);
-      if (report.revoked) {
-        // the credential is gone: what the hosts did matters less than that nothing more will run
-        process.stderr.write(`rankd: ${report.revoked.code}: ${report.revoked.message}; the commands still running were ended\n`);
-        process.exitCode = ExitCode.Unauthorized;
-        return;
-      }
-      process.exitCode = unreachable > 0 ? EXEC_UNREACHABLE_HOSTS : failed > 0 ? EXEC_FAILED_HOSTS : ExitCode.Ok;
-    });
+    if (command.length > 0 && flags.shell !== undefined)
+      throw new CliError('give a command or --shell, not both', ExitCode.Usage);
+    if (command.length === 0 && flags.shell === undefined)
+      throw new CliError('nothing to run: give a command after the pattern (or --shell STRING)', ExitCode.Usage);
+    const timeout = flags.timeout;
+    const body: ExecRequest = {
+      pattern,
+      ...(command.length > 0 ? { command } : { shell: flags.shell! }),
+      ...(timeout !== undefined ? { timeout } : {}),
+      ...(flags.user ? { user: flags.user } : {}),
+      ...(flags.cwd ? { cwd: flags.cwd } : {}),
+      ...(flags.env ? { env: envVars(flags.env) } : {}),
+      ...(flags.maxOutput !== undefined ? { maxOutputBytes: flags.maxOutput } : {}),
+    };
+    const timeoutMs = ((timeout ?? 300) + 30) * 1000;
+    const report = await call(loadClientConfig(), 'POST /v1/exec', { body, timeoutMs });
+    if (flags.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    else process.stdout.write(report.hosts.map(renderHost).join(''));
+    if (report.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);
+    const { success, failed, unreachable } = report.summary;
+    if (failed + unreachable > 0 && !flags.json)
+      process.stderr.write(`rankd: ${success} succeeded, ${failed} failed, ${unreachable} unreachable\n`);
+    if (report.revoked) {
+      // the credential is gone: what the hosts did matters less than that nothing more will run
+      process.stderr.write(
+        `rankd: ${report.revoked.code}: ${report.revoked.message}; the commands still running were ended\n`,
+      );
+      process.exitCode = ExitCode.Unauthorized;
+      return;
+    }
+    process.exitCode = unreachable > 0 ? EXEC_UNREACHABLE_HOSTS : failed > 0 ? EXEC_FAILED_HOSTS : ExitCode.Ok;
+  });
 }
 
 export function renderHost(h: ExecHostResult): string {
@@ -96,7 +112,8 @@ function envVars(pairs: readonly string[]): Record<string, string> {
   const env: Record<string, string> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
-    if (eq <= 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(pair.slice(0, eq))) throw new CliError(`--env takes NAME=VALUE, not "${pair}"`, ExitCode.Usage);
+    if (eq <= 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(pair.slice(0, eq)))
+      throw new CliError(`--env takes NAME=VALUE, not "${pair}"`, ExitCode.Usage);
     env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return env;

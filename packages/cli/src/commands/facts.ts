@@ -19,14 +19,22 @@ export function register(program: Command): void {
     .description("print hardware facts: this machine's, or a node's as the controller holds them")
     .argument('[node]', 'a node name; without it the local machine is read')
     .option('--root <dir>', 'read sysfs/procfs under this directory instead of /')
-    .option('--json', 'print the facts as JSON: with NODE, the REST document of GET /v1/nodes/NODE/facts (as --format json)')
-    .option('--format <format>', `one of ${FACTS_FORMATS.join(', ')}, json (default summary)`, oneOf([...FACTS_FORMATS, 'json'] as const))
+    .option(
+      '--json',
+      'print the facts as JSON: with NODE, the REST document of GET /v1/nodes/NODE/facts (as --format json)',
+    )
+    .option(
+      '--format <format>',
+      `one of ${FACTS_FORMATS.join(', ')}, json (default summary)`,
+      oneOf([...FACTS_FORMATS, 'json'] as const),
+    )
     .action(async (node: string | undefined, opts: FactsOptions) => {
       const format = pickFormat(opts);
       if (node !== undefined && opts.root !== undefined) {
         throw new CliError('--root reads a local tree; it cannot be combined with a node name', ExitCode.Usage);
       }
-      const facts = node === undefined ? readFacts(opts.root === undefined ? {} : { root: opts.root }) : await remoteFacts(node);
+      const facts =
+        node === undefined ? readFacts(opts.root === undefined ? {} : { root: opts.root }) : await remoteFacts(node);
       // where the real tool finds no device list it prints only an error and fails, and so does its rendering
       const failure = format === 'json' ? null : toolFailure(facts, format);
       if (failure) {
@@ -39,12 +47,16 @@ export function register(program: Command): void {
 }
 
 function pickFormat(opts: FactsOptions): FactsFormat | 'json' {
-  if (opts.json && opts.format !== undefined && opts.format !== 'json') throw new CliError(`--json and --format ${opts.format} ask for two outputs; give one`, ExitCode.Usage);
+  if (opts.json && opts.format !== undefined && opts.format !== 'json')
+    throw new CliError(`--json and --format ${opts.format} ask for two outputs; give one`, ExitCode.Usage);
   return opts.json ? 'json' : (opts.format ?? 'summary');
 }
 
 /** The controller client loads only for remote reads: local reads race lstopo on startup time. */
 async function remoteFacts(node: string): Promise<Facts> {
-  const [{ loadClientConfig }, { call }] = await Promise.all([import('../client/config.js'), import('../client/rest.js')]);
+  const [{ loadClientConfig }, { call }] = await Promise.all([
+    import('../client/config.js'),
+    import('../client/rest.js'),
+  ]);
   return call(loadClientConfig(), 'GET /v1/nodes/:name/facts', { params: { name: node } });
 }

@@ -11,7 +11,9 @@ import { renderTable } from '../table.js';
 import { agree, plural } from '@rankd/protocol/plural';
 
 export function register(program: Command): void {
-  const inventory = program.command('inventory').description('inventory groups and hosts (Ansible INI, MPI/DeepSpeed hostfiles)');
+  const inventory = program
+    .command('inventory')
+    .description('inventory groups and hosts (Ansible INI, MPI/DeepSpeed hostfiles)');
 
   inventory
     .command('show', { isDefault: true })
@@ -54,7 +56,9 @@ export function register(program: Command): void {
       }
       const groups = view.groups.filter((g) => g.name !== 'all' && g.name !== 'ungrouped').length;
       const missing = view.hosts.filter((h) => h.agent === 'none').length;
-      process.stdout.write(`imported ${file} (${view.source?.format}): ${plural(view.hosts.length, 'host')} in ${plural(groups, 'group')}${missing ? `; ${plural(missing, 'host')} ${agree(missing, 'has', 'have')} no agent yet` : ''}\n`);
+      process.stdout.write(
+        `imported ${file} (${view.source?.format}): ${plural(view.hosts.length, 'host')} in ${plural(groups, 'group')}${missing ? `; ${plural(missing, 'host')} ${agree(missing, 'has', 'have')} no agent yet` : ''}\n`,
+      );
     });
 
   inventory
@@ -69,7 +73,13 @@ export function register(program: Command): void {
         return;
       }
       if (match.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);
-      else process.stdout.write(renderTable(['HOST', 'NODE', 'AGENT'], match.hosts.map((h) => [h.host, h.node ?? '-', h.agent])));
+      else
+        process.stdout.write(
+          renderTable(
+            ['HOST', 'NODE', 'AGENT'],
+            match.hosts.map((h) => [h.host, h.node ?? '-', h.agent]),
+          ),
+        );
     });
 
   inventory
@@ -82,19 +92,35 @@ export function register(program: Command): void {
 
 function renderInventory(view: InventoryView): string {
   const out: string[] = [];
-  out.push(view.source ? `inventory: ${view.source.name} (${view.source.format}, imported ${view.source.importedAt})\n` : 'inventory: none imported (patterns reach registered nodes by name)\n');
+  out.push(
+    view.source
+      ? `inventory: ${view.source.name} (${view.source.format}, imported ${view.source.importedAt})\n`
+      : 'inventory: none imported (patterns reach registered nodes by name)\n',
+  );
   const groups = view.groups.filter((g) => g.name !== 'all' && (g.name !== 'ungrouped' || g.members.length > 0));
   if (groups.length > 0) {
-    out.push('\n' + renderTable(
-      ['GROUP', 'HOSTS', 'CHILDREN', 'VARS'],
-      groups.map((g) => [g.name, String(g.members.length), g.children.join(',') || '-', formatVars(g.vars)]),
-    ));
+    out.push(
+      '\n' +
+        renderTable(
+          ['GROUP', 'HOSTS', 'CHILDREN', 'VARS'],
+          groups.map((g) => [g.name, String(g.members.length), g.children.join(',') || '-', formatVars(g.vars)]),
+        ),
+    );
   }
   if (view.hosts.length > 0) {
-    out.push('\n' + renderTable(
-      ['HOST', 'NODE', 'AGENT', 'GROUPS', 'VARS'],
-      view.hosts.map((h) => [h.name, h.node ?? '-', h.agent === 'none' ? 'none (no agent registered)' : h.agent, h.groups.join(',') || '-', formatVars(h.vars)]),
-    ));
+    out.push(
+      '\n' +
+        renderTable(
+          ['HOST', 'NODE', 'AGENT', 'GROUPS', 'VARS'],
+          view.hosts.map((h) => [
+            h.name,
+            h.node ?? '-',
+            h.agent === 'none' ? 'none (no agent registered)' : h.agent,
+            h.groups.join(',') || '-',
+            formatVars(h.vars),
+          ]),
+        ),
+    );
   }
   if (view.unlisted.length > 0) out.push(`\nnodes outside the inventory: ${view.unlisted.join(', ')}\n`);
   return out.join('');

@@ -16,12 +16,23 @@ export function register(program: Command): void {
   program
     .command('jobs')
     .description(`list recent jobs, newest first (the newest ${DEFAULT_JOB_LIST_LIMIT} unless --limit)`)
-    .option('--limit <n>', `at most this many jobs, 1 to ${MAX_JOB_LIST_LIMIT} (default ${DEFAULT_JOB_LIST_LIMIT})`, listLimit)
-    .option('--state <states>', `only jobs in these states, comma-separated: ${JOB_STATE_WORDS.join(', ')} (active: not ended; done: ended)`, jobStates)
+    .option(
+      '--limit <n>',
+      `at most this many jobs, 1 to ${MAX_JOB_LIST_LIMIT} (default ${DEFAULT_JOB_LIST_LIMIT})`,
+      listLimit,
+    )
+    .option(
+      '--state <states>',
+      `only jobs in these states, comma-separated: ${JOB_STATE_WORDS.join(', ')} (active: not ended; done: ended)`,
+      jobStates,
+    )
     .option('--user <name>', "only this rankd user's jobs (another's: admin, operator or reader)", userName)
     .option('--since <time>', 'only jobs submitted since: a time back from now (30m, 2h, 1d) or an ISO time', since)
     .option('--json', 'print the REST document of GET /v1/jobs: {"jobs": [...], "more": …}')
-    .addHelpText('after', '\nELAPSED is squeue\'s TIME: M:SS, H:MM:SS or D-HH:MM:SS, up to now for a running job, "-" for one that has not started.\nTimes are UTC.')
+    .addHelpText(
+      'after',
+      '\nELAPSED is squeue\'s TIME: M:SS, H:MM:SS or D-HH:MM:SS, up to now for a running job, "-" for one that has not started.\nTimes are UTC.',
+    )
     .action(async (opts: { limit?: number; state?: string; user?: string; since?: string; json?: boolean }) => {
       const { limit, state, user, since } = opts;
       const list = await call(loadClientConfig(), 'GET /v1/jobs', { query: { limit, state, user, since } });
@@ -58,11 +69,28 @@ export function register(program: Command): void {
       const job = await call(config, 'GET /v1/jobs/:id', { params: { id: await resolveJobId(config, id) } });
       if (opts.json) return printJson(job);
       const now = Date.now();
-      process.stdout.write(`job ${job.id}  ${job.state}  ${job.reason}\ncommand: ${job.command.join(' ')}\nexit code: ${job.exitCode ?? '-'}\n`);
-      process.stdout.write(`created: ${tableTime(job.createdAt)}  start: ${tableTime(job.startedAt)}  end: ${tableTime(job.endedAt)}  elapsed: ${elapsedOf(job, now)}\n\n`);
+      process.stdout.write(
+        `job ${job.id}  ${job.state}  ${job.reason}\ncommand: ${job.command.join(' ')}\nexit code: ${job.exitCode ?? '-'}\n`,
+      );
+      process.stdout.write(
+        `created: ${tableTime(job.createdAt)}  start: ${tableTime(job.startedAt)}  end: ${tableTime(job.endedAt)}  elapsed: ${elapsedOf(job, now)}\n\n`,
+      );
       process.stdout.write(
         renderTable(
-          ['RANK', 'NODE', 'STATE', 'PID', 'EXIT', 'START', 'ELAPSED', 'PLANNED CPUS', 'ACTUAL CPUS', 'MEM', 'BOUND', 'OUT/ERR BYTES'],
+          [
+            'RANK',
+            'NODE',
+            'STATE',
+            'PID',
+            'EXIT',
+            'START',
+            'ELAPSED',
+            'PLANNED CPUS',
+            'ACTUAL CPUS',
+            'MEM',
+            'BOUND',
+            'OUT/ERR BYTES',
+          ],
           job.ranks.map((r) => [
             String(r.rank),
             r.node,
@@ -97,7 +125,8 @@ export function register(program: Command): void {
 
 function listLimit(value: string): number {
   const n = positiveInt(value);
-  if (n > MAX_JOB_LIST_LIMIT) throw new InvalidArgumentError(`${n} is over the most a listing holds, ${MAX_JOB_LIST_LIMIT}`);
+  if (n > MAX_JOB_LIST_LIMIT)
+    throw new InvalidArgumentError(`${n} is over the most a listing holds, ${MAX_JOB_LIST_LIMIT}`);
   return n;
 }
 
@@ -105,13 +134,17 @@ function listLimit(value: string): number {
 function jobStates(value: string): string {
   const states = value.toLowerCase();
   const parsed = parseJobStates(states);
-  if ('bad' in parsed) throw new InvalidArgumentError(`"${parsed.bad}" is not a job state; the states are ${JOB_STATE_WORDS.join(', ')}`);
+  if ('bad' in parsed)
+    throw new InvalidArgumentError(`"${parsed.bad}" is not a job state; the states are ${JOB_STATE_WORDS.join(', ')}`);
   return states;
 }
 
 /** A rankd user name, as `rankd user add` takes it. */
 function userName(value: string): string {
-  if (!USER_NAME.test(value)) throw new InvalidArgumentError(`"${value}" is not a rankd user name (lower case letters, digits, "_", "." and "-", at most 32)`);
+  if (!USER_NAME.test(value))
+    throw new InvalidArgumentError(
+      `"${value}" is not a rankd user name (lower case letters, digits, "_", "." and "-", at most 32)`,
+    );
   return value;
 }
 
@@ -119,6 +152,8 @@ function userName(value: string): string {
 function moreHint(opts: { limit?: number; state?: string; user?: string; since?: string }): string {
   const limit = opts.limit ?? DEFAULT_JOB_LIST_LIMIT;
   if (limit >= MAX_JOB_LIST_LIMIT) return 'narrow them with --state, --user or --since';
-  const filters = (['state', 'user', 'since'] as const).flatMap((k) => (opts[k] === undefined ? [] : [`--${k} ${opts[k]}`]));
+  const filters = (['state', 'user', 'since'] as const).flatMap((k) =>
+    opts[k] === undefined ? [] : [`--${k} ${opts[k]}`],
+  );
   return `to list up to ${MAX_JOB_LIST_LIMIT}: rankd jobs ${[...filters, `--limit ${MAX_JOB_LIST_LIMIT}`].join(' ')}`;
 }

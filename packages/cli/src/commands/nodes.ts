@@ -29,7 +29,9 @@ export function register(program: Command): void {
             n.cpus === null ? '-' : String(n.cpus),
             n.numaNodes === null ? '-' : String(n.numaNodes),
             ago(now - Date.parse(n.lastSeen)),
-            n.drain ? `${n.drain.reason}${n.drain.by ? ` (${n.drain.by}, ${ago(now - Date.parse(n.drain.at))})` : ''}` : '-',
+            n.drain
+              ? `${n.drain.reason}${n.drain.by ? ` (${n.drain.by}, ${ago(now - Date.parse(n.drain.at))})` : ''}`
+              : '-',
           ]),
         ),
       );
@@ -40,7 +42,12 @@ export function register(program: Command): void {
     .command('drain')
     .description('take no new ranks on the node; running ranks finish (as scontrol state=drain)')
     .argument('<name>')
-    .option('--reason <text>', `why, shown by rankd nodes (at most ${DRAIN_REASON_CHARS.max} characters)`, textOf(DRAIN_REASON_CHARS), 'drained')
+    .option(
+      '--reason <text>',
+      `why, shown by rankd nodes (at most ${DRAIN_REASON_CHARS.max} characters)`,
+      textOf(DRAIN_REASON_CHARS),
+      'drained',
+    )
     .action(async (name: string, opts: { reason: string }) => {
       const body = { reason: opts.reason };
       const view = await call(loadClientConfig(), 'POST /v1/nodes/:name/drain', { params: { name }, body });
@@ -56,11 +63,15 @@ export function register(program: Command): void {
     });
   node
     .command('remove')
-    .description("revoke a node's certificates: its link drops at once and it cannot reconnect; its name may enroll again")
+    .description(
+      "revoke a node's certificates: its link drops at once and it cannot reconnect; its name may enroll again",
+    )
     .argument('<name>')
     .action(async (name: string) => {
       const r = await call(loadClientConfig(), 'DELETE /v1/nodes/:name', { params: { name } });
-      process.stderr.write(`rankd: node ${r.node} removed: ${plural(r.revokedSerials.length, 'certificate')} revoked, ${plural(r.droppedLinks, 'link')} dropped\n`);
+      process.stderr.write(
+        `rankd: node ${r.node} removed: ${plural(r.revokedSerials.length, 'certificate')} revoked, ${plural(r.droppedLinks, 'link')} dropped\n`,
+      );
     });
 }
 

@@ -13,7 +13,11 @@ export function register(program: Command): void {
     .command('ping')
     .description('round trip to each agent a pattern selects, with its latency')
     .argument('[pattern]', 'hosts: all, group, host*, g1:g2, g1:&g2, g1:!g2, key=value', 'all')
-    .option('--timeout <time>', `how long to wait for each agent: seconds or a duration (default 10, at most ${PROBE_TIMEOUT_SECONDS.max})`, secondsIn(PROBE_TIMEOUT_SECONDS))
+    .option(
+      '--timeout <time>',
+      `how long to wait for each agent: seconds or a duration (default 10, at most ${PROBE_TIMEOUT_SECONDS.max})`,
+      secondsIn(PROBE_TIMEOUT_SECONDS),
+    )
     .option('--json', 'print the REST document of POST /v1/ping')
     .action(async (pattern: string, opts: { timeout?: number; json?: boolean }) => {
       const timeout = opts.timeout;
@@ -25,7 +29,11 @@ export function register(program: Command): void {
       else {
         for (const h of report.hosts) {
           const name = h.node && h.node !== h.host ? `${h.host} (${h.node})` : h.host;
-          process.stdout.write(h.status === 'SUCCESS' ? `${name} | SUCCESS | pong in ${h.latencyMs} ms\n` : `${name} | UNREACHABLE | ${h.error?.message ?? 'no answer'}\n`);
+          process.stdout.write(
+            h.status === 'SUCCESS'
+              ? `${name} | SUCCESS | pong in ${h.latencyMs} ms\n`
+              : `${name} | UNREACHABLE | ${h.error?.message ?? 'no answer'}\n`,
+          );
         }
         if (report.hosts.length === 0) process.stderr.write(`rankd: no hosts matched "${pattern}"\n`);
       }

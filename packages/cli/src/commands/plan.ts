@@ -22,21 +22,32 @@ interface PlanOptions extends PlacementOptions {
   immediate?: boolean;
 }
 
-const formatList = RANK_MAP_FORMATS.map((f) => (RANK_MAP_FORMAT_GLOSS[f] ? `${f} (${RANK_MAP_FORMAT_GLOSS[f]})` : f)).join(', ');
+const formatList = RANK_MAP_FORMATS.map((f) =>
+  RANK_MAP_FORMAT_GLOSS[f] ? `${f} (${RANK_MAP_FORMAT_GLOSS[f]})` : f,
+).join(', ');
 
 export function register(program: Command): void {
   const cmd = program
     .command('plan')
     .description('show the rank map (CPUs, memory, NICs, GIDs, GPUs, environment) a placement spec gives');
   addPlacementOptions(cmd)
-    .option('--format <format>', `output: ${formatList}; json is the document of POST /v1/plan (default table)`, oneOf(RANK_MAP_FORMATS))
+    .option(
+      '--format <format>',
+      `output: ${formatList}; json is the document of POST /v1/plan (default table)`,
+      oneOf(RANK_MAP_FORMATS),
+    )
     .option('--json', 'print the REST document of POST /v1/plan: the rank map and its "schedule" (as --format json)')
     .option('--facts-dir <dir>', 'plan offline on NODE.json facts files instead of the controller')
     .option('--address <NODE=IP>', 'the address of a node (offline; repeatable)', collect)
-    .option('--priority <N>', `the priority the job would be submitted with (${PRIORITY.min} to ${PRIORITY.max})`, integerIn(PRIORITY))
+    .option(
+      '--priority <N>',
+      `the priority the job would be submitted with (${PRIORITY.min} to ${PRIORITY.max})`,
+      integerIn(PRIORITY),
+    )
     .option('--immediate', 'exit 65 if the job would wait in the queue')
     .action(async (opts: PlanOptions) => {
-      if (opts.json && opts.format !== undefined && opts.format !== 'json') throw new CliError(`--json and --format ${opts.format} ask for two outputs; give one`, ExitCode.Usage);
+      if (opts.json && opts.format !== undefined && opts.format !== 'json')
+        throw new CliError(`--json and --format ${opts.format} ask for two outputs; give one`, ExitCode.Usage);
       const format = opts.json ? 'json' : (opts.format ?? 'table');
       const placement = placementSpecFromOptions(opts);
       if (opts.factsDir === undefined) {
@@ -47,14 +58,22 @@ export function register(program: Command): void {
         if (format === 'json') printJson(answer);
         else process.stdout.write(renderRankMap(map, format));
         // on stderr: machine formats on stdout stay what they are
-        if (schedule.startsNow) process.stderr.write('rankd: a job of this spec would start now, on the CPUs and GPUs above\n');
-        else process.stderr.write(`rankd: a job of this spec would wait: ${schedule.reason}\nrankd: the map above is its plan on the idle cluster; the nodes and CPUs it gets may differ\n`);
+        if (schedule.startsNow)
+          process.stderr.write('rankd: a job of this spec would start now, on the CPUs and GPUs above\n');
+        else
+          process.stderr.write(
+            `rankd: a job of this spec would wait: ${schedule.reason}\nrankd: the map above is its plan on the idle cluster; the nodes and CPUs it gets may differ\n`,
+          );
         const hold = cpuHoldLine(map, 'would hold');
         if (hold) process.stderr.write(`rankd: it ${hold}\n`);
         if (opts.immediate && !schedule.startsNow) process.exitCode = ExitCode.RemoteFailure;
         return;
       }
-      if (opts.priority !== undefined || opts.immediate) throw new CliError('--priority and --immediate ask the controller; they do not apply with --facts-dir', ExitCode.Usage);
+      if (opts.priority !== undefined || opts.immediate)
+        throw new CliError(
+          '--priority and --immediate ask the controller; they do not apply with --facts-dir',
+          ExitCode.Usage,
+        );
       // the planner and the facts schema only when planning here
       const { planOffline } = await import('../plan-offline.js');
       const { answer, facts } = planOffline(opts.factsDir, opts.address ?? [], placement);

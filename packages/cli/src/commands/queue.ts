@@ -11,7 +11,7 @@ import { plural } from '@rankd/protocol/plural';
 export function register(program: Command): void {
   program
     .command('queue')
-    .description("running and queued jobs (like squeue): owner, state, position, reason, what each asked for and holds")
+    .description('running and queued jobs (like squeue): owner, state, position, reason, what each asked for and holds')
     .option('--json', 'print the REST document of GET /v1/queue: {"jobs": [...], "lastPassMs": N}')
     .action(async (opts: { json?: boolean }) => {
       const queue = await call(loadClientConfig(), 'GET /v1/queue');
@@ -19,7 +19,16 @@ export function register(program: Command): void {
       process.stdout.write(
         renderTable(
           ['ID', 'OWNER', 'STATE', 'POS', 'PRIO', 'ASKED', 'HELD', 'REASON'],
-          queue.jobs.map((j) => [j.id, j.owner ?? '-', j.state, j.position === null ? '-' : String(j.position), String(j.priority), asked(j), held(j), j.reason]),
+          queue.jobs.map((j) => [
+            j.id,
+            j.owner ?? '-',
+            j.state,
+            j.position === null ? '-' : String(j.position),
+            String(j.priority),
+            asked(j),
+            held(j),
+            j.reason,
+          ]),
         ),
       );
     });

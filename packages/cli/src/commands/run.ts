@@ -3,7 +3,13 @@
 // ranks to end; a second Ctrl-C detaches.
 import type { Command } from 'commander';
 import type { JobSubmit } from '@rankd/protocol';
-import { DEFAULT_JOB_GRACE_SECONDS, JOB_GRACE_SECONDS, JOB_NAME_CHARS, JOB_TIMEOUT_SECONDS, PRIORITY } from '@rankd/protocol/limits';
+import {
+  DEFAULT_JOB_GRACE_SECONDS,
+  JOB_GRACE_SECONDS,
+  JOB_NAME_CHARS,
+  JOB_TIMEOUT_SECONDS,
+  PRIORITY,
+} from '@rankd/protocol/limits';
 import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
 import { checkJobEnvSize } from '@rankd/protocol/export-env';
 import { loadClientConfig } from '../client/config.js';
@@ -41,24 +47,53 @@ interface RunFlags extends PlacementOptions {
 export function register(program: Command): void {
   const cmd = program
     .command('run')
-    .description('launch pinned ranks and stream their output (like srun); exits with the job\'s code')
+    .description("launch pinned ranks and stream their output (like srun); exits with the job's code")
     .usage('[placement flags] [options] [--] CMD [ARGS…]')
-    .argument('<command...>', 'the program and its arguments: every word from the first one that is not an option (or after --) is the program\'s')
+    .argument(
+      '<command...>',
+      "the program and its arguments: every word from the first one that is not an option (or after --) is the program's",
+    )
     .option('-q, --quiet', 'do not print the rank map and its warnings on stderr')
     .option('--no-label', 'raw output, without the "RANK: " prefix')
     .option('--label-format <template>', 'line prefix; fields {rank} {node} {localRank} {stream}', '{rank}: ')
-    .option('--grace <time>', `between SIGTERM and SIGKILL when ranks are ended: seconds or a duration (default ${DEFAULT_JOB_GRACE_SECONDS}, at most ${JOB_GRACE_SECONDS.max}s)`, secondsIn(JOB_GRACE_SECONDS))
-    .option('--timeout <time>', 'end the job as timed-out after this long: seconds or a duration (30s, 15m, 2h)', secondsIn(JOB_TIMEOUT_SECONDS))
-    .option('--fail-policy <policy>', 'fail-fast (default): the first failing rank ends the job; wait: let the others finish', oneOf(FAIL_POLICIES))
+    .option(
+      '--grace <time>',
+      `between SIGTERM and SIGKILL when ranks are ended: seconds or a duration (default ${DEFAULT_JOB_GRACE_SECONDS}, at most ${JOB_GRACE_SECONDS.max}s)`,
+      secondsIn(JOB_GRACE_SECONDS),
+    )
+    .option(
+      '--timeout <time>',
+      'end the job as timed-out after this long: seconds or a duration (30s, 15m, 2h)',
+      secondsIn(JOB_TIMEOUT_SECONDS),
+    )
+    .option(
+      '--fail-policy <policy>',
+      'fail-fast (default): the first failing rank ends the job; wait: let the others finish',
+      oneOf(FAIL_POLICIES),
+    )
     .option('--pty', 'run each rank under a pseudo-terminal')
     .option('--user <name>', 'run the ranks as this user')
     .option('--cwd <dir>', 'working directory of the ranks (default: this one)')
     .option('--name <name>', `a name for the job (at most ${JOB_NAME_CHARS.max} characters)`, textOf(JOB_NAME_CHARS))
-    .option('--priority <N>', `queue order, higher first (default 0; above 0 for operators and admins; ${PRIORITY.min} to ${PRIORITY.max})`, integerIn(PRIORITY))
+    .option(
+      '--priority <N>',
+      `queue order, higher first (default 0; above 0 for operators and admins; ${PRIORITY.min} to ${PRIORITY.max})`,
+      integerIn(PRIORITY),
+    )
     .option('--immediate', 'start now or fail at once with the reason (exit 65); never wait in the queue')
-    .option('--export <ALL|NONE|VAR[,VAR=value…]>', 'which of your variables the ranks get, as srun\'s --export (default ALL; never RANKD_* or SLURM_*); rankd\'s RANK, WORLD_SIZE, … win over them, --env over both')
-    .option('--input <who>', 'which ranks read this stdin, as srun --input: a rank (default 0), all (each a copy), none; the others read /dev/null')
-    .option('--mpi <mode>', 'MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI\'s mpirun through the agents), none', oneOf(MPI_MODES));
+    .option(
+      '--export <ALL|NONE|VAR[,VAR=value…]>',
+      "which of your variables the ranks get, as srun's --export (default ALL; never RANKD_* or SLURM_*); rankd's RANK, WORLD_SIZE, … win over them, --env over both",
+    )
+    .option(
+      '--input <who>',
+      'which ranks read this stdin, as srun --input: a rank (default 0), all (each a copy), none; the others read /dev/null',
+    )
+    .option(
+      '--mpi <mode>',
+      "MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI's mpirun through the agents), none",
+      oneOf(MPI_MODES),
+    );
   addPlacementOptions(cmd);
   cmd.addHelpText(
     'after',
@@ -93,7 +128,10 @@ stdin:
       ...(flags.immediate ? { immediate: true } : {}),
       ...stdinOf(flags),
     };
-    process.exitCode = await runJob(config, submit, { quiet: flags.quiet ?? false, label: flags.label ? flags.labelFormat : '' });
+    process.exitCode = await runJob(config, submit, {
+      quiet: flags.quiet ?? false,
+      label: flags.label ? flags.labelFormat : '',
+    });
   });
 }
 

@@ -28,12 +28,15 @@ export function register(program: Command): void {
     .description('open an interactive terminal on a node (like kubectl exec -it); exits with the remote exit code')
     .usage('[options] NODE [options] [[--] CMD [ARGS…]]')
     .argument('<node>', 'the node')
-    .argument('[command...]', 'run this instead of the login shell: every word from the first one after NODE that is not an option (or after --)')
+    .argument(
+      '[command...]',
+      'run this instead of the login shell: every word from the first one after NODE that is not an option (or after --)',
+    )
     .option('--user <name>', 'run as this user')
-    .option('--cwd <dir>', 'start in this directory (default: the user\'s home)');
+    .option('--cwd <dir>', "start in this directory (default: the user's home)");
   programAfterOperands(cmd, 1).action(async (node: string, command: string[], flags: ShellFlags) => {
-      process.exitCode = await openShell(loadClientConfig(), node, command, flags);
-    });
+    process.exitCode = await openShell(loadClientConfig(), node, command, flags);
+  });
 }
 
 async function openShell(config: ClientConfig, node: string, command: string[], flags: ShellFlags): Promise<number> {
@@ -75,7 +78,14 @@ async function openShell(config: ClientConfig, node: string, command: string[], 
 
     ws.on('unexpected-response', (_req, res) =>
       readUpgradeRefusal(res, (message, status) => {
-        const code = status === 401 ? ExitCode.Unauthorized : status === 503 ? ExitCode.Unreachable : status === 400 ? ExitCode.Usage : ExitCode.RemoteFailure;
+        const code =
+          status === 401
+            ? ExitCode.Unauthorized
+            : status === 503
+              ? ExitCode.Unreachable
+              : status === 400
+                ? ExitCode.Usage
+                : ExitCode.RemoteFailure;
         reject(new CliError(status === 401 ? `not authorized: ${message}` : message, code));
       }),
     );
@@ -147,9 +157,17 @@ async function openShell(config: ClientConfig, node: string, command: string[], 
       if (!opened) return;
       if (last?.type === 'exit') {
         const signal = last.signal as keyof typeof constants.signals | null;
-        resolve(last.code ?? (signal && constants.signals[signal] ? 128 + constants.signals[signal] : ExitCode.RemoteFailure));
+        resolve(
+          last.code ?? (signal && constants.signals[signal] ? 128 + constants.signals[signal] : ExitCode.RemoteFailure),
+        );
       } else if (last?.type === 'error') {
-        resolve(last.code === FleetErrorCode.AgentUnreachable ? ExitCode.Unreachable : last.code === ErrorCode.CredentialRevoked ? ExitCode.Unauthorized : ExitCode.RemoteFailure);
+        resolve(
+          last.code === FleetErrorCode.AgentUnreachable
+            ? ExitCode.Unreachable
+            : last.code === ErrorCode.CredentialRevoked
+              ? ExitCode.Unauthorized
+              : ExitCode.RemoteFailure,
+        );
       } else {
         process.stderr.write('\r\nrankd: the connection to the controller was lost; the remote program is ended\r\n');
         resolve(ExitCode.Unreachable);

@@ -40,8 +40,14 @@ export function register(program: Command): void {
       const cluster = await startLocalCluster(home, flags);
       if (flags.demo) {
         process.stderr.write(`rankd: demo: rankd run -n 2 -- node ${DEMO_PROGRAM}\n`);
-        const code = await runJob(cluster.client, { command: [process.execPath, DEMO_PROGRAM], placement: { ntasks: 2 }, cwd: home, name: 'demo' }, { quiet: false, label: '{rank}: ' });
-        process.stderr.write(`rankd: demo job exited ${code}. The controller and agent keep running: try "rankd nodes", "rankd jobs". Ctrl-C stops them.\n`);
+        const code = await runJob(
+          cluster.client,
+          { command: [process.execPath, DEMO_PROGRAM], placement: { ntasks: 2 }, cwd: home, name: 'demo' },
+          { quiet: false, label: '{rank}: ' },
+        );
+        process.stderr.write(
+          `rankd: demo job exited ${code}. The controller and agent keep running: try "rankd nodes", "rankd jobs". Ctrl-C stops them.\n`,
+        );
       }
       const { code } = await Promise.race([
         untilSignal().then(() => ({ code: ExitCode.Ok })),
@@ -68,7 +74,10 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   const { lockState } = await import('@rankd/controller/data-dir-lock');
   const lock = lockState(controllerDir);
   if (lock.holder && lock.stale === null) throw alreadyRunning(lock.holder.pid, lock.url, controllerDir);
-  if (lock.holder) process.stderr.write(`rankd: the last controller of ${controllerDir} did not stop cleanly (${lock.stale}); its lock is taken over\n`);
+  if (lock.holder)
+    process.stderr.write(
+      `rankd: the last controller of ${controllerDir} did not stop cleanly (${lock.stale}); its lock is taken over\n`,
+    );
   mkdirSync(controllerDir, { recursive: true, mode: 0o700 });
   mkdirSync(agentDir, { recursive: true, mode: 0o700 });
   const stateFile = join(controllerDir, 'controller.json');
@@ -77,7 +86,11 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   const heartbeat = flags.heartbeatMs ? ['--heartbeat-ms', String(flags.heartbeatMs)] : [];
   // the person running `rankd up` is the cluster's first admin, under their login name
   const admin = adminName();
-  const controller = new DaemonProcess('controller', ['controller', '--listen', flags.listen, '--data-dir', controllerDir, '--admin', admin, ...heartbeat], join(home, 'controller.log'));
+  const controller = new DaemonProcess(
+    'controller',
+    ['controller', '--listen', flags.listen, '--data-dir', controllerDir, '--admin', admin, ...heartbeat],
+    join(home, 'controller.log'),
+  );
   const state = await untilReady(
     controller,
     'the controller to listen',
@@ -97,7 +110,11 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   );
   const url = state.url;
   // the controller speaks TLS only; its CA is what this client (and the local agent) trust
-  const client: ClientConfig = { url, token: readFileSync(join(controllerDir, 'api-token'), 'utf8').trim(), ca: state.ca };
+  const client: ClientConfig = {
+    url,
+    token: readFileSync(join(controllerDir, 'api-token'), 'utf8').trim(),
+    ca: state.ca,
+  };
   const configPath = clientConfigPath();
   writeFileSync(configPath + '.tmp', JSON.stringify(client, null, 2) + '\n', { mode: 0o600 });
   renameSync(configPath + '.tmp', configPath);
@@ -130,7 +147,8 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   let nodes: NodeList['nodes'];
   try {
     nodes = await untilReady(agent, `node "${flags.name}" to be ready`, async () => {
-      if (!controller.alive) throw new CliError(`the controller exited; its log ends:\n${controller.tail()}`, ExitCode.Software);
+      if (!controller.alive)
+        throw new CliError(`the controller exited; its log ends:\n${controller.tail()}`, ExitCode.Software);
       const { nodes } = await call(client, 'GET /v1/nodes');
       return nodes.some((n) => n.name === flags.name && n.state === 'ready' && n.connected) ? nodes : undefined;
     });
@@ -183,10 +201,22 @@ function alreadyRunning(pid: number, url: string | null, controllerDir: string):
   );
 }
 
-async function untilReady<T>(daemon: DaemonProcess, what: string, probe: () => Promise<T | undefined> | T | undefined, explainExit: () => CliError | null = () => null): Promise<T> {
+async function untilReady<T>(
+  daemon: DaemonProcess,
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  explainExit: () => CliError | null = () => null,
+): Promise<T> {
   try {
     return await waitFor(what, 20_000, () => {
-      if (!daemon.alive) throw explainExit() ?? new CliError(`the ${daemon.label} exited; its log (${daemon.logFile}) ends:\n${daemon.tail()}`, ExitCode.Software);
+      if (!daemon.alive)
+        throw (
+          explainExit() ??
+          new CliError(
+            `the ${daemon.label} exited; its log (${daemon.logFile}) ends:\n${daemon.tail()}`,
+            ExitCode.Software,
+          )
+        );
       return probe();
     });
   } catch (err) {

@@ -25,7 +25,11 @@ export function register(program: Command): void {
       const created = await call(loadClientConfig(), 'POST /v1/users', {
         body: { name, role, ...(opts.unixUser ? { unixUser: opts.unixUser } : {}) },
       });
-      printToken(created, opts.json, `user ${created.name} (${created.role}${created.unixUser ? `, Unix user ${created.unixUser}` : ''})`);
+      printToken(
+        created,
+        opts.json,
+        `user ${created.name} (${created.role}${created.unixUser ? `, Unix user ${created.unixUser}` : ''})`,
+      );
     });
   user
     .command('list')
@@ -35,7 +39,18 @@ export function register(program: Command): void {
       const list = await call(loadClientConfig(), 'GET /v1/users');
       if (opts.json) return printJson(list);
       const { users } = list;
-      process.stdout.write(renderTable(['NAME', 'ROLE', 'UNIX USER', 'TOKENS', 'CREATED'], users.map((u) => [u.name, u.role, u.unixUser ?? '-', String(u.tokens), u.createdAt.replace('T', ' ').slice(0, 19)])));
+      process.stdout.write(
+        renderTable(
+          ['NAME', 'ROLE', 'UNIX USER', 'TOKENS', 'CREATED'],
+          users.map((u) => [
+            u.name,
+            u.role,
+            u.unixUser ?? '-',
+            String(u.tokens),
+            u.createdAt.replace('T', ' ').slice(0, 19),
+          ]),
+        ),
+      );
     });
   user
     .command('remove')
@@ -49,19 +64,26 @@ export function register(program: Command): void {
   const token = program.command('token').description('API tokens: create (shown once), list (accessors only), revoke');
   token
     .command('create')
-    .description("create an API token for yourself, or for another user (admin); prints it once")
+    .description('create an API token for yourself, or for another user (admin); prints it once')
     .option('--user <name>', 'whose token (admin)')
-    .option('--description <text>', `what it is for (at most ${DESCRIPTION_CHARS.max} characters)`, textOf(DESCRIPTION_CHARS))
+    .option(
+      '--description <text>',
+      `what it is for (at most ${DESCRIPTION_CHARS.max} characters)`,
+      textOf(DESCRIPTION_CHARS),
+    )
     .option('--json', 'print {"name","role","unixUser","accessor","token"}')
     .action(async (opts: { user?: string; description?: string; json?: boolean }) => {
       const created = await call(loadClientConfig(), 'POST /v1/tokens', {
-        body: { ...(opts.user ? { user: opts.user } : {}), ...(opts.description ? { description: opts.description } : {}) },
+        body: {
+          ...(opts.user ? { user: opts.user } : {}),
+          ...(opts.description ? { description: opts.description } : {}),
+        },
       });
       printToken(created, opts.json, `token ${created.accessor} of ${created.name}`);
     });
   token
     .command('list')
-    .description('your tokens (all users\' for an admin): accessors, never secrets')
+    .description("your tokens (all users' for an admin): accessors, never secrets")
     .option('--user <name>', "one user's tokens (admin)")
     .option('--json', 'print the REST document of GET /v1/tokens: {"tokens": [...]}')
     .action(async (opts: { user?: string; json?: boolean }) => {
@@ -71,7 +93,13 @@ export function register(program: Command): void {
       process.stdout.write(
         renderTable(
           ['ACCESSOR', 'USER', 'CREATED', 'LAST USED', 'DESCRIPTION'],
-          tokens.map((t) => [t.accessor, t.user, t.createdAt.replace('T', ' ').slice(0, 19), t.lastUsedAt?.replace('T', ' ').slice(0, 19) ?? '-', t.description || '-']),
+          tokens.map((t) => [
+            t.accessor,
+            t.user,
+            t.createdAt.replace('T', ' ').slice(0, 19),
+            t.lastUsedAt?.replace('T', ' ').slice(0, 19) ?? '-',
+            t.description || '-',
+          ]),
         ),
       );
     });
@@ -87,7 +115,15 @@ export function register(program: Command): void {
 
 function printToken(created: TokenCreated, json: boolean | undefined, what: string): void {
   if (json) {
-    process.stdout.write(JSON.stringify({ name: created.name, role: created.role, unixUser: created.unixUser, accessor: created.accessor, token: created.token }) + '\n');
+    process.stdout.write(
+      JSON.stringify({
+        name: created.name,
+        role: created.role,
+        unixUser: created.unixUser,
+        accessor: created.accessor,
+        token: created.token,
+      }) + '\n',
+    );
     return;
   }
   process.stderr.write(`rankd: ${what}; accessor ${created.accessor}. The token follows; it is shown this once:\n`);

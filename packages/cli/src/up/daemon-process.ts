@@ -21,7 +21,10 @@ export class DaemonProcess {
   ) {
     const fd = openSync(logFile, 'a', 0o600);
     // stdin ignored, stdout/stderr to the log: the terminal stays for rankd's own output
-    this.child = spawn(process.execPath, [CLI_MAIN, ...args], { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
+    this.child = spawn(process.execPath, [CLI_MAIN, ...args], {
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, ...env },
+    });
     closeSync(fd);
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {

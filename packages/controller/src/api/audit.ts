@@ -40,10 +40,17 @@ export function auditStart(request: FastifyRequest): AuditStart {
   if (typeof body['pattern'] === 'string') resource['pattern'] = body['pattern'];
   if (typeof body['user'] === 'string') resource['unixUser'] = body['user'];
   const command = body['command'];
-  const argv = Array.isArray(command) && command.every((a) => typeof a === 'string') ? command : typeof body['shell'] === 'string' ? ['/bin/sh', '-c', body['shell']] : null;
+  const argv =
+    Array.isArray(command) && command.every((a) => typeof a === 'string')
+      ? command
+      : typeof body['shell'] === 'string'
+        ? ['/bin/sh', '-c', body['shell']]
+        : null;
   // a job's or exec's environment, by name only: its values may be secrets
   const placement = body['placement'];
-  const envNames = [...new Set([...keysOf(body['env']), ...keysOf(isObject(placement) ? placement['env'] : undefined)])];
+  const envNames = [
+    ...new Set([...keysOf(body['env']), ...keysOf(isObject(placement) ? placement['env'] : undefined)]),
+  ];
   return {
     user: p?.user ?? null,
     role: p?.role ?? null,
@@ -73,7 +80,10 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
       request.auditId = audit.begin(auditStart(request));
     } catch (err) {
       request.log.error({ err }, 'audit entry not written: request refused');
-      throw new RankdError(ErrorCode.AuditUnavailable, `the audit log cannot be written (${(err as Error).message}); the request was not carried out`);
+      throw new RankdError(
+        ErrorCode.AuditUnavailable,
+        `the audit log cannot be written (${(err as Error).message}); the request was not carried out`,
+      );
     }
   });
   app.addHook('onSend', async (request, reply, payload) => {
@@ -110,7 +120,10 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
       const start = auditStart(request);
       const resource = { ...start.resource, ...(request.auditResource ?? {}) };
       const decision = denied ? ('deny' as const) : ('allow' as const);
-      audit.record({ ...start, resource, decision, reason: denied ? (request.auditReason ?? String(status)) : '' }, { status, durationMs, ...(request.auditCode ? { code: request.auditCode } : {}) });
+      audit.record(
+        { ...start, resource, decision, reason: denied ? (request.auditReason ?? String(status)) : '' },
+        { status, durationMs, ...(request.auditCode ? { code: request.auditCode } : {}) },
+      );
     } catch (err) {
       request.log.error({ err }, 'cannot record a request in the audit log');
     }
@@ -125,7 +138,11 @@ export async function auditRoutes(app: FastifyInstance, opts: { audit: AuditLog 
       if (since !== undefined) {
         // the rule `rankd audit --since` checks before it asks
         at = parseSince(since, Date.now());
-        if (!Number.isFinite(at)) throw new RankdError(ErrorCode.InvalidRequest, `since=${since}: ${SINCE_FORMS}, or milliseconds since the epoch`);
+        if (!Number.isFinite(at))
+          throw new RankdError(
+            ErrorCode.InvalidRequest,
+            `since=${since}: ${SINCE_FORMS}, or milliseconds since the epoch`,
+          );
       }
       return { entries: opts.audit.list(at, limit ?? 1000) };
     },

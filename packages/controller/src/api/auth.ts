@@ -42,7 +42,10 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const UNAUTHORIZED = 'missing, wrong or revoked API token (Authorization: Bearer <token>)';
 
 /** Counts a failed authentication from the request's source; says whether that source is over its limit. */
-export type FailureLimiter = (req: { ip: string; routeOptions: object }) => Promise<{ isExceeded: boolean; ttlInSeconds: number }>;
+export type FailureLimiter = (req: {
+  ip: string;
+  routeOptions: object;
+}) => Promise<{ isExceeded: boolean; ttlInSeconds: number }>;
 
 export interface AccessDeps {
   users: UsersRepo;
@@ -88,9 +91,13 @@ export class AccessControl implements UpgradeAccess {
   /** Role check of a route: the refusal's message, or null when allowed. */
   checkRoute(principal: Principal, method: string, route: string): { rule: RouteRule | null; refusal: string | null } {
     const rule = ruleFor(method, route) ?? null;
-    if (!rule) return { rule, refusal: `${method} ${route} is refused: it has no entry in the access policy (deny by default)` };
+    if (!rule)
+      return { rule, refusal: `${method} ${route} is refused: it has no entry in the access policy (deny by default)` };
     if (scopeOf(principal.role, rule.permission)) return { rule, refusal: null };
-    return { rule, refusal: `user "${principal.user}" (role ${principal.role}) may not ${rule.what}: that needs the role ${rolesWith(rule.permission).join(' or ')}` };
+    return {
+      rule,
+      refusal: `user "${principal.user}" (role ${principal.role}) may not ${rule.what}: that needs the role ${rolesWith(rule.permission).join(' or ')}`,
+    };
   }
 
   /** Ownership of a job for a role that acts on its own jobs only; throws 403. Unknown jobs pass (the route answers 404). */
@@ -112,17 +119,28 @@ export class AccessControl implements UpgradeAccess {
 
   /** Whether the principal may make this (normalized) submission; throws 403. A role that runs jobs as its own Unix user only may run none other. */
   checkSubmit(principal: Principal, submit: JobSubmit): void {
-    if (submit.priority !== undefined && submit.priority > DEFAULT_PRIORITY && !scopeOf(principal.role, 'jobs.priority')) {
-      throw forbidden(`user "${principal.user}" (role ${principal.role}) may not submit above the default priority ${DEFAULT_PRIORITY} (--priority ${submit.priority}); operators and admins may`);
+    if (
+      submit.priority !== undefined &&
+      submit.priority > DEFAULT_PRIORITY &&
+      !scopeOf(principal.role, 'jobs.priority')
+    ) {
+      throw forbidden(
+        `user "${principal.user}" (role ${principal.role}) may not submit above the default priority ${DEFAULT_PRIORITY} (--priority ${submit.priority}); operators and admins may`,
+      );
     }
     if (scopeOf(principal.role, 'jobs.submit') !== 'own') return;
     const mine = principal.unixUser;
-    if (!mine) throw forbidden(`user "${principal.user}" (role ${principal.role}) may not submit jobs: it has no Unix user (an admin sets one with "rankd user add ${principal.user} --role user --unix-user U")`);
+    if (!mine)
+      throw forbidden(
+        `user "${principal.user}" (role ${principal.role}) may not submit jobs: it has no Unix user (an admin sets one with "rankd user add ${principal.user} --role user --unix-user U")`,
+      );
     if (mine === 'root' || submit.user === 'root' || submit.user === '0') {
       throw forbidden(`user "${principal.user}" (role ${principal.role}) may not run jobs as root`);
     }
     if (submit.user !== undefined && submit.user !== mine) {
-      throw forbidden(`user "${principal.user}" (role ${principal.role}) may not run jobs as Unix user "${submit.user}": its jobs run as "${mine}" only`);
+      throw forbidden(
+        `user "${principal.user}" (role ${principal.role}) may not run jobs as Unix user "${submit.user}": its jobs run as "${mine}" only`,
+      );
     }
   }
 
@@ -162,7 +180,15 @@ export function installAuth(app: FastifyInstance, access: AccessControl): void {
     const session = sessionId && access.sessions ? access.sessions.lookup(sessionId) : null;
     if (session) {
       if (!SAFE_METHODS.has(request.method) && !csrfMatches(request.headers[CSRF_HEADER], session.csrf)) {
-        return reply.code(403).send(errorBody(403, ErrorCode.CsrfRejected, `a dashboard session's ${request.method} request needs its CSRF token in the ${CSRF_HEADER} header`));
+        return reply
+          .code(403)
+          .send(
+            errorBody(
+              403,
+              ErrorCode.CsrfRejected,
+              `a dashboard session's ${request.method} request needs its CSRF token in the ${CSRF_HEADER} header`,
+            ),
+          );
       }
       principal = session.principal;
       request.dashboardSession = { key: session.key, csrf: session.csrf, expiresAt: session.expiresAt };

@@ -14,7 +14,9 @@ import { GRANTS, scopeOf } from './policy.js';
 export function jobFilterOf(query: JobListQuery, principal: Principal | null, own: string | undefined): JobFilter {
   if (query.user !== undefined && own !== undefined && query.user !== own) {
     const readers = (Object.keys(GRANTS) as Role[]).filter((r) => scopeOf(r, 'jobs.read') === 'all');
-    throw forbidden(`user "${principal?.user}" (role ${principal?.role}) may not list the jobs of "${query.user}": that role lists its own jobs only; the role ${readers.join(' or ')} lists anyone's`);
+    throw forbidden(
+      `user "${principal?.user}" (role ${principal?.role}) may not list the jobs of "${query.user}": that role lists its own jobs only; the role ${readers.join(' or ')} lists anyone's`,
+    );
   }
   const owner = query.user ?? own;
   return {
@@ -28,13 +30,18 @@ export function jobFilterOf(query: JobListQuery, principal: Principal | null, ow
 
 function statesOf(text: string): JobFilter['states'] {
   const parsed = parseJobStates(text);
-  if ('bad' in parsed) throw new RankdError(ErrorCode.InvalidRequest, `state=${text.slice(0, 64)}: "${parsed.bad.slice(0, 64)}" is not a job state; the states are ${JOB_STATE_WORDS.join(', ')} (comma-separated)`);
+  if ('bad' in parsed)
+    throw new RankdError(
+      ErrorCode.InvalidRequest,
+      `state=${text.slice(0, 64)}: "${parsed.bad.slice(0, 64)}" is not a job state; the states are ${JOB_STATE_WORDS.join(', ')} (comma-separated)`,
+    );
   return parsed.states;
 }
 
 /** An ISO time or milliseconds since the epoch, as GET /v1/audit takes it. */
 function sinceOf(text: string): number {
   const at = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
-  if (!Number.isFinite(at)) throw new RankdError(ErrorCode.InvalidRequest, `since=${text}: an ISO time or milliseconds since the epoch`);
+  if (!Number.isFinite(at))
+    throw new RankdError(ErrorCode.InvalidRequest, `since=${text}: an ISO time or milliseconds since the epoch`);
   return at;
 }

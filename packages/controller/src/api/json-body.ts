@@ -41,7 +41,13 @@ export function installJsonParser(app: FastifyInstance, maxDepth = MAX_JSON_DEPT
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
     if (depthOver(text, maxDepth) !== null) {
-      done(new RankdError(ErrorCode.JsonTooDeep, `the JSON body nests arrays or objects deeper than ${maxDepth} levels; no rankd request does`), undefined);
+      done(
+        new RankdError(
+          ErrorCode.JsonTooDeep,
+          `the JSON body nests arrays or objects deeper than ${maxDepth} levels; no rankd request does`,
+        ),
+        undefined,
+      );
       return;
     }
     void parse(request, text, done);

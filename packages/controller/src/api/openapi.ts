@@ -18,7 +18,7 @@ const DESCRIPTION = [
   'Nodes and their hardware facts, rank plans, jobs and their logs, the queue, fleet operations',
   '(inventory, exec, ping, doctor, interactive shells), users and tokens, the audit log and metrics.',
   '',
-  'Every operation needs an API token (`Authorization: Bearer <token>`), or in a browser the dashboard\'s',
+  "Every operation needs an API token (`Authorization: Bearer <token>`), or in a browser the dashboard's",
   'session cookie, unless it says otherwise; and the role behind it must grant the operation (docs/security.md:',
   'one policy table, deny by default). Errors are `{statusCode, code, error, message}` with a stable `code`',
   '(`RANKD_…`); too many failed authentications from one address are answered 429 with Retry-After.',
@@ -35,7 +35,7 @@ const TAGS = [
   { name: 'users', description: 'Users, roles and API tokens' },
   { name: 'audit', description: 'Who did what, from where, and the outcome' },
   { name: 'metrics', description: 'The fleet and the controller in numbers, for Prometheus' },
-  { name: 'dashboard', description: 'The web dashboard\'s sign-in, session and change events' },
+  { name: 'dashboard', description: "The web dashboard's sign-in, session and change events" },
   { name: 'api', description: 'This document' },
 ];
 
@@ -72,20 +72,27 @@ const FRAME = {
   tags: TAGS,
   components: {
     securitySchemes: {
-      bearer: { type: 'http', scheme: 'bearer', description: 'An API token: the api-token file for the first admin, `rankd token create` for others' },
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'An API token: the api-token file for the first admin, `rankd token create` for others',
+      },
       dashboardSession: {
         type: 'apiKey',
         in: 'cookie',
         name: SESSION_COOKIE,
         description: `The dashboard's session (POST /v1/session); its state-changing requests also carry the session's CSRF token in ${CSRF_HEADER}`,
       },
-      nodeCertificate: { type: 'mutualTLS', description: 'A node certificate this controller issued (POST /v1/enroll)' },
+      nodeCertificate: {
+        type: 'mutualTLS',
+        description: 'A node certificate this controller issued (POST /v1/enroll)',
+      },
     },
     // ErrorBody for the refusals below; the shell's text frames, which no route schema carries
     schemas: { ErrorBody, ShellControl, ShellEvent },
     responses: {
       Unauthorized: refusal('Missing, wrong or revoked API token'),
-      Forbidden: refusal('The token\'s role does not grant this operation'),
+      Forbidden: refusal("The token's role does not grant this operation"),
     },
   },
   security: [{ bearer: [] }, { dashboardSession: [] }],
@@ -96,7 +103,10 @@ export const swaggerOptions: FastifyDynamicSwaggerOptions = {
   transformObject: (documentObject) => {
     if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
     const document = documentObject.openapiObject;
-    const paths = { ...document.paths, ...structuredClone(webSocketPaths) } as Record<string, Record<string, unknown> | undefined>;
+    const paths = { ...document.paths, ...structuredClone(webSocketPaths) } as Record<
+      string,
+      Record<string, unknown> | undefined
+    >;
     addAuthRefusals(paths);
     return { ...document, paths };
   },

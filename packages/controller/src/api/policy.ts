@@ -11,15 +11,78 @@ import { grantOf, routeOf, type RouteGrant } from '@rankd/protocol/routes';
 export type { Permission, Scope };
 export type RouteRule = RouteGrant;
 
-const READ: Permission[] = ['api.read', 'nodes.read', 'plan', 'jobs.read', 'logs.read', 'tokens.self', 'metrics.read', 'queue.read'];
+const READ: Permission[] = [
+  'api.read',
+  'nodes.read',
+  'plan',
+  'jobs.read',
+  'logs.read',
+  'tokens.self',
+  'metrics.read',
+  'queue.read',
+];
 
 export const GRANTS: Readonly<Record<Role, Partial<Record<Permission, Scope>>>> = {
   admin: Object.fromEntries(
-    (['api.read', 'nodes.read', 'plan', 'jobs.read', 'jobs.submit', 'jobs.control', 'logs.read', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'tokens.self', 'users.manage', 'nodes.manage', 'nodes.drain', 'audit.read', 'metrics.read', 'queue.read', 'jobs.priority', 'jobs.stdin'] as Permission[]).map((p) => [p, 'all']),
+    (
+      [
+        'api.read',
+        'nodes.read',
+        'plan',
+        'jobs.read',
+        'jobs.submit',
+        'jobs.control',
+        'logs.read',
+        'inventory.read',
+        'inventory.write',
+        'exec',
+        'ping',
+        'doctor',
+        'shell',
+        'tokens.self',
+        'users.manage',
+        'nodes.manage',
+        'nodes.drain',
+        'audit.read',
+        'metrics.read',
+        'queue.read',
+        'jobs.priority',
+        'jobs.stdin',
+      ] as Permission[]
+    ).map((p) => [p, 'all']),
   ),
   // a job's stdin is its submitter's: an operator, who acts on every job, still writes only to its own
-  operator: { ...Object.fromEntries([...READ, 'jobs.submit', 'jobs.control', 'inventory.read', 'inventory.write', 'exec', 'ping', 'doctor', 'shell', 'audit.read', 'nodes.drain', 'jobs.priority'].map((p) => [p, 'all'])), 'jobs.stdin': 'own' },
-  user: { 'api.read': 'all', 'nodes.read': 'all', plan: 'all', 'tokens.self': 'all', 'jobs.read': 'own', 'logs.read': 'own', 'jobs.submit': 'own', 'jobs.control': 'own', 'jobs.stdin': 'own', 'queue.read': 'all' },
+  operator: {
+    ...Object.fromEntries(
+      [
+        ...READ,
+        'jobs.submit',
+        'jobs.control',
+        'inventory.read',
+        'inventory.write',
+        'exec',
+        'ping',
+        'doctor',
+        'shell',
+        'audit.read',
+        'nodes.drain',
+        'jobs.priority',
+      ].map((p) => [p, 'all']),
+    ),
+    'jobs.stdin': 'own',
+  },
+  user: {
+    'api.read': 'all',
+    'nodes.read': 'all',
+    plan: 'all',
+    'tokens.self': 'all',
+    'jobs.read': 'own',
+    'logs.read': 'own',
+    'jobs.submit': 'own',
+    'jobs.control': 'own',
+    'jobs.stdin': 'own',
+    'queue.read': 'all',
+  },
   reader: Object.fromEntries(READ.map((p) => [p, 'all'])),
 };
 

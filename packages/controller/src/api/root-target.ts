@@ -8,6 +8,10 @@ import { refuseLoaderEnv } from '@rankd/protocol';
 /** The names that are root on every node: the name and the uid. */
 const ROOT_NAMES = new Set(['root', '0']);
 
-export function refuseRootLoaderEnv(user: string | undefined, env: Record<string, string> | undefined, what: string): void {
+export function refuseRootLoaderEnv(
+  user: string | undefined,
+  env: Record<string, string> | undefined,
+  what: string,
+): void {
   if (user !== undefined && ROOT_NAMES.has(user)) refuseLoaderEnv(env, what);
 }

@@ -91,11 +91,18 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // those two serves the shell's WebSocket upgrades, which are not fastify requests
   deps.access.limiter = async (req) => {
     const r = await countFailure(req as unknown as FastifyRequest);
-    return r.isAllowed ? { isExceeded: false, ttlInSeconds: 0 } : { isExceeded: r.isExceeded, ttlInSeconds: r.ttlInSeconds };
+    return r.isAllowed
+      ? { isExceeded: false, ttlInSeconds: 0 }
+      : { isExceeded: r.isExceeded, ttlInSeconds: r.ttlInSeconds };
   };
   // parses the session cookie in an onRequest hook, which must run before the auth hook's
   await app.register(cookie);
-  const sessions = new DashboardSessions(deps.users, deps.sessions, (key) => deps.access.deps.streams.endSession(key, 'its dashboard session was ended: its user opened more than the sessions a user may hold'));
+  const sessions = new DashboardSessions(deps.users, deps.sessions, (key) =>
+    deps.access.deps.streams.endSession(
+      key,
+      'its dashboard session was ended: its user opened more than the sessions a user may hold',
+    ),
+  );
   deps.access.sessions = sessions;
   installAuth(app, deps.access);
   installAudit(app, deps.audit);
@@ -111,7 +118,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     // Counted once answered, refusals included, on every route registered below. The label is
     // the matched pattern, so job ids never become label values; unmatched URLs share a series.
     app.addHook('onResponse', async (request, reply) => {
-      metrics.request(request.method, request.routeOptions.url ?? '(unmatched)', reply.statusCode, reply.elapsedTime / 1000);
+      metrics.request(
+        request.method,
+        request.routeOptions.url ?? '(unmatched)',
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
     });
   }
   await app.register(healthRoutes);

@@ -135,7 +135,12 @@ export class AgentConnection implements AgentLink {
     if (!decoded.ok) return this.refuseFrame(decoded);
     const message = decoded.message;
     if (message.type === 'hello') {
-      this.send({ type: 'error', code: ErrorCode.OutOfOrder, message: 'hello was already received on this connection', inReplyTo: 'hello' });
+      this.send({
+        type: 'error',
+        code: ErrorCode.OutOfOrder,
+        message: 'hello was already received on this connection',
+        inReplyTo: 'hello',
+      });
       return;
     }
     try {
@@ -165,7 +170,13 @@ export class AgentConnection implements AgentLink {
   private refuseFrame(decoded: { code: string; error: string; type?: string; id?: string }): void {
     this.log.warn({ node: this.name, code: decoded.code, error: decoded.error }, 'refused agent frame');
     const inReplyTo = decoded.type ? { inReplyTo: decoded.type.slice(0, 128) } : {};
-    this.send({ type: 'error', ...(decoded.id ? { id: decoded.id } : {}), code: decoded.code, message: decoded.error, ...inReplyTo });
+    this.send({
+      type: 'error',
+      ...(decoded.id ? { id: decoded.id } : {}),
+      code: decoded.code,
+      message: decoded.error,
+      ...inReplyTo,
+    });
   }
 
   /** Known to the schema map but not served by this controller: say so, stay up. */
@@ -176,14 +187,27 @@ export class AgentConnection implements AgentLink {
   /** A handler threw: the node is told, the connection stays up. */
   private handlerFailed(type: string, err: unknown): void {
     this.log.error({ err, node: this.name, type }, 'agent message handler failed');
-    this.send({ type: 'error', code: ErrorCode.Internal, message: `controller failed to handle "${type}"`, inReplyTo: type });
+    this.send({
+      type: 'error',
+      code: ErrorCode.Internal,
+      message: `controller failed to handle "${type}"`,
+      inReplyTo: type,
+    });
   }
 
   private onHello(hello: Hello): void {
     clearTimeout(this.helloTimer);
     if (hello.name !== this.certName) {
-      this.log.warn({ cert: this.certName, hello: hello.name, address: this.remoteAddress }, 'hello names another node than the certificate; refused');
-      this.close(CloseCode.IdentityMismatch, truncate(`${ErrorCode.NodeIdentityMismatch}: the certificate is for "${this.certName}", the hello says "${hello.name}"`));
+      this.log.warn(
+        { cert: this.certName, hello: hello.name, address: this.remoteAddress },
+        'hello names another node than the certificate; refused',
+      );
+      this.close(
+        CloseCode.IdentityMismatch,
+        truncate(
+          `${ErrorCode.NodeIdentityMismatch}: the certificate is for "${this.certName}", the hello says "${hello.name}"`,
+        ),
+      );
       return;
     }
     this.node = this.certName;

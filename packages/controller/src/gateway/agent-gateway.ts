@@ -101,7 +101,8 @@ export class AgentGateway {
     const path = (req.url ?? '').split('?')[0];
     const route = this.routes.get(path ?? '');
     if (route) return route(req, socket, head);
-    if (path !== AGENT_PATH) return refuse(socket, 404, 'Not Found', ErrorCode.NotFound, `no WebSocket endpoint at ${path}`);
+    if (path !== AGENT_PATH)
+      return refuse(socket, 404, 'Not Found', ErrorCode.NotFound, `no WebSocket endpoint at ${path}`);
     const peer = peerNode(req.socket);
     if (!peer.ok) {
       // an unverified certificate's name is the client's word: no principal
@@ -118,18 +119,47 @@ export class AgentGateway {
     }
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
     if (!offered.includes(SUBPROTOCOL)) {
-      return refuse(socket, 400, 'Bad Request', ErrorCode.BadFrame, `subprotocol ${SUBPROTOCOL} required (offered: ${offered.join(',') || 'none'})`);
+      return refuse(
+        socket,
+        400,
+        'Bad Request',
+        ErrorCode.BadFrame,
+        `subprotocol ${SUBPROTOCOL} required (offered: ${offered.join(',') || 'none'})`,
+      );
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = new AgentConnection(ws, req.socket.remoteAddress ?? null, peer.node, this.registry, this.handlers, this.log, this.observeRtt);
+      const conn = new AgentConnection(
+        ws,
+        req.socket.remoteAddress ?? null,
+        peer.node,
+        this.registry,
+        this.handlers,
+        this.log,
+        this.observeRtt,
+      );
       this.connections.add(conn);
       ws.on('close', () => this.connections.delete(conn));
     });
   }
 
   /** 401 with the code, counted in the audit log under the node the certificate named (its CA signed it), if any. */
-  private refuseUnauthorized(req: IncomingMessage, socket: Duplex, node: string | null, code: string, message: string): void {
-    this.refused({ source: req.socket.remoteAddress ?? 'unknown', user: node, role: node === null ? null : 'node', method: req.method ?? 'GET', route: AGENT_PATH, status: 401, code, reason: message });
+  private refuseUnauthorized(
+    req: IncomingMessage,
+    socket: Duplex,
+    node: string | null,
+    code: string,
+    message: string,
+  ): void {
+    this.refused({
+      source: req.socket.remoteAddress ?? 'unknown',
+      user: node,
+      role: node === null ? null : 'node',
+      method: req.method ?? 'GET',
+      route: AGENT_PATH,
+      status: 401,
+      code,
+      reason: message,
+    });
     refuse(socket, 401, 'Unauthorized', code, message);
   }
 }

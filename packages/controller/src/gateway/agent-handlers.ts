@@ -22,7 +22,10 @@ export type AgentMessageType = Exclude<AgentMessage['type'], 'hello'>;
 export type AgentBinaryMessageType = AgentBinaryMessage['type'];
 
 /** The handler of an agent's text messages of `type` K. */
-export type AgentHandler<K extends AgentMessageType> = (conn: AuthenticatedAgent, message: Message<AgentMessage, K>) => void;
+export type AgentHandler<K extends AgentMessageType> = (
+  conn: AuthenticatedAgent,
+  message: Message<AgentMessage, K>,
+) => void;
 /** The handler of binary frames of `type` K: their header, and the raw bytes after it. */
 export type AgentBinaryHandler<K extends AgentBinaryMessageType> = (
   conn: AuthenticatedAgent,
@@ -83,7 +86,11 @@ export class AgentHandlerTable {
     );
   }
 
-  private addBinary<K extends AgentBinaryMessageType>(handlers: BinaryHandlers, type: K, around: Around | undefined): void {
+  private addBinary<K extends AgentBinaryMessageType>(
+    handlers: BinaryHandlers,
+    type: K,
+    around: Around | undefined,
+  ): void {
     const handler: AgentBinaryHandler<K> | undefined = handlers[type];
     if (!handler) return;
     this.claim(this.binary, type);

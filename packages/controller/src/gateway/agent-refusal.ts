@@ -50,7 +50,12 @@ export class AgentRefusals {
 
   /** `node` spoke about a rank the rank map puts on another node: never legitimate (a misconfigured name, or an impostor). */
   foreignRank(node: string, type: string, jobId: string, rank: number): void {
-    this.refuse(node, { type, code: ErrorCode.ForeignRank, message: `rank ${rank} of job ${jobId} does not run on ${node}`, resource: { job: jobId, rank: String(rank) } });
+    this.refuse(node, {
+      type,
+      code: ErrorCode.ForeignRank,
+      message: `rank ${rank} of job ${jobId} does not run on ${node}`,
+      resource: { job: jobId, rank: String(rank) },
+    });
   }
 
   /**

@@ -7,6 +7,7 @@ export function sessionHandlers(registry: NodeRegistry, log: Logger): AgentHandl
   return {
     heartbeat: (conn) => registry.heartbeat(conn.name),
     facts: (conn, m) => registry.updateFacts(conn.name, m.facts, m.hash),
-    error: (conn, m) => log.warn({ node: conn.name, code: m.code, inReplyTo: m.inReplyTo }, `agent refused a frame: ${m.message}`),
+    error: (conn, m) =>
+      log.warn({ node: conn.name, code: m.code, inReplyTo: m.inReplyTo }, `agent refused a frame: ${m.message}`),
   };
 }

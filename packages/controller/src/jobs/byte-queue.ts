@@ -21,7 +21,8 @@ export class ByteQueue {
 
   /** Up to `max` bytes from `from` (which must be held). */
   read(from: number, max: number): Buffer {
-    if (from < this.start || from > this.end) throw new RangeError(`offset ${from} is not held (${this.start}..${this.end})`);
+    if (from < this.start || from > this.end)
+      throw new RangeError(`offset ${from} is not held (${this.start}..${this.end})`);
     const parts: Buffer[] = [];
     let at = this.start;
     let want = Math.min(max, this.end - from);

@@ -7,7 +7,15 @@
 // Drained nodes count as coming back: a job that plans only with them is admitted (its
 // demand planned on the ready and drained nodes together) and waits with the drain's
 // reason (schedule/drained.ts); one that cannot run even then is refused.
-import { DEFAULT_PRIORITY, ErrorCode, RankdError, type Facts, type JobSubmit, type PlacementSpec, type RankMap } from '@rankd/protocol';
+import {
+  DEFAULT_PRIORITY,
+  ErrorCode,
+  RankdError,
+  type Facts,
+  type JobSubmit,
+  type PlacementSpec,
+  type RankMap,
+} from '@rankd/protocol';
 import {
   PlanError,
   planRankMap,
@@ -33,7 +41,8 @@ export function admit(
   drained: readonly DrainedNode[] = [],
 ): { job: QueuedJob; idle: RankMap } {
   const spec = submit.placement ?? {};
-  if (spec.exclusive && spec.share) throw new RankdError(ErrorCode.InvalidRequest, '--exclusive and --share contradict each other; give one');
+  if (spec.exclusive && spec.share)
+    throw new RankdError(ErrorCode.InvalidRequest, '--exclusive and --share contradict each other; give one');
   const { idle: plan, planned } = idlePlan(nodes, drained, spec, options);
   checkStdin(submit, plan.worldSize);
   const facts = new Map<string, Facts>(planned.map((n) => [n.name, n.facts]));
@@ -58,15 +67,31 @@ export function admit(
 /** A job's stdin goes to ranks it has, and only where the agent holds the ranks' stdio. */
 function checkStdin(submit: JobSubmit, worldSize: number): void {
   if (submit.stdin === undefined) return;
-  if (submit.pty) throw new RankdError(ErrorCode.StdinUnsupported, 'stdin is not forwarded to --pty ranks: leave --input out (each rank has its terminal)');
-  if (submit.mpi === 'openmpi') throw new RankdError(ErrorCode.StdinUnsupported, "stdin is not forwarded with --mpi openmpi (mpirun holds the ranks' stdio): leave --input out");
+  if (submit.pty)
+    throw new RankdError(
+      ErrorCode.StdinUnsupported,
+      'stdin is not forwarded to --pty ranks: leave --input out (each rank has its terminal)',
+    );
+  if (submit.mpi === 'openmpi')
+    throw new RankdError(
+      ErrorCode.StdinUnsupported,
+      "stdin is not forwarded with --mpi openmpi (mpirun holds the ranks' stdio): leave --input out",
+    );
   if (typeof submit.stdin === 'number' && submit.stdin >= worldSize) {
-    throw new RankdError(ErrorCode.StdinRankOutOfRange, `--input ${submit.stdin}: the job has ${worldSize === 1 ? 'one rank, 0' : `${worldSize} ranks, 0 to ${worldSize - 1}`}`);
+    throw new RankdError(
+      ErrorCode.StdinRankOutOfRange,
+      `--input ${submit.stdin}: the job has ${worldSize === 1 ? 'one rank, 0' : `${worldSize} ranks, 0 to ${worldSize - 1}`}`,
+    );
   }
 }
 
 /** The plan on the idle ready nodes; failing that, on the ready and drained nodes together. */
-function idlePlan(nodes: readonly PlannerNode[], drained: readonly DrainedNode[], spec: PlacementSpec, options: PlanOptions): { idle: RankMap; planned: readonly PlannerNode[] } {
+function idlePlan(
+  nodes: readonly PlannerNode[],
+  drained: readonly DrainedNode[],
+  spec: PlacementSpec,
+  options: PlanOptions,
+): { idle: RankMap; planned: readonly PlannerNode[] } {
   try {
     return { idle: planRankMap(nodes, spec, options), planned: nodes };
   } catch (err) {

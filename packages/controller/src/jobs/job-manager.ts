@@ -5,7 +5,17 @@
 // jobs in memory and writes their changes through to the store; once a job is planned,
 // its life belongs to the lifecycle (job-lifecycle.ts), which alone holds live jobs.
 import { EventEmitter } from 'node:events';
-import { ErrorCode, RankdError, type CpuDefault, type JobState, type JobList, type JobSubmit, type JobView, type PlacementSpec, type PlanAnswer } from '@rankd/protocol';
+import {
+  ErrorCode,
+  RankdError,
+  type CpuDefault,
+  type JobState,
+  type JobList,
+  type JobSubmit,
+  type JobView,
+  type PlacementSpec,
+  type PlanAnswer,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry, NodeStateChange } from '../nodes/node-registry.js';
 import { allocationOf, type GroupResolver, type PlanOptions } from '@rankd/planner';
@@ -146,14 +156,30 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       if (existing) return { view: this.view(existing.id)!, created: false };
     }
     const now = this.clock.now();
-    const { job: queued } = admit(newJobId(now), submit, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits, this.registry.drained());
+    const { job: queued } = admit(
+      newJobId(now),
+      submit,
+      owner,
+      now,
+      this.registry.candidates(),
+      this.planOptions(),
+      this.scheduler.limits,
+      this.registry.drained(),
+    );
     if (submit.immediate) {
       const tried = this.scheduler.tryNow(queued);
-      if (!tried.starts) throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${tried.reason}`);
+      if (!tried.starts)
+        throw new RankdError(ErrorCode.WouldWait, `--immediate: the job cannot start now: ${tried.reason}`);
     }
     const job = queuedRecord(queued, submit, owner);
     this.repo.create(job);
-    this.events.append('job.submitted', job.id, { worldSize: queued.demand.ranks, nodes: queued.demand.nodes, cores: queued.demand.cores, gpus: queued.demand.gpus, priority: queued.priority });
+    this.events.append('job.submitted', job.id, {
+      worldSize: queued.demand.ranks,
+      nodes: queued.demand.nodes,
+      cores: queued.demand.cores,
+      gpus: queued.demand.gpus,
+      priority: queued.priority,
+    });
     this.queued.set(job.id, job);
     this.scheduler.enqueue(queued);
     this.scheduler.run();
@@ -185,9 +211,20 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
    */
   preview(spec: PlacementSpec, priority: number | undefined, owner: string | null): PlanAnswer {
     const now = this.clock.now();
-    const { job, idle } = admit('preview', { command: ['true'], placement: spec, ...(priority === undefined ? {} : { priority }) }, owner, now, this.registry.candidates(), this.planOptions(), this.scheduler.limits, this.registry.drained());
+    const { job, idle } = admit(
+      'preview',
+      { command: ['true'], placement: spec, ...(priority === undefined ? {} : { priority }) },
+      owner,
+      now,
+      this.registry.candidates(),
+      this.planOptions(),
+      this.scheduler.limits,
+      this.registry.drained(),
+    );
     const tried = this.scheduler.tryNow(job);
-    return tried.start ? { ...tried.start.rankMap, schedule: { startsNow: true, reason: null } } : { ...idle, schedule: { startsNow: false, reason: tried.reason } };
+    return tried.start
+      ? { ...tried.start.rankMap, schedule: { startsNow: true, reason: null } }
+      : { ...idle, schedule: { startsNow: false, reason: tried.reason } };
   }
 
   /** Queued jobs in the order the scheduler will consider them. */
@@ -213,7 +250,9 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   list(filter: JobFilter): JobList {
     // one more than asked for tells whether the answer leaves some off
     const records = this.repo.list({ ...filter, limit: filter.limit + 1 });
-    const jobs = records.slice(0, filter.limit).map((j) => jobSummary(this.lifecycle.get(j.id)?.job ?? this.queued.get(j.id) ?? j));
+    const jobs = records
+      .slice(0, filter.limit)
+      .map((j) => jobSummary(this.lifecycle.get(j.id)?.job ?? this.queued.get(j.id) ?? j));
     return { jobs, more: records.length > filter.limit };
   }
 
@@ -257,11 +296,14 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   }
 
   signal(id: string, signal: string, rank?: number): JobView {
-    if (this.queued.has(id)) throw new RankdError(ErrorCode.Conflict, `job ${id} is queued: it has no ranks to signal yet`);
+    if (this.queued.has(id))
+      throw new RankdError(ErrorCode.Conflict, `job ${id} is queued: it has no ranks to signal yet`);
     const live = this.requireLive(id, 'signal');
-    if (rank !== undefined && !live.ranks[rank]) throw new RankdError(ErrorCode.InvalidRequest, `job ${id} has no rank ${rank}`);
+    if (rank !== undefined && !live.ranks[rank])
+      throw new RankdError(ErrorCode.InvalidRequest, `job ${id} has no rank ${rank}`);
     const nodes = rank === undefined ? nodesOf(live) : [live.ranks[rank]!.node];
-    for (const node of nodes) this.agents.send(node, { type: 'job.signal', jobId: id, signal, ...(rank === undefined ? {} : { rank }) });
+    for (const node of nodes)
+      this.agents.send(node, { type: 'job.signal', jobId: id, signal, ...(rank === undefined ? {} : { rank }) });
     this.events.append('job.signal', id, { signal, rank: rank ?? 'all' });
     return jobView(live.job, live.ranks);
   }
@@ -274,7 +316,9 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   private allocationFromMap(job: JobRecord) {
     const facts = (node: string) => this.registry.get(node)?.facts ?? null;
     const known = job.rankMap!.nodes.every((n) => facts(n.name) !== null);
-    return known ? allocationOf(job.rankMap!, job.submit.placement ?? {}, (node) => facts(node)!) : { mode: 'share' as const, nodes: {} };
+    return known
+      ? allocationOf(job.rankMap!, job.submit.placement ?? {}, (node) => facts(node)!)
+      : { mode: 'share' as const, nodes: {} };
   }
 
   private requireLive(id: string, what: string): LiveJobView {

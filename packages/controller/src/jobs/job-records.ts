@@ -101,5 +101,7 @@ export function queuedJob(job: JobRecord): QueuedJob {
 
 /** When a started job's --timeout ends it; Infinity without one. */
 export function endsAt(job: JobRecord): number {
-  return job.submit.timeout === undefined || job.startedAt === null ? Infinity : job.startedAt + job.submit.timeout * 1000;
+  return job.submit.timeout === undefined || job.startedAt === null
+    ? Infinity
+    : job.startedAt + job.submit.timeout * 1000;
 }

@@ -45,26 +45,35 @@ export class JobsRepo {
   readonly start: (job: JobRecord) => void;
 
   constructor(db: Db) {
-    this.insertJob = db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, exit_code, created_at, started_at, ended_at, priority, demand)
+    this.insertJob =
+      db.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, exit_code, created_at, started_at, ended_at, priority, demand)
       VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @exitCode, @createdAt, @startedAt, @endedAt, @priority, @demand)`);
     this.insertPlan = db.prepare('INSERT INTO job_plans (job_id, rank_map, allocation) VALUES (?, ?, ?)');
-    this.updateJobStmt = db.prepare(`UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`);
+    this.updateJobStmt = db.prepare(
+      `UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`,
+    );
     // positional, not named: written twice per rank, and binding by name costs a third more
-    this.updateRankStmt = db.prepare(`INSERT INTO ranks (job_id, rank, node, state, pid, started_at, ended_at, exit_code, signal, binding, error, warnings, stdout_bytes, stderr_bytes)
+    this.updateRankStmt =
+      db.prepare(`INSERT INTO ranks (job_id, rank, node, state, pid, started_at, ended_at, exit_code, signal, binding, error, warnings, stdout_bytes, stderr_bytes)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (job_id, rank) DO UPDATE SET state = excluded.state, pid = excluded.pid, started_at = excluded.started_at, ended_at = excluded.ended_at,
         exit_code = excluded.exit_code, signal = excluded.signal, binding = excluded.binding, error = excluded.error, warnings = excluded.warnings,
         stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes`);
     this.startJobStmt = db.prepare('UPDATE jobs SET state = ?, reason = ? WHERE id = ?');
-    this.updateBytesStmt = db.prepare('UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND rank = ?');
+    this.updateBytesStmt = db.prepare(
+      'UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND rank = ?',
+    );
     this.byId = db.prepare(`${SELECT_JOBS} WHERE id = ?`);
     this.byKey = db.prepare(`${SELECT_JOBS} WHERE idempotency_key = ?`);
     this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? ORDER BY rank');
     this.db = db;
-    this.active = db.prepare(`${SELECT_JOBS} WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`);
+    this.active = db.prepare(
+      `${SELECT_JOBS} WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`,
+    );
     this.create = db.transaction((job: JobRecord) => {
       this.insertJob.run(jobParams(job));
-      if (job.rankMap) this.insertPlan.run(job.id, rankMapJson(job.rankMap), job.allocation ? JSON.stringify(job.allocation) : null);
+      if (job.rankMap)
+        this.insertPlan.run(job.id, rankMapJson(job.rankMap), job.allocation ? JSON.stringify(job.allocation) : null);
     });
     this.start = db.transaction((job: JobRecord) => {
       this.startJobStmt.run(job.state, job.reason, job.id);
@@ -73,13 +82,35 @@ export class JobsRepo {
   }
 
   updateJob(job: JobRecord): void {
-    this.updateJobStmt.run({ id: job.id, state: job.state, reason: job.reason, exitCode: job.exitCode, startedAt: job.startedAt, endedAt: job.endedAt });
+    this.updateJobStmt.run({
+      id: job.id,
+      state: job.state,
+      reason: job.reason,
+      exitCode: job.exitCode,
+      startedAt: job.startedAt,
+      endedAt: job.endedAt,
+    });
   }
 
   /** Writes a rank's row, the first time it changes included (a pending rank has none yet). */
   updateRank(r: RankRecord): void {
     const binding = r.binding ? JSON.stringify(r.binding) : null;
-    this.updateRankStmt.run(r.jobId, r.rank, r.node, r.state, r.pid, r.startedAt, r.endedAt, r.exitCode, r.signal, binding, r.error, JSON.stringify(r.warnings), r.stdoutBytes, r.stderrBytes);
+    this.updateRankStmt.run(
+      r.jobId,
+      r.rank,
+      r.node,
+      r.state,
+      r.pid,
+      r.startedAt,
+      r.endedAt,
+      r.exitCode,
+      r.signal,
+      binding,
+      r.error,
+      JSON.stringify(r.warnings),
+      r.stdoutBytes,
+      r.stderrBytes,
+    );
   }
 
   /** The log index only (of ranks that have rows: output comes after a rank's start); called in batches while output flows. */
@@ -113,14 +144,22 @@ export class JobsRepo {
     // each state's newest through the index on (state, created_at), then merged: one query
     // over several states reads every job of them and sorts, a cost that grows with history
     const rows = states.flatMap((state) => this.listRows({ ...rest, state }));
-    rows.sort((a, b) => (b['created_at'] as number) - (a['created_at'] as number) || ((b['id'] as string) < (a['id'] as string) ? -1 : 1));
+    rows.sort(
+      (a, b) =>
+        (b['created_at'] as number) - (a['created_at'] as number) ||
+        ((b['id'] as string) < (a['id'] as string) ? -1 : 1),
+    );
     return rows.slice(0, filter.limit).map(toJob);
   }
 
   private listRows(filter: Omit<JobFilter, 'states'> & { state?: JobState }): Row[] {
     const { where, params } = listingWhere(filter);
     let stmt = this.listings.get(where);
-    if (!stmt) this.listings.set(where, (stmt = this.db.prepare(`${SELECT_JOBS} ${where} ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT @limit`)));
+    if (!stmt)
+      this.listings.set(
+        where,
+        (stmt = this.db.prepare(`${SELECT_JOBS} ${where} ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT @limit`)),
+      );
     return stmt.all({ ...params, limit: filter.limit }) as Row[];
   }
 
@@ -130,10 +169,14 @@ export class JobsRepo {
 }
 
 /** A job row with its plan, when it has one (queued jobs have none yet). */
-const SELECT_JOBS = 'SELECT jobs.*, job_plans.rank_map, job_plans.allocation FROM jobs LEFT JOIN job_plans ON job_plans.job_id = jobs.id';
+const SELECT_JOBS =
+  'SELECT jobs.*, job_plans.rank_map, job_plans.allocation FROM jobs LEFT JOIN job_plans ON job_plans.job_id = jobs.id';
 
 /** The WHERE clause of a listing (the same text for the same filters given) and its parameters. */
-function listingWhere(filter: Omit<JobFilter, 'states'> & { state?: JobState }): { where: string; params: Record<string, unknown> } {
+function listingWhere(filter: Omit<JobFilter, 'states'> & { state?: JobState }): {
+  where: string;
+  params: Record<string, unknown>;
+} {
   const terms: string[] = [];
   const params: Record<string, unknown> = {};
   if (filter.owner !== undefined) {

@@ -26,7 +26,6 @@ export interface LogChunk {
  */
 export type LogOrder = 'stream' | 'time';
 
-
 export interface LogEnd {
   state: string;
   reason: string;
@@ -65,7 +64,8 @@ export class LogFollower {
     private readonly order: LogOrder = 'stream',
   ) {
     this.cursorOf = new Map(cursors.map((c) => [cursorKey(c.rank, c.stream), c]));
-    this.timeline = order === 'time' ? new LogTimeline(jobs.events, jobId, [...new Set(cursors.map((c) => c.rank))]) : null;
+    this.timeline =
+      order === 'time' ? new LogTimeline(jobs.events, jobId, [...new Set(cursors.map((c) => c.rank))]) : null;
   }
 
   start(): void {

@@ -46,7 +46,10 @@ export class LogStore {
   /** Open descriptors, least recently used first (a Map keeps insertion order). */
   private readonly fds = new Map<string, number>();
   private readonly listeners = new Map<string, Set<LogListener>>();
-  private readonly stored: Record<StreamName, IngestedTotals> = { stdout: { bytes: 0, lines: 0 }, stderr: { bytes: 0, lines: 0 } };
+  private readonly stored: Record<StreamName, IngestedTotals> = {
+    stdout: { bytes: 0, lines: 0 },
+    stderr: { bytes: 0, lines: 0 },
+  };
 
   constructor(
     private readonly dir: string,
@@ -180,4 +183,3 @@ export class LogStore {
 function keyOf(jobId: string, rank: number, stream: StreamName): string {
   return `${jobId}/${rank}.${stream}`;
 }
-

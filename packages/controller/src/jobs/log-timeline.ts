@@ -41,7 +41,10 @@ export class LogTimeline {
 
   /** The next chunk stored, or null when none is stored yet (a followed job may store more). */
   next(): OutputEvent | null {
-    this.heap ??= this.ranks.map((rank) => this.fill({ rank, rows: [], after: 0, drained: false })).filter((s) => s.rows.length > 0).sort((a, b) => a.rows[0]!.id - b.rows[0]!.id);
+    this.heap ??= this.ranks
+      .map((rank) => this.fill({ rank, rows: [], after: 0, drained: false }))
+      .filter((s) => s.rows.length > 0)
+      .sort((a, b) => a.rows[0]!.id - b.rows[0]!.id);
     if (this.heap.length > 0) return this.popStored(this.heap);
     if (this.live.length === 0) {
       this.live = this.events.jobOutputsAfter(this.jobId, this.liveAfter, this.page);

@@ -53,7 +53,11 @@ export class RankEvents {
     if (result.kind === 'stored') {
       const size = this.jobs.logs.size(m.jobId, m.rank, m.stream);
       // what was stored, not what was sent: a resent chunk may overlap what is there
-      this.jobs.events.append('rank.output', `${m.jobId}/${m.rank}`, { stream: m.stream, offset: size - result.bytes, bytes: result.bytes });
+      this.jobs.events.append('rank.output', `${m.jobId}/${m.rank}`, {
+        stream: m.stream,
+        offset: size - result.bytes,
+        bytes: result.bytes,
+      });
       // a rank that ended with these bytes has had them written with its end
       if (this.jobs.lifecycle.outputStored(m.jobId, m.rank, m.stream, size)) this.dirtyBytes.delete(r);
       else this.dirtyBytes.add(r);
@@ -69,7 +73,13 @@ export class RankEvents {
     }
     const { live, r } = found;
     if (isTerminal(r)) return;
-    const exit: PendingExit = { code: m.code, signal: m.signal, endedAt: Date.parse(m.endedAt) || Date.now(), outputBytes: m.outputBytes, ...(m.error ? { error: m.error } : {}) };
+    const exit: PendingExit = {
+      code: m.code,
+      signal: m.signal,
+      endedAt: Date.parse(m.endedAt) || Date.now(),
+      outputBytes: m.outputBytes,
+      ...(m.error ? { error: m.error } : {}),
+    };
     if (this.jobs.lifecycle.exitReported(m.jobId, m.rank, exit)) this.dirtyBytes.delete(r);
     else this.resume(node, live, r);
   }
@@ -83,8 +93,20 @@ export class RankEvents {
       if (!live) {
         // An orphan: its job ended (or never existed here). End it; drop its spool.
         // Recorded, because it tells what a node did while it was cut off.
-        this.jobs.events.append('rank.reported', `${held.jobId}/${held.rank}`, { node, state: held.state, pid: held.pid, outputBytes: held.outputBytes, job: 'not live' });
-        if (held.state === 'running') this.agents.send(node, { type: 'job.abort', jobId: held.jobId, graceMs: 0, reason: 'job is not live on the controller' });
+        this.jobs.events.append('rank.reported', `${held.jobId}/${held.rank}`, {
+          node,
+          state: held.state,
+          pid: held.pid,
+          outputBytes: held.outputBytes,
+          job: 'not live',
+        });
+        if (held.state === 'running')
+          this.agents.send(node, {
+            type: 'job.abort',
+            jobId: held.jobId,
+            graceMs: 0,
+            reason: 'job is not live on the controller',
+          });
         this.agents.send(node, { type: 'job.release', jobId: held.jobId });
         continue;
       }
@@ -108,12 +130,20 @@ export class RankEvents {
       type: 'job.resume',
       jobId: live.job.id,
       rank: r.rank,
-      offsets: { stdout: this.jobs.logs.size(live.job.id, r.rank, 'stdout'), stderr: this.jobs.logs.size(live.job.id, r.rank, 'stderr') },
+      offsets: {
+        stdout: this.jobs.logs.size(live.job.id, r.rank, 'stdout'),
+        stderr: this.jobs.logs.size(live.job.id, r.rank, 'stderr'),
+      },
     });
   }
 
   /** The live rank, null when its job is not live, FOREIGN when another node owns it (the sender is told). */
-  private rankOf(node: string, jobId: string, rank: number, type: string): { live: LiveJobView; r: Readonly<RankRecord> } | typeof FOREIGN | null {
+  private rankOf(
+    node: string,
+    jobId: string,
+    rank: number,
+    type: string,
+  ): { live: LiveJobView; r: Readonly<RankRecord> } | typeof FOREIGN | null {
     const live = this.jobs.lifecycle.get(jobId);
     const r = live?.ranks[rank];
     if (!live || !r) return null;

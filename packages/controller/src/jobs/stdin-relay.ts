@@ -20,7 +20,16 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { CloseCode, ErrorCode, STDIN_MAX_FRAME_BYTES, STDIN_SUBPROTOCOL, STDIN_WINDOW_BYTES, type RankStdinAck, type RankStdinClosed, type StdinEvent } from '@rankd/protocol';
+import {
+  CloseCode,
+  ErrorCode,
+  STDIN_MAX_FRAME_BYTES,
+  STDIN_SUBPROTOCOL,
+  STDIN_WINDOW_BYTES,
+  type RankStdinAck,
+  type RankStdinClosed,
+  type StdinEvent,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentHandlers } from '../gateway/agent-handlers.js';
 import { ClientKeepalive } from '../streams/client-keepalive.js';
@@ -115,7 +124,8 @@ export class StdinRelay {
   close(): void {
     clearInterval(this.linkTimer);
     this.keepalive.stop();
-    for (const s of this.sessions.values()) this.finish(s, { type: 'error', code: ErrorCode.Internal, message: 'the controller is shutting down' }, 1001);
+    for (const s of this.sessions.values())
+      this.finish(s, { type: 'error', code: ErrorCode.Internal, message: 'the controller is shutting down' }, 1001);
     this.wss.close();
   }
 
@@ -152,7 +162,12 @@ export class StdinRelay {
           auditId = this.access.deps.audit.begin(entry(auth.principal, 'allow', `stdin of job ${jobId}`));
         } catch (err) {
           this.log.error({ err }, 'audit entry not written: stdin refused');
-          return refuse(socket, 503, ErrorCode.AuditUnavailable, `the audit log cannot be written (${(err as Error).message}); stdin was not opened`);
+          return refuse(
+            socket,
+            503,
+            ErrorCode.AuditUnavailable,
+            `the audit log cannot be written (${(err as Error).message}); stdin was not opened`,
+          );
         }
         s.claimed = true;
         s.audit = { id: auditId, startedAt };
@@ -170,10 +185,20 @@ export class StdinRelay {
   };
 
   /** Why this caller may not write to this job's stdin, or null. */
-  private check(req: IncomingMessage, principal: Principal, jobId: string): { status: number; code: string; message: string } | null {
+  private check(
+    req: IncomingMessage,
+    principal: Principal,
+    jobId: string,
+  ): { status: number; code: string; message: string } | null {
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
-    if (!offered.includes(STDIN_SUBPROTOCOL)) return { status: 400, code: ErrorCode.InvalidRequest, message: `subprotocol ${STDIN_SUBPROTOCOL} required` };
-    if (!JOB_ID.test(jobId)) return { status: 400, code: ErrorCode.InvalidRequest, message: `job=${JSON.stringify(jobId.slice(0, 80))} is not a job id` };
+    if (!offered.includes(STDIN_SUBPROTOCOL))
+      return { status: 400, code: ErrorCode.InvalidRequest, message: `subprotocol ${STDIN_SUBPROTOCOL} required` };
+    if (!JOB_ID.test(jobId))
+      return {
+        status: 400,
+        code: ErrorCode.InvalidRequest,
+        message: `job=${JSON.stringify(jobId.slice(0, 80))} is not a job id`,
+      };
     const owner = this.jobs.owner(jobId);
     if (owner === undefined) return { status: 404, code: ErrorCode.NotFound, message: `no job ${jobId}` };
     // the grant is `all` for admins only: anyone else writes to its own jobs' stdin alone
@@ -185,10 +210,21 @@ export class StdinRelay {
       };
     }
     const job = this.jobs.current(jobId);
-    if (!job) return { status: 409, code: ErrorCode.StdinUnavailable, message: `job ${jobId} has ended: its stdin is closed` };
-    if (job.submit.stdin === undefined) return { status: 409, code: ErrorCode.StdinUnavailable, message: `job ${jobId} reads no stdin (it was submitted with --input none, or from a /dev/null stdin)` };
+    if (!job)
+      return { status: 409, code: ErrorCode.StdinUnavailable, message: `job ${jobId} has ended: its stdin is closed` };
+    if (job.submit.stdin === undefined)
+      return {
+        status: 409,
+        code: ErrorCode.StdinUnavailable,
+        message: `job ${jobId} reads no stdin (it was submitted with --input none, or from a /dev/null stdin)`,
+      };
     const s = this.session(jobId)!;
-    if (s.claimed || s.eof) return { status: 409, code: ErrorCode.StdinUnavailable, message: `the stdin of job ${jobId} ${s.eof ? 'has ended' : 'already has its writer'}: a job has one` };
+    if (s.claimed || s.eof)
+      return {
+        status: 409,
+        code: ErrorCode.StdinUnavailable,
+        message: `the stdin of job ${jobId} ${s.eof ? 'has ended' : 'already has its writer'}: a job has one`,
+      };
     return null;
   }
 
@@ -206,7 +242,19 @@ export class StdinRelay {
     if (existing) return existing;
     const job = this.jobs.current(jobId);
     if (!job || job.submit.stdin === undefined) return undefined;
-    const s: Session = { jobId, targets: null, queue: new ByteQueue(), ws: null, claimed: false, eof: false, ackedToClient: 0, done: false, connectTimer: null, audit: null, forget: () => {} };
+    const s: Session = {
+      jobId,
+      targets: null,
+      queue: new ByteQueue(),
+      ws: null,
+      claimed: false,
+      eof: false,
+      ackedToClient: 0,
+      done: false,
+      connectTimer: null,
+      audit: null,
+      forget: () => {},
+    };
     this.sessions.set(jobId, s);
     return s;
   }
@@ -228,12 +276,28 @@ export class StdinRelay {
   private onClientData(s: Session, data: Buffer, isBinary: boolean): void {
     if (s.eof || s.done) return;
     if (!isBinary) {
-      this.finish(s, { type: 'error', code: ErrorCode.InvalidRequest, message: 'the stdin socket takes binary frames (the bytes) only; close it to end the stdin' }, 1003);
+      this.finish(
+        s,
+        {
+          type: 'error',
+          code: ErrorCode.InvalidRequest,
+          message: 'the stdin socket takes binary frames (the bytes) only; close it to end the stdin',
+        },
+        1003,
+      );
       return;
     }
     s.queue.push(data);
     if (s.queue.end - s.ackedToClient > STDIN_WINDOW_BYTES + STDIN_MAX_FRAME_BYTES) {
-      this.finish(s, { type: 'error', code: ErrorCode.TooLarge, message: `the client sent past its window of ${STDIN_WINDOW_BYTES} unacknowledged bytes` }, 1008);
+      this.finish(
+        s,
+        {
+          type: 'error',
+          code: ErrorCode.TooLarge,
+          message: `the client sent past its window of ${STDIN_WINDOW_BYTES} unacknowledged bytes`,
+        },
+        1008,
+      );
       return;
     }
     this.pump(s);
@@ -297,7 +361,9 @@ export class StdinRelay {
   private sync(s: Session): void {
     const live = this.jobs.live.get(s.jobId);
     if (!live) return;
-    s.targets ??= live.ranks.filter((r) => readsStdin(live.job.submit.stdin, r.rank)).map((r) => ({ rank: r.rank, node: null, link: null, sent: 0, acked: 0, closed: false, endSent: false }));
+    s.targets ??= live.ranks
+      .filter((r) => readsStdin(live.job.submit.stdin, r.rank))
+      .map((r) => ({ rank: r.rank, node: null, link: null, sent: 0, acked: 0, closed: false, endSent: false }));
     for (const t of s.targets) {
       if (t.closed || t.link) continue;
       const r = live.ranks[t.rank];
@@ -315,7 +381,8 @@ export class StdinRelay {
       if (!s.claimed && !s.connectTimer && !s.eof) {
         s.connectTimer = setTimeout(() => {
           s.connectTimer = null;
-          if (!s.claimed) this.endInput(s, `no client opened the stdin within ${STDIN_CONNECT_MS / 1000} s of the job's start`);
+          if (!s.claimed)
+            this.endInput(s, `no client opened the stdin within ${STDIN_CONNECT_MS / 1000} s of the job's start`);
         }, STDIN_CONNECT_MS);
         s.connectTimer.unref();
       }
@@ -384,7 +451,11 @@ export class StdinRelay {
     if (!s.audit) return;
     const { id, startedAt } = s.audit;
     s.audit = null;
-    this.access.deps.audit.finish(id, { status: 101, durationMs: performance.now() - startedAt, reason: `stdin: ${reason}` });
+    this.access.deps.audit.finish(id, {
+      status: 101,
+      durationMs: performance.now() - startedAt,
+      reason: `stdin: ${reason}`,
+    });
   }
 
   private sendEvent(s: Session, event: StdinEvent): void {

@@ -33,7 +33,8 @@ export class ControllerMetrics {
     // prom-client doubles its by-type gauges of active handles, requests and resources with a
     // gauge of their sum named *_total, a counter's suffix, which `promtool check metrics`
     // rightly refuses. The by-type series already sum to it.
-    for (const name of ['handles', 'requests', 'resources']) this.registry.removeSingleMetric(`${CONTROLLER_PREFIX}nodejs_active_${name}_total`);
+    for (const name of ['handles', 'requests', 'resources'])
+      this.registry.removeSingleMetric(`${CONTROLLER_PREFIX}nodejs_active_${name}_total`);
     new Gauge({
       name: 'rankd_nodes',
       help: 'Nodes known to the controller, by state.',
@@ -115,7 +116,12 @@ export class ControllerMetrics {
     });
     registerNodeGauges(this.registry, nodes, jobs);
     this.linkRtt = new AgentLinkRtt(this.registry, nodes);
-    this.jobsEnded = new Counter({ name: 'rankd_jobs_ended_total', help: 'Jobs ended since the controller started, by final state.', labelNames: ['state'], registers });
+    this.jobsEnded = new Counter({
+      name: 'rankd_jobs_ended_total',
+      help: 'Jobs ended since the controller started, by final state.',
+      labelNames: ['state'],
+      registers,
+    });
     jobs.on('ended', (_id, state) => this.jobsEnded.inc({ state }));
     this.requests = new Counter({
       name: 'rankd_http_requests_total',

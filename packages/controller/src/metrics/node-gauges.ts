@@ -17,13 +17,33 @@ interface FactGauge {
 
 /** The counts `rankd nodes` and the planner go by: the allowed view (the agent's cpuset), not the whole machine. */
 const FACT_GAUGES: readonly FactGauge[] = [
-  { name: 'rankd_node_cpus', help: 'Logical CPUs (hardware threads) the node gives ranks: its agent\'s cpuset, as `rankd nodes` shows.', value: (f) => f.cpu.pus },
+  {
+    name: 'rankd_node_cpus',
+    help: "Logical CPUs (hardware threads) the node gives ranks: its agent's cpuset, as `rankd nodes` shows.",
+    value: (f) => f.cpu.pus,
+  },
   { name: 'rankd_node_cores', help: 'Physical cores holding those CPUs.', value: (f) => f.cpu.cores },
-  { name: 'rankd_node_numa_nodes', help: 'NUMA nodes of the node, as `rankd nodes` shows.', value: (f) => f.numa.nodes.length },
-  { name: 'rankd_node_memory_bytes', help: 'Memory of the node (MemTotal).', value: (f) => (f.memory.totalKb === null ? null : f.memory.totalKb * 1024) },
-  { name: 'rankd_node_gpus', help: 'GPUs found on the node\'s PCI bus.', value: (f) => f.gpus.length },
-  { name: 'rankd_node_nics', help: 'Network interfaces backed by a device (loopback, bridges, veths and other virtual ones left out).', value: (f) => f.nics.filter((n) => !n.virtual).length },
-  { name: 'rankd_node_rdma_ports', help: 'Ports of the node\'s RDMA devices, whatever their state.', value: (f) => f.rdma.devices.reduce((n, d) => n + d.ports.length, 0) },
+  {
+    name: 'rankd_node_numa_nodes',
+    help: 'NUMA nodes of the node, as `rankd nodes` shows.',
+    value: (f) => f.numa.nodes.length,
+  },
+  {
+    name: 'rankd_node_memory_bytes',
+    help: 'Memory of the node (MemTotal).',
+    value: (f) => (f.memory.totalKb === null ? null : f.memory.totalKb * 1024),
+  },
+  { name: 'rankd_node_gpus', help: "GPUs found on the node's PCI bus.", value: (f) => f.gpus.length },
+  {
+    name: 'rankd_node_nics',
+    help: 'Network interfaces backed by a device (loopback, bridges, veths and other virtual ones left out).',
+    value: (f) => f.nics.filter((n) => !n.virtual).length,
+  },
+  {
+    name: 'rankd_node_rdma_ports',
+    help: "Ports of the node's RDMA devices, whatever their state.",
+    value: (f) => f.rdma.devices.reduce((n, d) => n + d.ports.length, 0),
+  },
 ];
 
 export function registerNodeGauges(registry: Registry, nodes: NodeRegistry, jobs: JobManager): void {

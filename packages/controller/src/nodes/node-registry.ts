@@ -32,7 +32,12 @@ export interface NodeStateChange {
 
 /** `changed`: the node may now take ranks it could not before (registered, reconnected, resumed, new facts). */
 /** `drained`: the node takes no new ranks; queued jobs' reasons may change. */
-export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts: [string]; changed: [string]; drained: [string] }> {
+export class NodeRegistry extends EventEmitter<{
+  state: [NodeStateChange];
+  facts: [string];
+  changed: [string];
+  drained: [string];
+}> {
   private readonly nodes = new Map<string, LiveNode>();
   private readonly dirtyLastSeen = new Set<string>();
   private graceUntil = 0;
@@ -55,7 +60,10 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
       this.nodes.set(record.name, { ...record, link: null });
     }
     if (this.nodes.size > 0) {
-      this.log.info({ nodes: this.nodes.size, graceMs: this.timing.restartGraceMs }, 'restored node registry; grace period open');
+      this.log.info(
+        { nodes: this.nodes.size, graceMs: this.timing.restartGraceMs },
+        'restored node registry; grace period open',
+      );
     }
   }
 
@@ -128,7 +136,7 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
     this.emit('changed', name);
   }
 
-  get(name: string): Readonly<NodeRecord> & { connected: boolean } | undefined {
+  get(name: string): (Readonly<NodeRecord> & { connected: boolean }) | undefined {
     const node = this.nodes.get(name);
     return node && { ...node, connected: node.link !== null };
   }
@@ -150,7 +158,8 @@ export class NodeRegistry extends EventEmitter<{ state: [NodeStateChange]; facts
   drained(): Array<{ name: string; address: string | null; facts: Facts; drain: string }> {
     const out: Array<{ name: string; address: string | null; facts: Facts; drain: string }> = [];
     for (const n of this.nodes.values()) {
-      if (n.drain && this.whyNotCandidate({ ...n, drain: null }) === null) out.push({ name: n.name, address: n.address, facts: n.facts!, drain: n.drain.reason });
+      if (n.drain && this.whyNotCandidate({ ...n, drain: null }) === null)
+        out.push({ name: n.name, address: n.address, facts: n.facts!, drain: n.drain.reason });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -261,6 +270,8 @@ function toView(node: LiveNode): NodeView {
     firstSeen: new Date(node.firstSeen).toISOString(),
     lastSeen: new Date(node.lastSeen).toISOString(),
     stateReason: node.stateReason,
-    drain: node.drain ? { reason: node.drain.reason, by: node.drain.by, at: new Date(node.drain.at).toISOString() } : null,
+    drain: node.drain
+      ? { reason: node.drain.reason, by: node.drain.by, at: new Date(node.drain.at).toISOString() }
+      : null,
   };
 }

@@ -7,7 +7,16 @@
 // last output as the reason, when either fails; and has the lifecycle judge the job again
 // once they have ended. What mpirun and each daemon did is in the job's history (events
 // ompi.launcher and ompi.daemon, with the last bytes of their output).
-import { ErrorCode, checkOrtedLaunch, hnpAddresses, ortedArgs, type OmpiDaemonRequest, type OmpiDaemonState, type OmpiLauncherState, type OrtedLaunch } from '@rankd/protocol';
+import {
+  ErrorCode,
+  checkOrtedLaunch,
+  hnpAddresses,
+  ortedArgs,
+  type OmpiDaemonRequest,
+  type OmpiDaemonState,
+  type OmpiLauncherState,
+  type OrtedLaunch,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { AgentHandlers, AuthenticatedAgent } from '../gateway/agent-handlers.js';
@@ -48,26 +57,61 @@ export class OpenMpiLaunch {
   private daemonRequest(conn: AuthenticatedAgent, m: OmpiDaemonRequest): void {
     const node = conn.name;
     const refuse = (code: string, message: string): void => {
-      this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
+      this.refusals.refuse(node, {
+        type: m.type,
+        code,
+        message,
+        resource: { job: m.jobId, daemon: String(m.daemon), host: m.host },
+      });
     };
     // the launcher's own helper waits for an answer about its daemon: it fails with this
     const fail = (code: string, message: string): void => {
       refuse(code, message);
-      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `${code}: ${message}` });
+      this.agents.send(node, {
+        type: 'ompi.daemon.state',
+        jobId: m.jobId,
+        daemon: m.daemon,
+        host: m.host,
+        state: 'failed',
+        message: `${code}: ${message}`,
+      });
     };
-    const job = this.jobOf(node, m, fail, () => this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `job ${m.jobId} is not live` }));
+    const job = this.jobOf(node, m, fail, () =>
+      this.agents.send(node, {
+        type: 'ompi.daemon.state',
+        jobId: m.jobId,
+        daemon: m.daemon,
+        host: m.host,
+        state: 'failed',
+        message: `job ${m.jobId} is not live`,
+      }),
+    );
     if (!job) return;
     const { live, state } = job;
-    if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
-    if (state.daemons.has(m.daemon)) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was already asked for`);
+    if (node !== state.launcherNode)
+      return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
+    if (state.daemons.has(m.daemon))
+      return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was already asked for`);
     const nodes = nodesOf(live);
-    if (m.daemon >= nodes.length) return fail(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} is out of range: job ${m.jobId} has ${plural(nodes.length, 'node')}`);
+    if (m.daemon >= nodes.length)
+      return fail(
+        ErrorCode.OmpiDaemonRefused,
+        `daemon ${m.daemon} is out of range: job ${m.jobId} has ${plural(nodes.length, 'node')}`,
+      );
     if (!nodes.includes(m.host)) return fail(ErrorCode.OmpiDaemonRefused, `${m.host} is not a node of job ${m.jobId}`);
-    if ([...state.daemons.values()].some((d) => d.host === m.host)) return fail(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its daemon on ${m.host}`);
+    if ([...state.daemons.values()].some((d) => d.host === m.host))
+      return fail(ErrorCode.OmpiDaemonRefused, `job ${m.jobId} already has its daemon on ${m.host}`);
     const bad = this.badLaunch(state, nodes.length, m.orted);
     if (bad) return fail(ErrorCode.OrtedLaunchInvalid, bad);
     if (live.stopping) {
-      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `the job is ending: ${live.stopping.reason}` });
+      this.agents.send(node, {
+        type: 'ompi.daemon.state',
+        jobId: m.jobId,
+        daemon: m.daemon,
+        host: m.host,
+        state: 'failed',
+        message: `the job is ending: ${live.stopping.reason}`,
+      });
       return;
     }
     state.launch ??= m.orted;
@@ -76,7 +120,14 @@ export class OpenMpiLaunch {
     const args = ortedArgs(m.orted, launchEnv(live));
     if (!this.agents.send(m.host, { type: 'ompi.daemon.run', jobId: m.jobId, daemon: m.daemon, args })) {
       state.daemons.get(m.daemon)!.state = 'ended';
-      this.agents.send(node, { type: 'ompi.daemon.state', jobId: m.jobId, daemon: m.daemon, host: m.host, state: 'failed', message: `node ${m.host} is not connected` });
+      this.agents.send(node, {
+        type: 'ompi.daemon.state',
+        jobId: m.jobId,
+        daemon: m.daemon,
+        host: m.host,
+        state: 'failed',
+        message: `node ${m.host} is not connected`,
+      });
       this.fail(live, `Open MPI daemon on ${m.host} could not start: node ${m.host} is not connected`);
     }
   }
@@ -88,11 +139,19 @@ export class OpenMpiLaunch {
     } catch (err) {
       return (err as Error).message;
     }
-    if (launch.numProcs > nodeCount + 1) return `${plural(launch.numProcs, 'daemon')} for a job of ${plural(nodeCount, 'node')}`;
-    if ([...state.daemons.values()].some((d) => d.vpid === launch.vpid)) return `vpid ${launch.vpid} was already asked for`;
+    if (launch.numProcs > nodeCount + 1)
+      return `${plural(launch.numProcs, 'daemon')} for a job of ${plural(nodeCount, 'node')}`;
+    if ([...state.daemons.values()].some((d) => d.vpid === launch.vpid))
+      return `vpid ${launch.vpid} was already asked for`;
     const first = state.launch;
-    if (first && (first.jobFamily !== launch.jobFamily || first.numProcs !== launch.numProcs || first.nodeRegex !== launch.nodeRegex || first.hnpUri !== launch.hnpUri)) {
-      return 'the launch differs from the first daemon\'s of this mpirun';
+    if (
+      first &&
+      (first.jobFamily !== launch.jobFamily ||
+        first.numProcs !== launch.numProcs ||
+        first.nodeRegex !== launch.nodeRegex ||
+        first.hnpUri !== launch.hnpUri)
+    ) {
+      return "the launch differs from the first daemon's of this mpirun";
     }
     const own = this.addressesOf(state.launcherNode);
     if (own.size === 0) return `${state.launcherNode} has reported no addresses: its mpirun cannot be checked`;
@@ -116,7 +175,12 @@ export class OpenMpiLaunch {
   private daemonState(conn: AuthenticatedAgent, m: OmpiDaemonState): void {
     const node = conn.name;
     const refuse = (code: string, message: string): void => {
-      this.refusals.refuse(node, { type: m.type, code, message, resource: { job: m.jobId, daemon: String(m.daemon), host: m.host } });
+      this.refusals.refuse(node, {
+        type: m.type,
+        code,
+        message,
+        resource: { job: m.jobId, daemon: String(m.daemon), host: m.host },
+      });
     };
     const job = this.jobOf(node, m, refuse, () => {}, true);
     if (!job) return;
@@ -128,14 +192,17 @@ export class OpenMpiLaunch {
       this.agents.send(live.job.rankMap!.ranks[0]!.node, { ...m });
       return;
     }
-    if (!daemon || daemon.host !== node) return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was not asked of ${node}`);
+    if (!daemon || daemon.host !== node)
+      return refuse(ErrorCode.OmpiDaemonRefused, `daemon ${m.daemon} of job ${m.jobId} was not asked of ${node}`);
     if (daemon.state === 'ended') return;
     daemon.state = m.state === 'started' ? 'started' : 'ended';
     this.events.append('ompi.daemon', m.jobId, describe(m));
     // mpirun's rsh helper waits for this
     this.agents.send(state.launcherNode, { ...m });
-    if (m.state === 'failed') this.fail(live, `Open MPI daemon on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
-    else if (m.state === 'exited' && (m.code !== 0 || m.signal)) this.fail(live, `Open MPI daemon on ${node} ${ended(m)}${lastLines(m.output)}`);
+    if (m.state === 'failed')
+      this.fail(live, `Open MPI daemon on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
+    else if (m.state === 'exited' && (m.code !== 0 || m.signal))
+      this.fail(live, `Open MPI daemon on ${node} ${ended(m)}${lastLines(m.output)}`);
     if (daemon.state === 'ended') this.lifecycle.recheck(m.jobId);
   }
 
@@ -148,16 +215,19 @@ export class OpenMpiLaunch {
     const job = this.jobOf(node, m, refuse);
     if (!job) return;
     const { live, state } = job;
-    if (node !== state.launcherNode) return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
+    if (node !== state.launcherNode)
+      return refuse(ErrorCode.NotJobLauncher, `${node} does not run the launcher of job ${m.jobId}`);
     if (state.launcher === 'ended') return;
     state.launcher = m.state === 'started' ? 'started' : 'ended';
     this.events.append('ompi.launcher', m.jobId, { node, ...describe(m) });
     if (m.state === 'started') return;
-    if (m.state === 'failed') this.fail(live, `mpirun on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
+    if (m.state === 'failed')
+      this.fail(live, `mpirun on ${node} could not run: ${m.message ?? 'unknown'}${lastLines(m.output)}`);
     else if (m.code !== 0 || m.signal) this.fail(live, `mpirun on ${node} ${ended(m)}${lastLines(m.output)}`);
     // mpirun is gone: no rank can start any more; the nodes report those that never did,
     // and end any daemon still there
-    if (this.lifecycle.has(m.jobId)) this.mode.stopping(live, 'mpirun ended', Math.round(graceSeconds(live.job) * 1000));
+    if (this.lifecycle.has(m.jobId))
+      this.mode.stopping(live, 'mpirun ended', Math.round(graceSeconds(live.job) * 1000));
     this.lifecycle.recheck(m.jobId);
   }
 
@@ -190,7 +260,10 @@ export class OpenMpiLaunch {
       return null;
     }
     if (!state && !restarted) {
-      refuse(ErrorCode.OmpiDaemonRefused, `this controller has no record of job ${m.jobId}'s launch (it restarted since the job started)`);
+      refuse(
+        ErrorCode.OmpiDaemonRefused,
+        `this controller has no record of job ${m.jobId}'s launch (it restarted since the job started)`,
+      );
       return null;
     }
     return { live, state: state as OmpiAttempt };
@@ -217,6 +290,9 @@ function ended(m: { code?: number | null; signal?: string | null }): string {
 
 /** The last few lines of a process's output, for a job's reason. */
 function lastLines(output: string | undefined): string {
-  const lines = (output ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = (output ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   return lines.length ? `: ${lines.slice(-3).join(' | ').slice(-600)}` : '';
 }

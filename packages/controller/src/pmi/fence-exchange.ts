@@ -6,7 +6,15 @@
 // INLINE_BYTES are not pushed at all: the answer says how many chunks hold them and an
 // agent pulls them when one of its ranks first asks for a key it lacks. A fence of 2,000
 // nodes then costs 2,000 small frames, not 2,000 copies of every node's cards.
-import { EncodedPmiPairs, encodePmiChunk, encodePmiFenced, type PmiChunk, type PmiFence, type PmiFetch, type PmiPairs } from '@rankd/protocol';
+import {
+  EncodedPmiPairs,
+  encodePmiChunk,
+  encodePmiFenced,
+  type PmiChunk,
+  type PmiFence,
+  type PmiFetch,
+  type PmiPairs,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 
 /** Merged puts up to this size travel inline with every answer. */
@@ -70,9 +78,17 @@ export class FenceExchange {
     // Two open epochs mean the nodes disagree on where the job is: after a controller
     // restart during a fence, some nodes had the answer and moved on, and it is lost.
     const other = [...job.epochs].find(([n, e]) => n !== m.epoch && e.answer === null);
-    if (other) return this.live.fail(m.jobId, `node ${node} fenced epoch ${m.epoch} while epoch ${other[0]} is open (was the controller restarted during a fence?)`);
+    if (other)
+      return this.live.fail(
+        m.jobId,
+        `node ${node} fenced epoch ${m.epoch} while epoch ${other[0]} is open (was the controller restarted during a fence?)`,
+      );
     let epoch = job.epochs.get(m.epoch);
-    if (!epoch) job.epochs.set(m.epoch, (epoch = { opened: performance.now(), arrived: new Map(), partial: new Map(), answer: null, chunks: [] }));
+    if (!epoch)
+      job.epochs.set(
+        m.epoch,
+        (epoch = { opened: performance.now(), arrived: new Map(), partial: new Map(), answer: null, chunks: [] }),
+      );
     if (epoch.answer) {
       // a fence re-sent after a reconnect, for an epoch that is over: the node missed the answer
       if (!m.more) this.network.sendEncoded(node, epoch.answer);
@@ -103,7 +119,13 @@ export class FenceExchange {
     const job = this.job(m.jobId, node, m.type);
     if (job === FOREIGN) return;
     const chunk = job?.epochs.get(m.epoch)?.chunks[m.chunk];
-    const head: Omit<PmiChunk, 'pairs'> = { type: 'pmi.chunk', ...(m.id ? { id: m.id } : {}), jobId: m.jobId, epoch: m.epoch, chunk: m.chunk };
+    const head: Omit<PmiChunk, 'pairs'> = {
+      type: 'pmi.chunk',
+      ...(m.id ? { id: m.id } : {}),
+      jobId: m.jobId,
+      epoch: m.epoch,
+      chunk: m.chunk,
+    };
     const frame = chunk
       ? encodePmiChunk(head, chunk)
       : encodePmiChunk({ ...head, error: `no chunk ${m.chunk} of fence ${m.epoch} of job ${m.jobId}` }, null);

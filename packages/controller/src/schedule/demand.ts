@@ -37,7 +37,16 @@ export function demandOf(idle: RankMap, alloc: Allocation, factsOf: (node: strin
   // a --share job holds nothing, yet needs its nodes' cores to exist: size it from the plan
   if (alloc.mode === 'share') coresPerNode = Math.ceil(cores / Math.max(1, idle.nodes.length));
   const planned = idle.cpuPolicy ? { cpuDefault: idle.cpuPolicy.site } : {};
-  return { ranks: idle.worldSize, nodes: idle.nodes.length, coresPerNode, gpusPerNode, cores, gpus, shape: shapeOf(idle), ...planned };
+  return {
+    ranks: idle.worldSize,
+    nodes: idle.nodes.length,
+    coresPerNode,
+    gpusPerNode,
+    cores,
+    gpus,
+    shape: shapeOf(idle),
+    ...planned,
+  };
 }
 
 /** Per node in node order: its ranks' (CPUs, worker CPUs, GPUs) counts, runs of equal ones collapsed. */

@@ -36,7 +36,12 @@ function drainedFor(spec: PlacementSpec, ctx: PlacementContext, drained: readonl
     return drained.filter((n) => wanted.has(n.name));
   }
   if (spec.group) {
-    const names = new Set(ctx.resolveGroup(spec.group, drained.map((n) => n.name)));
+    const names = new Set(
+      ctx.resolveGroup(
+        spec.group,
+        drained.map((n) => n.name),
+      ),
+    );
     return drained.filter((n) => names.has(n.name));
   }
   return [...drained];
@@ -60,7 +65,10 @@ export function summarizeDrains(nodes: readonly DrainedNode[]): string {
     names.push(n.name);
   }
   const parts = [...byReason].slice(0, MAX_REASONS).map(([reason, names]) => {
-    const shown = names.length > MAX_NAMES ? `${names.slice(0, MAX_NAMES).join(',')},… (+${names.length - MAX_NAMES})` : names.join(',');
+    const shown =
+      names.length > MAX_NAMES
+        ? `${names.slice(0, MAX_NAMES).join(',')},… (+${names.length - MAX_NAMES})`
+        : names.join(',');
     return `${names.length === 1 ? 'node' : 'nodes'} ${shown} drained: ${reason}`;
   });
   const more = byReason.size - MAX_REASONS;

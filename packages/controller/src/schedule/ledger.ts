@@ -100,7 +100,13 @@ export class AllocationLedger {
   clone(): AllocationLedger {
     const copy = new AllocationLedger();
     for (const [name, h] of this.holds) {
-      copy.holds.set(name, { cpus: new Set(h.cpus), gpus: new Set(h.gpus), jobs: new Set(h.jobs), exclusive: h.exclusive, version: h.version });
+      copy.holds.set(name, {
+        cpus: new Set(h.cpus),
+        gpus: new Set(h.gpus),
+        jobs: new Set(h.jobs),
+        exclusive: h.exclusive,
+        version: h.version,
+      });
     }
     for (const [id, job] of this.jobs) copy.jobs.set(id, job);
     for (const [name, c] of this.freeCache) copy.freeCache.set(name, c);
@@ -111,7 +117,13 @@ export class AllocationLedger {
     let h = this.holds.get(name);
     if (!h) {
       // a node's version keeps growing across empty spells: a stale cache entry never matches
-      h = { cpus: new Set(), gpus: new Set(), jobs: new Set(), exclusive: false, version: (this.freeCache.get(name)?.version ?? 0) + 1 };
+      h = {
+        cpus: new Set(),
+        gpus: new Set(),
+        jobs: new Set(),
+        exclusive: false,
+        version: (this.freeCache.get(name)?.version ?? 0) + 1,
+      };
       this.holds.set(name, h);
     }
     return h;

@@ -20,7 +20,12 @@ export function ownerKey(owner: string | null): string {
 }
 
 /** Why a job of `owner` needing `cores` must wait under the limits, or null. */
-export function overLimit(owner: string | null, cores: number, usage: Usage | undefined, limits: UserLimits): string | null {
+export function overLimit(
+  owner: string | null,
+  cores: number,
+  usage: Usage | undefined,
+  limits: UserLimits,
+): string | null {
   const u = usage ?? { jobs: 0, cores: 0 };
   const who = `user ${ownerKey(owner)}`;
   if (limits.maxJobs !== undefined && u.jobs >= limits.maxJobs) {
@@ -35,6 +40,7 @@ export function overLimit(owner: string | null, cores: number, usage: Usage | un
 /** Why a job can never run under the limits, however long it waits, or null. */
 export function neverWithin(cores: number, limits: UserLimits): string | null {
   if (limits.maxJobs === 0) return 'the controller lets no user run a job (--max-jobs-per-user 0)';
-  if (limits.maxCores !== undefined && cores > limits.maxCores) return `the job needs ${plural(cores, 'core')}, more than the ${limits.maxCores} one user may use (--max-cores-per-user)`;
+  if (limits.maxCores !== undefined && cores > limits.maxCores)
+    return `the job needs ${plural(cores, 'core')}, more than the ${limits.maxCores} one user may use (--max-cores-per-user)`;
   return null;
 }

@@ -52,7 +52,12 @@ export class PlacementContext {
   inGroup(group: string): readonly PlannerNode[] {
     let list = this.groups.get(group);
     if (!list) {
-      const names = new Set(this.resolveGroup(group, this.nodes.map((n) => n.name)));
+      const names = new Set(
+        this.resolveGroup(
+          group,
+          this.nodes.map((n) => n.name),
+        ),
+      );
       this.groups.set(group, (list = this.nodes.filter((n) => names.has(n.name))));
     }
     return list;
@@ -63,12 +68,18 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
   const mode = allocationMode(job.spec);
   const d = job.demand;
   const room = (n: PlannerNode): string | null => {
-    if (mode === 'exclusive') return ledger.isIdle(n.name) ? null : `${n.name} runs ${plural(ledger.jobsOn(n.name).length, 'job')}; --exclusive needs it idle`;
+    if (mode === 'exclusive')
+      return ledger.isIdle(n.name)
+        ? null
+        : `${n.name} runs ${plural(ledger.jobsOn(n.name).length, 'job')}; --exclusive needs it idle`;
     if (mode === 'share') return ledger.isExclusive(n.name) ? `${n.name} is held by an --exclusive job` : null;
     const free = ledger.freeFacts(n.name, n.facts);
     const cores = topologyOf(free).cores.length;
     if (cores >= d.coresPerNode && free.gpus.length >= d.gpusPerNode) return null;
-    const has = d.gpusPerNode > 0 ? `${plural(cores, 'free core')} and ${plural(free.gpus.length, 'free GPU')}` : plural(cores, 'free core');
+    const has =
+      d.gpusPerNode > 0
+        ? `${plural(cores, 'free core')} and ${plural(free.gpus.length, 'free GPU')}`
+        : plural(cores, 'free core');
     return `${n.name} has ${has}; the job needs ${describePerNode(d)} there`;
   };
 
@@ -77,7 +88,11 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     chosen = [];
     for (const name of job.spec.nodelist) {
       const node = ctx.byName.get(name);
-      if (!node) return { ok: false, reason: `${name} cannot take ranks now: ${ctx.options.unavailable?.(name) ?? 'it is not ready'}` };
+      if (!node)
+        return {
+          ok: false,
+          reason: `${name} cannot take ranks now: ${ctx.options.unavailable?.(name) ?? 'it is not ready'}`,
+        };
       const why = room(node);
       if (why) return { ok: false, reason: why };
       chosen.push(node);
@@ -92,7 +107,11 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     }
     if (chosen.length < d.nodes) {
       const what =
-        mode === 'exclusive' ? `${plural(d.nodes, 'idle node')} (--exclusive)` : mode === 'share' ? `${plural(d.nodes, 'node')} without an --exclusive job` : `${plural(d.nodes, 'node')} with ${describePerNode(d)}`;
+        mode === 'exclusive'
+          ? `${plural(d.nodes, 'idle node')} (--exclusive)`
+          : mode === 'share'
+            ? `${plural(d.nodes, 'node')} without an --exclusive job`
+            : `${plural(d.nodes, 'node')} with ${describePerNode(d)}`;
       return { ok: false, reason: `needs ${what}; ${chosen.length} ${agree(chosen.length, 'has', 'have')} room now` };
     }
   }
@@ -109,10 +128,12 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     throw err;
   }
   if (shapeOf(rankMap) !== d.shape) {
-    return { ok: false, reason: `the free cores would give it fewer CPUs or GPUs per rank than planned (${describePerNode(d)} on each node)` };
+    return {
+      ok: false,
+      reason: `the free cores would give it fewer CPUs or GPUs per rank than planned (${describePerNode(d)} on each node)`,
+    };
   }
   const factsOf = new Map(planned.map((n) => [n.name, n.facts]));
   const alloc = allocationOf(rankMap, job.spec, (name) => factsOf.get(name)!);
   return { ok: true, rankMap: withHolds(rankMap, alloc, (name) => ctx.byName.get(name)!.facts), alloc };
 }
-

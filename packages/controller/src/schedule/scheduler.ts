@@ -74,7 +74,9 @@ export class Scheduler {
   tryNow(job: QueuedJob): { starts: boolean; reason: string | null; start?: Start } {
     const result = this.pass([...this.order(), job].sort(queueOrder));
     const start = result.starts.find((s) => s.job.id === job.id);
-    return start ? { starts: true, reason: null, start } : { starts: false, reason: result.waits.get(job.id) ?? 'waits in the queue' };
+    return start
+      ? { starts: true, reason: null, start }
+      : { starts: false, reason: result.waits.get(job.id) ?? 'waits in the queue' };
   }
 
   /** Runs a pass now and applies it. */

@@ -89,7 +89,8 @@ export function schedulingPass(input: PassInput): PassResult {
     }
     const key = job.spec.nodelist || job.spec.group ? null : demandKey(job);
     const known = key === null ? undefined : failed.get(key);
-    const placed = known === undefined ? placeOrDrainWait(job, ledger, ctx, input.drained) : ({ ok: false, reason: known } as const);
+    const placed =
+      known === undefined ? placeOrDrainWait(job, ledger, ctx, input.drained) : ({ ok: false, reason: known } as const);
     if (!placed.ok) {
       waits.set(job.id, placed.reason);
       if (key !== null) failed.set(key, placed.reason);
@@ -97,7 +98,10 @@ export function schedulingPass(input: PassInput): PassResult {
       continue;
     }
     if (reservation && !mayBackfill(job, placed.alloc, reservation, input.now)) {
-      waits.set(job.id, `waits behind job ${reservation.head.id}, which is first in the queue: starting now would delay it`);
+      waits.set(
+        job.id,
+        `waits behind job ${reservation.head.id}, which is first in the queue: starting now would delay it`,
+      );
       continue;
     }
     const endsAt = job.timeLimitMs === null ? Infinity : input.now + job.timeLimitMs;
@@ -109,7 +113,12 @@ export function schedulingPass(input: PassInput): PassResult {
 }
 
 /** Places the job; when it does not fit, and only drained nodes would take it, the drain is its reason. */
-function placeOrDrainWait(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementContext, drained: readonly DrainedNode[]): ReturnType<typeof place> {
+function placeOrDrainWait(
+  job: QueuedJob,
+  ledger: AllocationLedger,
+  ctx: PlacementContext,
+  drained: readonly DrainedNode[],
+): ReturnType<typeof place> {
   const placed = place(job, ledger, ctx);
   if (placed.ok || drained.length === 0) return placed;
   const drain = drainWait(job, ctx, drained);

@@ -18,7 +18,10 @@ import type { Db } from './database.js';
 import { AuditFile, DEFAULT_AUDIT_FILE_LIMITS, type AuditFileLimits } from './audit-file.js';
 import { RefusalTally, type RefusalEvent } from './audit-refusals.js';
 
-export type AuditStart = Omit<AuditEntry, 'id' | 'time' | 'status' | 'durationMs' | 'argv' | 'argvHash' | 'envNames' | 'count'> & { argv?: string[] | null; envNames?: string[] | null };
+export type AuditStart = Omit<
+  AuditEntry,
+  'id' | 'time' | 'status' | 'durationMs' | 'argv' | 'argvHash' | 'envNames' | 'count'
+> & { argv?: string[] | null; envNames?: string[] | null };
 
 export interface AuditOptions {
   /** Entries older than this are deleted from the store (default 90 days). */
@@ -36,7 +39,11 @@ const RETENTION_EVERY_MS = 3_600_000;
 const COUNTED_STATUSES = new Set([401, 413, 429]);
 const COUNTED_CODES = new Set<string>([ErrorCode.JsonTooDeep, ErrorCode.TooManyConnections]);
 /** The code of a counted refusal whose caller did not say (the shell's upgrade answers). */
-const CODE_OF_STATUS: Record<number, string> = { 401: ErrorCode.Unauthorized, 413: ErrorCode.TooLarge, 429: ErrorCode.RateLimited };
+const CODE_OF_STATUS: Record<number, string> = {
+  401: ErrorCode.Unauthorized,
+  413: ErrorCode.TooLarge,
+  429: ErrorCode.RateLimited,
+};
 
 export interface AuditOutcome {
   status: number;
@@ -70,11 +77,16 @@ export class AuditLog {
     options: AuditOptions = {},
     private readonly now: () => number = Date.now,
   ) {
-    this.insert = db.prepare(`INSERT INTO audit (id, at, user_name, role, accessor, source, method, route, resource, argv, argv_hash, env_names, decision, reason, status, duration_ms)
+    this.insert =
+      db.prepare(`INSERT INTO audit (id, at, user_name, role, accessor, source, method, route, resource, argv, argv_hash, env_names, decision, reason, status, duration_ms)
       VALUES (@id, @at, @user, @role, @accessor, @source, @method, @route, @resource, @argv, @argvHash, @envNames, @decision, @reason, @status, @durationMs)`);
-    this.update = db.prepare('UPDATE audit SET status = @status, duration_ms = @durationMs, resource = @resource, decision = @decision, reason = @reason WHERE id = @id');
+    this.update = db.prepare(
+      'UPDATE audit SET status = @status, duration_ms = @durationMs, resource = @resource, decision = @decision, reason = @reason WHERE id = @id',
+    );
     this.byId = db.prepare('SELECT * FROM audit WHERE id = ?');
-    this.updateCount = db.prepare('UPDATE audit SET count = @count, method = @method, route = @route, resource = @resource WHERE id = @id');
+    this.updateCount = db.prepare(
+      'UPDATE audit SET count = @count, method = @method, route = @route, resource = @resource WHERE id = @id',
+    );
     this.expire = db.prepare('DELETE FROM audit WHERE at < ?');
     this.file = join(dataDir, 'audit.jsonl');
     this.out = new AuditFile(this.file, options.file ?? DEFAULT_AUDIT_FILE_LIMITS);
@@ -83,13 +95,22 @@ export class AuditLog {
       {
         open: (event, at) => this.openTally(event, at),
         update: (id, { count, method, route, routes, resource }) =>
-          this.updateCount.run({ id, count, method, route, resource: JSON.stringify(routes.length > 1 ? { ...resource, routes: routes.join(' ') } : resource) }),
+          this.updateCount.run({
+            id,
+            count,
+            method,
+            route,
+            resource: JSON.stringify(routes.length > 1 ? { ...resource, routes: routes.join(' ') } : resource),
+          }),
         close: (id) => this.appendRow(id),
       },
       now,
     );
     this.expireOld();
-    this.timers = [setInterval(() => this.flushRefusals(), TALLY_FLUSH_MS), setInterval(() => this.expireOld(), RETENTION_EVERY_MS)];
+    this.timers = [
+      setInterval(() => this.flushRefusals(), TALLY_FLUSH_MS),
+      setInterval(() => this.expireOld(), RETENTION_EVERY_MS),
+    ];
     for (const t of this.timers) t.unref();
   }
 
@@ -115,7 +136,14 @@ export class AuditLog {
         decision: outcome.decision ?? entry.decision,
         reason: outcome.reason ?? entry.reason,
       };
-      this.update.run({ id, status: done.status, durationMs: done.durationMs, resource: JSON.stringify(resource), decision: done.decision, reason: done.reason });
+      this.update.run({
+        id,
+        status: done.status,
+        durationMs: done.durationMs,
+        resource: JSON.stringify(resource),
+        decision: done.decision,
+        reason: done.reason,
+      });
       this.appendLine(done);
     } catch (err) {
       this.log.error({ err, audit: id }, 'cannot complete an audit entry');
@@ -129,13 +157,36 @@ export class AuditLog {
   record(start: AuditStart, outcome: { status: number; durationMs: number | null; code?: string }): string | null {
     if (start.decision === 'deny' && (COUNTED_STATUSES.has(outcome.status) || COUNTED_CODES.has(outcome.code ?? ''))) {
       const code = outcome.code ?? CODE_OF_STATUS[outcome.status] ?? `HTTP ${outcome.status}`;
-      this.countRefusal({ source: start.source, user: start.user, method: start.method, route: start.route, status: outcome.status, code, reason: start.reason });
+      this.countRefusal({
+        source: start.source,
+        user: start.user,
+        method: start.method,
+        route: start.route,
+        status: outcome.status,
+        code,
+        reason: start.reason,
+      });
       return null;
     }
     const id = randomUUID();
-    const params = this.params(id, start, outcome.status, outcome.durationMs === null ? null : round(outcome.durationMs));
+    const params = this.params(
+      id,
+      start,
+      outcome.status,
+      outcome.durationMs === null ? null : round(outcome.durationMs),
+    );
     this.insert.run(params);
-    this.appendLine(toEntry({ ...params, seq: 0, user_name: params.user, argv_hash: params.argvHash, env_names: params.envNames, duration_ms: params.durationMs, count: 1 }));
+    this.appendLine(
+      toEntry({
+        ...params,
+        seq: 0,
+        user_name: params.user,
+        argv_hash: params.argvHash,
+        env_names: params.envNames,
+        duration_ms: params.durationMs,
+        count: 1,
+      }),
+    );
     return id;
   }
 
@@ -173,7 +224,9 @@ export class AuditLog {
     this.flushRefusals();
     const rows =
       since === null
-        ? (this.db.prepare('SELECT * FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?) ORDER BY seq').all(limit) as Row[])
+        ? (this.db
+            .prepare('SELECT * FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?) ORDER BY seq')
+            .all(limit) as Row[])
         : (this.db.prepare('SELECT * FROM audit WHERE at >= ? ORDER BY seq LIMIT ?').all(since, limit) as Row[]);
     return rows.map(toEntry);
   }
@@ -190,7 +243,18 @@ export class AuditLog {
 
   private openTally(e: RefusalEvent, at: number): string {
     const id = randomUUID();
-    const start: AuditStart = { user: e.user, role: e.role ?? null, accessor: null, source: e.source, method: e.method, route: e.route, resource: e.resource ?? {}, argv: null, decision: 'deny', reason: `${e.code}: ${e.reason}` };
+    const start: AuditStart = {
+      user: e.user,
+      role: e.role ?? null,
+      accessor: null,
+      source: e.source,
+      method: e.method,
+      route: e.route,
+      resource: e.resource ?? {},
+      argv: null,
+      decision: 'deny',
+      reason: `${e.code}: ${e.reason}`,
+    };
     this.insert.run({ ...this.params(id, start, e.status, null), at });
     return id;
   }

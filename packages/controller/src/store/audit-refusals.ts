@@ -32,7 +32,10 @@ export interface TallySink {
   /** Writes the entry of a key's first refusal; returns its id. */
   open(event: RefusalEvent, at: number): string;
   /** Brings the entry's count, method and route (which may have become "several") and the routes it saw up to date. */
-  update(id: string, tally: { count: number; method: string; route: string; routes: string[]; resource: Record<string, string> }): void;
+  update(
+    id: string,
+    tally: { count: number; method: string; route: string; routes: string[]; resource: Record<string, string> },
+  ): void;
   /** The minute is over: appends the entry's final line to the file. */
   close(id: string): void;
 }
@@ -72,7 +75,16 @@ export class RefusalTally {
     }
     const tally = this.tallies.get(key);
     if (!tally) {
-      this.tallies.set(key, { id: this.sink.open(event, at), minute, count: 1, method: event.method, route: event.route, routes: [event.route], resource: event.resource ?? {}, dirty: false });
+      this.tallies.set(key, {
+        id: this.sink.open(event, at),
+        minute,
+        count: 1,
+        method: event.method,
+        route: event.route,
+        routes: [event.route],
+        resource: event.resource ?? {},
+        dirty: false,
+      });
       return;
     }
     tally.count++;
@@ -99,4 +111,5 @@ export class RefusalTally {
   }
 }
 
-const keyOf = (minute: number, e: RefusalEvent): string => JSON.stringify([minute, e.source, e.user, e.role ?? null, e.status, e.code]);
+const keyOf = (minute: number, e: RefusalEvent): string =>
+  JSON.stringify([minute, e.source, e.user, e.role ?? null, e.status, e.code]);

@@ -89,7 +89,9 @@ export function staleness(holder: LockHolder): string | null {
 }
 
 /** Who holds a data directory's lock: nobody, a live controller, or a stale lock and why it is stale. */
-export function lockState(dataDir: string): { holder: null } | { holder: LockHolder; stale: string | null; url: string | null } {
+export function lockState(
+  dataDir: string,
+): { holder: null } | { holder: LockHolder; stale: string | null; url: string | null } {
   const holder = readLockHolder(join(dataDir, LOCK_FILE));
   if (holder === null) return { holder: null };
   const stale = staleness(holder);
@@ -105,19 +107,29 @@ export class DataDirLocked extends RankdError {
     /** From the holder's controller.json; null while it starts (it writes the file once it listens). */
     readonly url: string | null,
   ) {
-    const where = holder.host === hostname() ? `pid ${holder.pid}` : `pid ${holder.pid} on host ${holder.host}; if none runs there, remove ${lockPath}`;
-    super(ErrorCode.ControllerRunning, `a controller is already running (${where}) at ${url ?? '(an address not yet written: it is starting)'}`, {
-      pid: holder.pid,
-      host: holder.host,
-      url,
-    });
+    const where =
+      holder.host === hostname()
+        ? `pid ${holder.pid}`
+        : `pid ${holder.pid} on host ${holder.host}; if none runs there, remove ${lockPath}`;
+    super(
+      ErrorCode.ControllerRunning,
+      `a controller is already running (${where}) at ${url ?? '(an address not yet written: it is starting)'}`,
+      {
+        pid: holder.pid,
+        host: holder.host,
+        url,
+      },
+    );
   }
 }
 
 /** The URL a controller wrote to controller.json, if that file is the holder's. */
 export function holderUrl(dataDir: string, holder: LockHolder): string | null {
   try {
-    const state = JSON.parse(readFileSync(join(dataDir, 'controller.json'), 'utf8')) as { url?: unknown; pid?: unknown };
+    const state = JSON.parse(readFileSync(join(dataDir, 'controller.json'), 'utf8')) as {
+      url?: unknown;
+      pid?: unknown;
+    };
     return state.pid === holder.pid && typeof state.url === 'string' ? state.url : null;
   } catch {
     return null;
@@ -171,7 +183,10 @@ function moveAsideIfStale(path: string, judged: LockHolder | null): boolean {
     throw err;
   }
   const moved = readLockHolder(aside);
-  const same = moved === null ? judged === null : judged !== null && moved.pid === judged.pid && moved.startTime === judged.startTime;
+  const same =
+    moved === null
+      ? judged === null
+      : judged !== null && moved.pid === judged.pid && moved.startTime === judged.startTime;
   if (!same && moved !== null && staleness(moved) === null) {
     try {
       linkSync(aside, path);

@@ -30,10 +30,14 @@ export class EventsRepo {
     this.insert = db.prepare('INSERT INTO events (at, kind, subject, data) VALUES (?, ?, ?, ?)');
     this.since = db.prepare('SELECT id, at, kind, subject, data FROM events WHERE id > ? ORDER BY id LIMIT ?');
     // one rank's chunks come from the subject index in id order, without a sort
-    this.rankOutputsStmt = db.prepare("SELECT id, at, subject, data FROM events WHERE subject = ? AND id > ? AND id <= ? AND kind = 'rank.output' ORDER BY id LIMIT ?");
+    this.rankOutputsStmt = db.prepare(
+      "SELECT id, at, subject, data FROM events WHERE subject = ? AND id > ? AND id <= ? AND kind = 'rank.output' ORDER BY id LIMIT ?",
+    );
     // the newest events of a whole job: "+subject" keeps SQLite on the primary key from afterId
     // on (a job's rank subjects "<job>/<rank>" lie in ["<job>/", "<job>0"), '0' following '/')
-    this.jobOutputsStmt = db.prepare("SELECT id, at, subject, data FROM events WHERE id > ? AND +subject >= ? AND +subject < ? AND kind = 'rank.output' ORDER BY id LIMIT ?");
+    this.jobOutputsStmt = db.prepare(
+      "SELECT id, at, subject, data FROM events WHERE id > ? AND +subject >= ? AND +subject < ? AND kind = 'rank.output' ORDER BY id LIMIT ?",
+    );
     this.lastStmt = db.prepare('SELECT max(id) AS id FROM events');
   }
 
@@ -59,11 +63,21 @@ export class EventsRepo {
   private outputRows(jobId: string, rows: unknown[]): OutputEvent[] {
     return (rows as Array<{ id: number; at: number; subject: string; data: string }>).map((r) => {
       const d = JSON.parse(r.data) as { stream: 'stdout' | 'stderr'; offset: number; bytes: number };
-      return { id: r.id, at: r.at, rank: Number(r.subject.slice(jobId.length + 1)), stream: d.stream, offset: d.offset, bytes: d.bytes };
+      return {
+        id: r.id,
+        at: r.at,
+        rank: Number(r.subject.slice(jobId.length + 1)),
+        stream: d.stream,
+        offset: d.offset,
+        bytes: d.bytes,
+      };
     });
   }
 
   list(afterId = 0, limit = 1000): EventRow[] {
-    return (this.since.all(afterId, limit) as Array<Omit<EventRow, 'data'> & { data: string }>).map((r) => ({ ...r, data: JSON.parse(r.data) as Record<string, unknown> }));
+    return (this.since.all(afterId, limit) as Array<Omit<EventRow, 'data'> & { data: string }>).map((r) => ({
+      ...r,
+      data: JSON.parse(r.data) as Record<string, unknown>,
+    }));
   }
 }

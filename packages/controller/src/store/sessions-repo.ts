@@ -15,7 +15,9 @@ export class SessionsRepo {
   private readonly evictUsersOldest;
 
   constructor(db: Db) {
-    this.insert = db.prepare('INSERT INTO dashboard_sessions (key, accessor, created_at, expires_at) VALUES (?, ?, ?, ?)');
+    this.insert = db.prepare(
+      'INSERT INTO dashboard_sessions (key, accessor, created_at, expires_at) VALUES (?, ?, ?, ?)',
+    );
     this.byKey = db.prepare('SELECT accessor, expires_at AS expiresAt FROM dashboard_sessions WHERE key = ?');
     this.remove = db.prepare('DELETE FROM dashboard_sessions WHERE key = ?');
     this.expire = db.prepare('DELETE FROM dashboard_sessions WHERE expires_at < ?');

@@ -46,7 +46,12 @@ export function sha256(text: string): Buffer {
 }
 
 type Row = Record<string, unknown>;
-const toUser = (r: Row): UserRecord => ({ name: r['name'] as string, role: r['role'] as Role, unixUser: (r['unix_user'] as string | null) ?? null, createdAt: r['created_at'] as number });
+const toUser = (r: Row): UserRecord => ({
+  name: r['name'] as string,
+  role: r['role'] as Role,
+  unixUser: (r['unix_user'] as string | null) ?? null,
+  createdAt: r['created_at'] as number,
+});
 const toToken = (r: Row): TokenRecord => ({
   accessor: r['accessor'] as string,
   user: r['user_name'] as string,
@@ -61,7 +66,9 @@ export class UsersRepo extends EventEmitter<{ tokenRevoked: [accessor: string]; 
   private readonly byAccessor;
   constructor(private readonly db: Db) {
     super();
-    this.byAccessor = db.prepare('SELECT t.accessor, u.name, u.role, u.unix_user FROM api_tokens t JOIN users u ON u.name = t.user_name WHERE t.accessor = ?');
+    this.byAccessor = db.prepare(
+      'SELECT t.accessor, u.name, u.role, u.unix_user FROM api_tokens t JOIN users u ON u.name = t.user_name WHERE t.accessor = ?',
+    );
     this.byHash = db.prepare(
       `SELECT t.accessor, t.secret_sha256, t.last_used_at, u.name, u.role, u.unix_user FROM api_tokens t JOIN users u ON u.name = t.user_name WHERE t.secret_sha256 = ?`,
     );
@@ -78,7 +85,13 @@ export class UsersRepo extends EventEmitter<{ tokenRevoked: [accessor: string]; 
   }
 
   list(): Array<UserRecord & { tokens: number }> {
-    return (this.db.prepare('SELECT u.*, (SELECT count(*) FROM api_tokens t WHERE t.user_name = u.name) AS tokens FROM users u ORDER BY u.name').all() as Row[]).map((r) => ({
+    return (
+      this.db
+        .prepare(
+          'SELECT u.*, (SELECT count(*) FROM api_tokens t WHERE t.user_name = u.name) AS tokens FROM users u ORDER BY u.name',
+        )
+        .all() as Row[]
+    ).map((r) => ({
       ...toUser(r),
       tokens: r['tokens'] as number,
     }));
@@ -91,7 +104,9 @@ export class UsersRepo extends EventEmitter<{ tokenRevoked: [accessor: string]; 
   /** Creates a user and its first token (an existing secret when given: the bootstrap file's). */
   add(user: UserRecord, secret = newTokenSecret(), description = 'first token'): { accessor: string; token: string } {
     return this.db.transaction(() => {
-      this.db.prepare('INSERT INTO users (name, role, unix_user, created_at) VALUES (?, ?, ?, ?)').run(user.name, user.role, user.unixUser, user.createdAt);
+      this.db
+        .prepare('INSERT INTO users (name, role, unix_user, created_at) VALUES (?, ?, ?, ?)')
+        .run(user.name, user.role, user.unixUser, user.createdAt);
       return this.addToken(user.name, description, secret);
     })();
   }
@@ -105,7 +120,11 @@ export class UsersRepo extends EventEmitter<{ tokenRevoked: [accessor: string]; 
 
   addToken(user: string, description: string, secret = newTokenSecret()): { accessor: string; token: string } {
     const accessor = randomBytes(8).toString('hex');
-    this.db.prepare('INSERT INTO api_tokens (accessor, user_name, secret_sha256, description, created_at) VALUES (?, ?, ?, ?, ?)').run(accessor, user, sha256(secret), description, Date.now());
+    this.db
+      .prepare(
+        'INSERT INTO api_tokens (accessor, user_name, secret_sha256, description, created_at) VALUES (?, ?, ?, ?, ?)',
+      )
+      .run(accessor, user, sha256(secret), description, Date.now());
     return { accessor, token: secret };
   }
 
@@ -131,7 +150,14 @@ export class UsersRepo extends EventEmitter<{ tokenRevoked: [accessor: string]; 
   /** The principal a token stands for now, by its accessor: null once revoked (dashboard sessions hold an accessor, never the secret). */
   principalOf(accessor: string): Principal | null {
     const row = this.byAccessor.get(accessor) as Row | undefined;
-    return row ? { user: row['name'] as string, role: row['role'] as Role, unixUser: (row['unix_user'] as string | null) ?? null, accessor: row['accessor'] as string } : null;
+    return row
+      ? {
+          user: row['name'] as string,
+          role: row['role'] as Role,
+          unixUser: (row['unix_user'] as string | null) ?? null,
+          accessor: row['accessor'] as string,
+        }
+      : null;
   }
 
   /** The principal of an "Authorization: Bearer <token>" header, or null. */
@@ -146,7 +172,12 @@ export class UsersRepo extends EventEmitter<{ tokenRevoked: [accessor: string]; 
     const now = Date.now();
     // last use to the minute: not a write per request
     if (((row['last_used_at'] as number | null) ?? 0) < now - 60_000) this.touch.run(now, row['accessor']);
-    return { user: row['name'] as string, role: row['role'] as Role, unixUser: (row['unix_user'] as string | null) ?? null, accessor: row['accessor'] as string };
+    return {
+      user: row['name'] as string,
+      role: row['role'] as Role,
+      unixUser: (row['unix_user'] as string | null) ?? null,
+      accessor: row['accessor'] as string,
+    };
   }
 }
 

@@ -62,7 +62,10 @@ export class OpenStreams {
     this.entries.add(entry);
     if (owner.expiresAt !== null) {
       const ms = Math.min(Math.max(0, owner.expiresAt - this.now()), MAX_TIMER_MS);
-      entry.expiry = setTimeout(() => this.endEntry(entry, revoked('its dashboard session expired; sign in again')), ms);
+      entry.expiry = setTimeout(
+        () => this.endEntry(entry, revoked('its dashboard session expired; sign in again')),
+        ms,
+      );
       entry.expiry.unref();
     }
     return () => this.forget(entry);
@@ -103,7 +106,10 @@ export class OpenStreams {
       entry.end(why);
     } catch (err) {
       // one stream that fails to end must not keep the others open, nor undo the revocation
-      this.log.error({ err, owner: { accessor: entry.owner.accessor, user: entry.owner.user } }, 'an open stream failed to end on revocation');
+      this.log.error(
+        { err, owner: { accessor: entry.owner.accessor, user: entry.owner.user } },
+        'an open stream failed to end on revocation',
+      );
     }
   }
 

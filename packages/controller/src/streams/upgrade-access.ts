@@ -15,8 +15,7 @@ export interface Refusal {
 }
 
 export type UpgradeVerdict =
-  | { principal: Principal }
-  | { refusal: Refusal & { retryAfter?: number }; principal: Principal | null };
+  { principal: Principal } | { refusal: Refusal & { retryAfter?: number }; principal: Principal | null };
 
 export interface UpgradeAccess {
   /** Authentication and role check of a WebSocket upgrade on `route`. */

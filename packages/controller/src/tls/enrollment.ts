@@ -10,7 +10,14 @@
 // - Renewal revokes the certificate it renews.
 // - Revoked serials stay revoked; the gateway checks every handshake against this store.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ErrorCode, JOIN_TOKEN_PATTERN, MAX_CSR_BYTES, RankdError, nodeNameProblem, type JoinTokenView } from '@rankd/protocol';
+import {
+  ErrorCode,
+  JOIN_TOKEN_PATTERN,
+  MAX_CSR_BYTES,
+  RankdError,
+  nodeNameProblem,
+  type JoinTokenView,
+} from '@rankd/protocol';
 import type { Db } from '../store/database.js';
 import { issueNodeCert, normalSerial, parseCsr, type KeyPair } from './pki.js';
 import { plural } from '@rankd/protocol/plural';
@@ -69,15 +76,23 @@ export class Enrollment {
     }
   }
 
-  mintJoinToken(opts: { ttlMs?: number; uses?: number; description?: string } = {}): { token: string; id: string; expiresAt: string; maxUses: number } {
+  mintJoinToken(opts: { ttlMs?: number; uses?: number; description?: string } = {}): {
+    token: string;
+    id: string;
+    expiresAt: string;
+    maxUses: number;
+  } {
     const ttlMs = opts.ttlMs ?? DEFAULT_JOIN_TOKEN_TTL_MS;
     const maxUses = opts.uses ?? 1;
-    if (!(ttlMs > 0) || !Number.isInteger(maxUses) || maxUses < 1) throw new RankdError(ErrorCode.InvalidRequest, 'a join token needs a positive ttl and uses >= 1');
+    if (!(ttlMs > 0) || !Number.isInteger(maxUses) || maxUses < 1)
+      throw new RankdError(ErrorCode.InvalidRequest, 'a join token needs a positive ttl and uses >= 1');
     const id = randomChars(6);
     const secret = randomChars(16);
     const now = this.now();
     this.db
-      .prepare('INSERT INTO join_tokens (id, secret_hash, description, created_at, expires_at, max_uses) VALUES (?, ?, ?, ?, ?, ?)')
+      .prepare(
+        'INSERT INTO join_tokens (id, secret_hash, description, created_at, expires_at, max_uses) VALUES (?, ?, ?, ?, ?, ?)',
+      )
       .run(id, sha256(secret), (opts.description ?? '').slice(0, 200), now, now + ttlMs, maxUses);
     return { token: `${id}.${secret}`, id, expiresAt: new Date(now + ttlMs).toISOString(), maxUses };
   }
@@ -90,12 +105,20 @@ export class Enrollment {
   revokeJoinToken(id: string): JoinTokenView {
     const row = this.db.prepare('SELECT * FROM join_tokens WHERE id = ?').get(id) as TokenRow | undefined;
     if (!row) throw new RankdError(ErrorCode.JoinTokenUnknown, `no join token with id "${String(id).slice(0, 20)}"`);
-    if (row.revoked_at === null) this.db.prepare('UPDATE join_tokens SET revoked_at = ? WHERE id = ?').run(this.now(), id);
+    if (row.revoked_at === null)
+      this.db.prepare('UPDATE join_tokens SET revoked_at = ? WHERE id = ?').run(this.now(), id);
     return this.view({ ...row, revoked_at: row.revoked_at ?? this.now() });
   }
 
   private view(r: TokenRow): JoinTokenView {
-    const state = r.revoked_at !== null ? 'revoked' : r.expires_at <= this.now() ? 'expired' : r.uses >= r.max_uses ? 'used' : 'valid';
+    const state =
+      r.revoked_at !== null
+        ? 'revoked'
+        : r.expires_at <= this.now()
+          ? 'expired'
+          : r.uses >= r.max_uses
+            ? 'used'
+            : 'valid';
     return {
       id: r.id,
       description: r.description,
@@ -111,20 +134,34 @@ export class Enrollment {
   /** Enrolls a node: join token + CSR → node certificate. Throws RankdError with a stable code. */
   async enroll(token: string, csrPem: string): Promise<Issued> {
     const m = JOIN_TOKEN_PATTERN.exec(token ?? '');
-    if (!m) throw new RankdError(ErrorCode.JoinTokenUnknown, 'malformed join token (expected [a-z0-9]{6}.[a-z0-9]{16})');
+    if (!m)
+      throw new RankdError(ErrorCode.JoinTokenUnknown, 'malformed join token (expected [a-z0-9]{6}.[a-z0-9]{16})');
     const row = this.db.prepare('SELECT * FROM join_tokens WHERE id = ?').get(m[1]) as TokenRow | undefined;
     const presented = Buffer.from(sha256(m[2]!));
-    if (!row || !timingSafeEqual(presented, Buffer.from(row.secret_hash))) throw new RankdError(ErrorCode.JoinTokenUnknown, `unknown join token "${m[1]}"`);
+    if (!row || !timingSafeEqual(presented, Buffer.from(row.secret_hash)))
+      throw new RankdError(ErrorCode.JoinTokenUnknown, `unknown join token "${m[1]}"`);
     if (row.revoked_at !== null) throw new RankdError(ErrorCode.JoinTokenRevoked, `join token "${row.id}" was revoked`);
-    if (row.expires_at <= this.now()) throw new RankdError(ErrorCode.JoinTokenExpired, `join token "${row.id}" expired at ${new Date(row.expires_at).toISOString()}`);
+    if (row.expires_at <= this.now())
+      throw new RankdError(
+        ErrorCode.JoinTokenExpired,
+        `join token "${row.id}" expired at ${new Date(row.expires_at).toISOString()}`,
+      );
     const csr = await this.csr(csrPem);
-    if (row.uses >= row.max_uses) throw new RankdError(ErrorCode.JoinTokenUsed, `join token "${row.id}" was already used ${plural(row.uses, 'time')} of ${row.max_uses}`);
+    if (row.uses >= row.max_uses)
+      throw new RankdError(
+        ErrorCode.JoinTokenUsed,
+        `join token "${row.id}" was already used ${plural(row.uses, 'time')} of ${row.max_uses}`,
+      );
     this.checkNameFree(csr.name);
     const issued = await issueNodeCert(this.ca, csr, this.nodeCertTtlMs);
     // the checks above are re-run inside the transaction: two CSRs racing for one use or one name
     this.db.transaction(() => {
-      const fresh = this.db.prepare('SELECT uses, max_uses FROM join_tokens WHERE id = ?').get(row.id) as { uses: number; max_uses: number };
-      if (fresh.uses >= fresh.max_uses) throw new RankdError(ErrorCode.JoinTokenUsed, `join token "${row.id}" was already used`);
+      const fresh = this.db.prepare('SELECT uses, max_uses FROM join_tokens WHERE id = ?').get(row.id) as {
+        uses: number;
+        max_uses: number;
+      };
+      if (fresh.uses >= fresh.max_uses)
+        throw new RankdError(ErrorCode.JoinTokenUsed, `join token "${row.id}" was already used`);
       this.checkNameFree(csr.name);
       this.db.prepare('UPDATE join_tokens SET uses = uses + 1 WHERE id = ?').run(row.id);
       this.record(issued, csr.name, csr.spkiHash, `join-token:${row.id}`);
@@ -141,14 +178,20 @@ export class Enrollment {
   async renew(peer: { node: string; serial: string }, csrPem: string): Promise<Issued> {
     this.checkSerial(peer.serial, peer.node);
     const csr = await this.csr(csrPem);
-    if (csr.name !== peer.node) throw new RankdError(ErrorCode.NodeIdentityMismatch, `node "${peer.node}" cannot request a certificate for "${csr.name}"`);
+    if (csr.name !== peer.node)
+      throw new RankdError(
+        ErrorCode.NodeIdentityMismatch,
+        `node "${peer.node}" cannot request a certificate for "${csr.name}"`,
+      );
     const issued = await issueNodeCert(this.ca, csr, this.nodeCertTtlMs);
     const old = normalSerial(peer.serial);
     this.db.transaction(() => {
       // re-checked inside the transaction: two renewals racing with one certificate
       this.checkSerial(old, peer.node);
       this.record(issued, csr.name, csr.spkiHash, `renewal:${old}`);
-      this.db.prepare('UPDATE node_certs SET revoked_at = ? WHERE serial = ? AND revoked_at IS NULL').run(this.now(), old);
+      this.db
+        .prepare('UPDATE node_certs SET revoked_at = ? WHERE serial = ? AND revoked_at IS NULL')
+        .run(this.now(), old);
     })();
     this.certs.set(old, { node: peer.node, revoked: true });
     return { node: csr.name, certificate: issued.certPem, serial: issued.serial, notAfter: issued.notAfter };
@@ -157,13 +200,19 @@ export class Enrollment {
   /** Throws unless this serial was issued to this node and is not revoked (called at every handshake). */
   checkSerial(serial: string, node: string): void {
     const cert = this.certs.get(normalSerial(serial));
-    if (!cert || cert.node !== node) throw new RankdError(ErrorCode.NodeCertInvalid, `certificate ${normalSerial(serial)} for "${node}" is not known to this controller`);
+    if (!cert || cert.node !== node)
+      throw new RankdError(
+        ErrorCode.NodeCertInvalid,
+        `certificate ${normalSerial(serial)} for "${node}" is not known to this controller`,
+      );
     if (cert.revoked) throw new RankdError(ErrorCode.NodeCertRevoked, `the certificate of node "${node}" was revoked`);
   }
 
   /** Revokes every certificate of a node (`rankd node remove`); the name is free again. Returns the serials. */
   revokeNode(node: string): string[] {
-    const rows = this.db.prepare('SELECT serial FROM node_certs WHERE node = ? AND revoked_at IS NULL').all(node) as Array<{ serial: string }>;
+    const rows = this.db
+      .prepare('SELECT serial FROM node_certs WHERE node = ? AND revoked_at IS NULL')
+      .all(node) as Array<{ serial: string }>;
     this.db.prepare('UPDATE node_certs SET revoked_at = ? WHERE node = ? AND revoked_at IS NULL').run(this.now(), node);
     for (const r of rows) this.certs.set(r.serial, { node, revoked: true });
     return rows.map((r) => r.serial);
@@ -175,7 +224,8 @@ export class Enrollment {
   }
 
   private async csr(csrPem: string) {
-    if (typeof csrPem !== 'string' || Buffer.byteLength(csrPem) > MAX_CSR_BYTES) throw new RankdError(ErrorCode.CsrTooLarge, `a CSR is at most ${MAX_CSR_BYTES} bytes`);
+    if (typeof csrPem !== 'string' || Buffer.byteLength(csrPem) > MAX_CSR_BYTES)
+      throw new RankdError(ErrorCode.CsrTooLarge, `a CSR is at most ${MAX_CSR_BYTES} bytes`);
     let csr;
     try {
       csr = await parseCsr(csrPem);
@@ -185,20 +235,32 @@ export class Enrollment {
     const problem = nodeNameProblem(csr.name);
     if (problem) throw new RankdError(ErrorCode.InvalidNodeName, problem);
     if (this.db.prepare('SELECT 1 FROM node_certs WHERE spki_sha256 = ?').get(csr.spkiHash)) {
-      throw new RankdError(ErrorCode.CsrReplayed, 'this CSR\'s public key was already certified: a replayed CSR, or a reused key (generate a new key)');
+      throw new RankdError(
+        ErrorCode.CsrReplayed,
+        "this CSR's public key was already certified: a replayed CSR, or a reused key (generate a new key)",
+      );
     }
     return csr;
   }
 
   private checkNameFree(node: string): void {
-    const active = this.db.prepare('SELECT serial FROM node_certs WHERE node = ? AND revoked_at IS NULL AND not_after > ? LIMIT 1').get(node, this.now()) as { serial: string } | undefined;
+    const active = this.db
+      .prepare('SELECT serial FROM node_certs WHERE node = ? AND revoked_at IS NULL AND not_after > ? LIMIT 1')
+      .get(node, this.now()) as { serial: string } | undefined;
     if (active) {
-      throw new RankdError(ErrorCode.NodeNameInUse, `node name "${node}" is enrolled under another key (certificate ${active.serial}); an admin must run "rankd node remove ${node}" first`);
+      throw new RankdError(
+        ErrorCode.NodeNameInUse,
+        `node name "${node}" is enrolled under another key (certificate ${active.serial}); an admin must run "rankd node remove ${node}" first`,
+      );
     }
   }
 
   private record(issued: { serial: string; notAfter: number }, node: string, spkiHash: string, via: string): void {
-    this.db.prepare('INSERT INTO node_certs (serial, node, spki_sha256, issued_at, not_after, via) VALUES (?, ?, ?, ?, ?, ?)').run(issued.serial, node, spkiHash, this.now(), issued.notAfter, via);
+    this.db
+      .prepare(
+        'INSERT INTO node_certs (serial, node, spki_sha256, issued_at, not_after, via) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(issued.serial, node, spkiHash, this.now(), issued.notAfter, via);
     this.certs.set(issued.serial, { node, revoked: false });
   }
 }

@@ -92,14 +92,19 @@ export function servingNames(listenHost: string): { ips: string[]; dns: string[]
   const short = hostname().split('.')[0];
   if (short) dns.add(short);
   if (listenHost === '0.0.0.0' || listenHost === '::') {
-    for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) ips.add(a.address.split('%')[0]!);
+    for (const list of Object.values(networkInterfaces()))
+      for (const a of list ?? []) ips.add(a.address.split('%')[0]!);
   } else if (isIP(listenHost)) ips.add(listenHost);
   else if (listenHost) dns.add(listenHost);
   return { ips: [...ips], dns: [...dns] };
 }
 
 /** Issues the controller's serving certificate (serverAuth, the SANs above), written as server.crt/server.key. */
-export async function issueServingCert(ca: KeyPair, dataDir: string, names: { ips: string[]; dns: string[] }): Promise<{ certPem: string; keyPem: string }> {
+export async function issueServingCert(
+  ca: KeyPair,
+  dataDir: string,
+  names: { ips: string[]; dns: string[] },
+): Promise<{ certPem: string; keyPem: string }> {
   const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.create({
@@ -115,7 +120,10 @@ export async function issueServingCert(ca: KeyPair, dataDir: string, names: { ip
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension([...names.ips.map((value) => ({ type: 'ip' as const, value })), ...names.dns.map((value) => ({ type: 'dns' as const, value }))]),
+      new x509.SubjectAlternativeNameExtension([
+        ...names.ips.map((value) => ({ type: 'ip' as const, value })),
+        ...names.dns.map((value) => ({ type: 'dns' as const, value })),
+      ]),
       await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
@@ -143,7 +151,8 @@ export async function parseCsr(pem: string): Promise<ParsedCsr> {
     throw new Error(`not a PKCS#10 CSR in PEM: ${(err as Error).message}`, { cause: err });
   }
   const algorithm = csr.publicKey.algorithm as { name: string; namedCurve?: string };
-  if (algorithm.name !== 'ECDSA' || algorithm.namedCurve !== 'P-256') throw new Error(`the CSR's key must be ECDSA P-256 (got ${algorithm.name} ${algorithm.namedCurve ?? ''})`);
+  if (algorithm.name !== 'ECDSA' || algorithm.namedCurve !== 'P-256')
+    throw new Error(`the CSR's key must be ECDSA P-256 (got ${algorithm.name} ${algorithm.namedCurve ?? ''})`);
   if (!(await csr.verify())) throw new Error("the CSR's signature does not verify");
   const cn = csr.subjectName.getField('CN');
   if (cn.length !== 1) throw new Error('the CSR must name exactly one CN (the node name)');
@@ -152,7 +161,11 @@ export async function parseCsr(pem: string): Promise<ParsedCsr> {
 }
 
 /** Issues a node certificate for a verified CSR. Only the CSR's public key is used. */
-export async function issueNodeCert(ca: KeyPair, csr: ParsedCsr, ttlMs: number): Promise<{ certPem: string; serial: string; notAfter: number }> {
+export async function issueNodeCert(
+  ca: KeyPair,
+  csr: ParsedCsr,
+  ttlMs: number,
+): Promise<{ certPem: string; serial: string; notAfter: number }> {
   const now = Date.now();
   const notAfter = now + ttlMs;
   // a little backdating absorbs clock skew; a short test lifetime keeps its proportions

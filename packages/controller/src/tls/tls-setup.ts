@@ -42,8 +42,14 @@ export async function setupTls(dataDir: string, listenHost: string, options: Tls
     if (options.caFile) trust = pinnableCa(readFileSync(options.caFile, 'utf8'), `--tls-ca ${options.caFile}`);
     else {
       const chain = serverCert.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-      if (chain.length < 2) throw new Error(`${options.certFile} holds no issuer certificate: pass --tls-ca FILE (the root CA clients and agents pin)`);
-      trust = pinnableCa(chain[chain.length - 1]!, `the last certificate of --tls-cert ${options.certFile} (pass --tls-ca FILE to name the root CA)`);
+      if (chain.length < 2)
+        throw new Error(
+          `${options.certFile} holds no issuer certificate: pass --tls-ca FILE (the root CA clients and agents pin)`,
+        );
+      trust = pinnableCa(
+        chain[chain.length - 1]!,
+        `the last certificate of --tls-cert ${options.certFile} (pass --tls-ca FILE to name the root CA)`,
+      );
     }
     new X509Certificate(serverCert); // throws on a file that is not a certificate
     return { ca, serverCert, serverKey, trustPem: trust.pem, caHash: trust.hash };
@@ -83,11 +89,26 @@ export function answerPlaintext(
     const raw = (socket as unknown as { _parent?: import('node:net').Socket })._parent;
     const source = socket.remoteAddress ?? raw?.remoteAddress ?? 'unknown';
     log.warn({ remote: source, code: ErrorCode.PlaintextOnTlsPort }, 'plain HTTP on the TLS port refused');
-    refused({ source, user: null, method: 'CONNECT', route: '(plain HTTP)', status: 400, code: ErrorCode.PlaintextOnTlsPort, reason: 'plain HTTP on the TLS port (use https://)' });
+    refused({
+      source,
+      user: null,
+      method: 'CONNECT',
+      route: '(plain HTTP)',
+      status: 400,
+      code: ErrorCode.PlaintextOnTlsPort,
+      reason: 'plain HTTP on the TLS port (use https://)',
+    });
     if (!raw || raw.destroyed) return;
-    const body = JSON.stringify({ statusCode: 400, code: ErrorCode.PlaintextOnTlsPort, error: 'Bad Request', message: 'this port speaks HTTPS only: use https://' });
+    const body = JSON.stringify({
+      statusCode: 400,
+      code: ErrorCode.PlaintextOnTlsPort,
+      error: 'Bad Request',
+      message: 'this port speaks HTTPS only: use https://',
+    });
     try {
-      raw.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      raw.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     } catch {
       // already gone
     }
@@ -95,15 +116,32 @@ export function answerPlaintext(
 }
 
 /** The verified client certificate of a request's socket: node name and serial, or why there is none. */
-export function peerNode(socket: unknown): { ok: true; node: string; serial: string } | { ok: false; code: string; message: string } {
+export function peerNode(
+  socket: unknown,
+): { ok: true; node: string; serial: string } | { ok: false; code: string; message: string } {
   const tls = socket as TLSSocket;
-  if (typeof tls.getPeerCertificate !== 'function') return { ok: false, code: ErrorCode.NodeCertRequired, message: 'not a TLS connection' };
+  if (typeof tls.getPeerCertificate !== 'function')
+    return { ok: false, code: ErrorCode.NodeCertRequired, message: 'not a TLS connection' };
   const cert = tls.getPeerCertificate();
-  if (!cert || Object.keys(cert).length === 0) return { ok: false, code: ErrorCode.NodeCertRequired, message: 'a node certificate is required (enroll with a join token first)' };
+  if (!cert || Object.keys(cert).length === 0)
+    return {
+      ok: false,
+      code: ErrorCode.NodeCertRequired,
+      message: 'a node certificate is required (enroll with a join token first)',
+    };
   if (!tls.authorized) {
     const why = String(tls.authorizationError ?? 'unverified');
-    if (why === 'CERT_HAS_EXPIRED') return { ok: false, code: ErrorCode.NodeCertExpired, message: 'the node certificate has expired: enroll again with a new join token' };
-    return { ok: false, code: ErrorCode.NodeCertInvalid, message: `the node certificate is not valid for this controller (${why})` };
+    if (why === 'CERT_HAS_EXPIRED')
+      return {
+        ok: false,
+        code: ErrorCode.NodeCertExpired,
+        message: 'the node certificate has expired: enroll again with a new join token',
+      };
+    return {
+      ok: false,
+      code: ErrorCode.NodeCertInvalid,
+      message: `the node certificate is not valid for this controller (${why})`,
+    };
   }
   const cn = cert.subject?.CN;
   const node = Array.isArray(cn) ? '' : (cn ?? '');

@@ -10,7 +10,9 @@ let opened = false;
 
 function connect(): void {
   source = new EventSource('/v1/events');
-  source.addEventListener('node', (e) => emit({ kind: 'node', name: JSON.parse((e as MessageEvent<string>).data).name }));
+  source.addEventListener('node', (e) =>
+    emit({ kind: 'node', name: JSON.parse((e as MessageEvent<string>).data).name }),
+  );
   source.addEventListener('job', (e) => emit({ kind: 'job', id: JSON.parse((e as MessageEvent<string>).data).id }));
   source.addEventListener('open', () => {
     if (opened) emit({ kind: 'resync' });

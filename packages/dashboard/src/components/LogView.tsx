@@ -36,7 +36,9 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
       buffer.append(r.rank, r.stream, r.data);
       if (!frame) frame = requestAnimationFrame(repaint);
     });
-    source.addEventListener('queued', (e) => setStatus(`queued: ${JSON.parse((e as MessageEvent<string>).data).reason}`));
+    source.addEventListener('queued', (e) =>
+      setStatus(`queued: ${JSON.parse((e as MessageEvent<string>).data).reason}`),
+    );
     source.addEventListener('started', () => setStatus('following'));
     source.addEventListener('open', () => setStatus((s) => (s.startsWith('queued') ? s : 'following')));
     source.addEventListener('end', () => {
@@ -54,12 +56,18 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
   }, [jobId, rank, stream]);
 
   // search filters by index, extended as lines arrive rather than rescanned
-  const matches = useRef<{ term: string; upTo: number; dropped: number; idx: number[] }>({ term: '', upTo: 0, dropped: 0, idx: [] });
+  const matches = useRef<{ term: string; upTo: number; dropped: number; idx: number[] }>({
+    term: '',
+    upTo: 0,
+    dropped: 0,
+    idx: [],
+  });
   const shown = useMemo((): { count: number; at: (i: number) => LogLine } => {
     const lines = buffer.lines;
     if (!search) return { count: lines.length, at: (i) => lines[i]! };
     const m = matches.current;
-    if (m.term !== search || m.dropped !== buffer.dropped || m.upTo > lines.length) Object.assign(m, { term: search, upTo: 0, dropped: buffer.dropped, idx: [] });
+    if (m.term !== search || m.dropped !== buffer.dropped || m.upTo > lines.length)
+      Object.assign(m, { term: search, upTo: 0, dropped: buffer.dropped, idx: [] });
     const needle = search.toLowerCase();
     for (let i = m.upTo; i < lines.length; i++) if (lines[i]!.text.toLowerCase().includes(needle)) m.idx.push(i);
     m.upTo = lines.length;
@@ -121,7 +129,9 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
           <select value={rank} onChange={(e) => setRank(e.currentTarget.value)}>
             <option value="all">all</option>
             {Array.from({ length: worldSize }, (_, r) => (
-              <option value={String(r)} key={r}>{r}</option>
+              <option value={String(r)} key={r}>
+                {r}
+              </option>
             ))}
           </select>
         </label>
@@ -143,7 +153,9 @@ export function LogView({ jobId, worldSize }: { jobId: string; worldSize: number
           Download
         </button>
         <span class="muted" role="status" data-testid="log-status">
-          {shown.count.toLocaleString('en')} lines{buffer.dropped ? ` (${buffer.dropped.toLocaleString('en')} older dropped)` : ''} · {follow || status !== 'following' ? status : 'paused'}
+          {shown.count.toLocaleString('en')} lines
+          {buffer.dropped ? ` (${buffer.dropped.toLocaleString('en')} older dropped)` : ''} ·{' '}
+          {follow || status !== 'following' ? status : 'paused'}
         </span>
       </div>
       <div class="log-box" ref={box} onScroll={onScroll} tabIndex={0} aria-label="Log lines" data-testid="log-box">

@@ -8,7 +8,7 @@ import { StateBadge, count } from '../format';
 export function cpuList(cpus: readonly number[]): string {
   const sorted = [...cpus].sort((a, b) => a - b);
   const out: string[] = [];
-  for (let i = 0; i < sorted.length; ) {
+  for (let i = 0; i < sorted.length;) {
     let j = i;
     while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
     out.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
@@ -23,8 +23,18 @@ export function RankTable({ job }: { job: JobView }) {
     <table class="grid ranks" aria-label="Ranks">
       <thead>
         <tr>
-          <th scope="col">Rank</th><th scope="col">Node</th><th scope="col">Local</th><th scope="col">Planned CPUs</th><th scope="col">Actual CPUs</th>
-          <th scope="col">Comm CPUs</th><th scope="col">Memory</th><th scope="col">NIC · GID</th><th scope="col">GPUs</th><th scope="col">State</th><th scope="col">Exit</th><th scope="col">Environment</th>
+          <th scope="col">Rank</th>
+          <th scope="col">Node</th>
+          <th scope="col">Local</th>
+          <th scope="col">Planned CPUs</th>
+          <th scope="col">Actual CPUs</th>
+          <th scope="col">Comm CPUs</th>
+          <th scope="col">Memory</th>
+          <th scope="col">NIC · GID</th>
+          <th scope="col">GPUs</th>
+          <th scope="col">State</th>
+          <th scope="col">Exit</th>
+          <th scope="col">Environment</th>
         </tr>
       </thead>
       <tbody>
@@ -34,22 +44,37 @@ export function RankTable({ job }: { job: JobView }) {
           const verified = actual?.verified;
           return (
             <tr key={entry.rank} data-rank={entry.rank}>
-              <td><span class="rank-tag" style={{ background: rankColour(entry.rank) }}>r{entry.rank}</span></td>
+              <td>
+                <span class="rank-tag" style={{ background: rankColour(entry.rank) }}>
+                  r{entry.rank}
+                </span>
+              </td>
               <td>{entry.node}</td>
               <td>{entry.localRank}</td>
               <td class="mono">{cpuList(entry.cpus)}</td>
-              <td class={`mono ${actual ? (verified ? 'ok' : 'bad') : ''}`} title={actual?.detail ?? (verified ? 'read back from /proc and matches the plan' : '')}>
+              <td
+                class={`mono ${actual ? (verified ? 'ok' : 'bad') : ''}`}
+                title={actual?.detail ?? (verified ? 'read back from /proc and matches the plan' : '')}
+              >
                 {actual ? `${cpuList(actual.cpus)} ${verified ? '✓' : '✗'}` : '—'}
               </td>
               <td class="mono">{cpuList(entry.commCpus)}</td>
               <td class="mono">{entry.memNodes.length ? `NUMA ${cpuList(entry.memNodes)}` : 'any'}</td>
               <td class="mono">
                 {entry.nics.length
-                  ? entry.nics.map((n) => `${n.device}:${n.port}${n.gidIndex !== null ? ` · GID ${n.gidIndex}` : ''}${n.gid ? ` (${n.gid})` : ''}`).join(', ')
+                  ? entry.nics
+                      .map(
+                        (n) =>
+                          `${n.device}:${n.port}${n.gidIndex !== null ? ` · GID ${n.gidIndex}` : ''}${n.gid ? ` (${n.gid})` : ''}`,
+                      )
+                      .join(', ')
                   : 'TCP'}
               </td>
               <td>{entry.gpus.join(',')}</td>
-              <td>{r ? <StateBadge state={r.state} /> : ''}{r?.error ? <span class="muted"> {r.error}</span> : ''}</td>
+              <td>
+                {r ? <StateBadge state={r.state} /> : ''}
+                {r?.error ? <span class="muted"> {r.error}</span> : ''}
+              </td>
               <td>{r ? (r.signal ?? r.exitCode ?? '') : ''}</td>
               <td>
                 <details>
@@ -57,7 +82,12 @@ export function RankTable({ job }: { job: JobView }) {
                   <table class="env">
                     <tbody>
                       {Object.entries(entry.env).map(([k, v]) => (
-                        <tr key={k}><th scope="row" class="mono">{k}</th><td class="mono">{v}</td></tr>
+                        <tr key={k}>
+                          <th scope="row" class="mono">
+                            {k}
+                          </th>
+                          <td class="mono">{v}</td>
+                        </tr>
                       ))}
                     </tbody>
                   </table>

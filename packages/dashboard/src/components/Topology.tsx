@@ -21,8 +21,15 @@ export function Topology({ node, facts, overlay }: { node: string; facts: Facts;
           </section>
         ))}
         {machine.cpuless.map((n) => (
-          <section class="numa cpuless" aria-label={`NUMA node ${n.id} (memory only)`} data-numa={n.id} key={`m${n.id}`}>
-            <h5>NUMA {n.id} · {formatKb(n.memTotalKb)} · no CPUs</h5>
+          <section
+            class="numa cpuless"
+            aria-label={`NUMA node ${n.id} (memory only)`}
+            data-numa={n.id}
+            key={`m${n.id}`}
+          >
+            <h5>
+              NUMA {n.id} · {formatKb(n.memTotalKb)} · no CPUs
+            </h5>
           </section>
         ))}
       </div>
@@ -34,13 +41,17 @@ export function Topology({ node, facts, overlay }: { node: string; facts: Facts;
 function NumaNode({ numa, overlay, allowed }: { numa: NumaBox; overlay: Overlay; allowed: ReadonlySet<number> }) {
   return (
     <section class="numa" aria-label={numa.id < 0 ? 'No NUMA node' : `NUMA node ${numa.id}`} data-numa={numa.id}>
-      <h5>{numa.id < 0 ? 'NUMA ?' : `NUMA ${numa.id}`} · {formatKb(numa.memTotalKb)}</h5>
+      <h5>
+        {numa.id < 0 ? 'NUMA ?' : `NUMA ${numa.id}`} · {formatKb(numa.memTotalKb)}
+      </h5>
       <div class="cores">
         {numa.cores.map((c) => (
           <div class="core" data-core={c.coreId} key={`${c.coreId}-${c.pus[0]}`} title={`Core ${c.coreId}`}>
             {c.pus.map((cpu) => {
               const h = overlay.cpus.get(cpu);
-              const label = h ? `CPU ${cpu}: rank ${h.rank}${h.kind === 'comm' ? ' comm worker' : ''} of job ${h.jobId}${h.mismatch ? ', not where the agent found it bound' : ''}` : `CPU ${cpu}${allowed.has(cpu) ? '' : ' (not allowed to the agent)'}`;
+              const label = h
+                ? `CPU ${cpu}: rank ${h.rank}${h.kind === 'comm' ? ' comm worker' : ''} of job ${h.jobId}${h.mismatch ? ', not where the agent found it bound' : ''}`
+                : `CPU ${cpu}${allowed.has(cpu) ? '' : ' (not allowed to the agent)'}`;
               return (
                 <span
                   class={`pu${h ? ` held ${h.kind}` : ''}${h?.mismatch ? ' mismatch' : ''}${allowed.has(cpu) ? '' : ' disallowed'}`}
@@ -75,7 +86,8 @@ function DeviceList({ devices, overlay, where }: { devices: Devices; overlay: Ov
           <ul>
             {d.ports.map((p) => (
               <li key={p.port}>
-                port {p.port} <span class={`state ${p.state === 'ACTIVE' ? 'ok' : 'bad'}`}>{p.state}</span> {p.linkLayer}
+                port {p.port} <span class={`state ${p.state === 'ACTIVE' ? 'ok' : 'bad'}`}>{p.state}</span>{' '}
+                {p.linkLayer}
                 {p.rate ? ` · ${p.rate}` : ''}
                 {p.netdev ? ` · ${p.netdev}` : ''}
                 {p.gids.length > 0 && (
@@ -83,11 +95,21 @@ function DeviceList({ devices, overlay, where }: { devices: Devices; overlay: Ov
                     <summary>{count(p.gids.length, 'GID')}</summary>
                     <table class="gids">
                       <thead>
-                        <tr><th scope="col">index</th><th scope="col">type</th><th scope="col">GID</th><th scope="col">netdev</th></tr>
+                        <tr>
+                          <th scope="col">index</th>
+                          <th scope="col">type</th>
+                          <th scope="col">GID</th>
+                          <th scope="col">netdev</th>
+                        </tr>
                       </thead>
                       <tbody>
                         {p.gids.map((g) => (
-                          <tr key={g.index}><td>{g.index}</td><td>{g.type}</td><td class="mono">{g.ipv4 ?? g.gid}</td><td>{g.netdev ?? ''}</td></tr>
+                          <tr key={g.index}>
+                            <td>{g.index}</td>
+                            <td>{g.type}</td>
+                            <td class="mono">{g.ipv4 ?? g.gid}</td>
+                            <td>{g.netdev ?? ''}</td>
+                          </tr>
                         ))}
                       </tbody>
                     </table>
@@ -107,7 +129,10 @@ function DeviceList({ devices, overlay, where }: { devices: Devices; overlay: Ov
       {devices.gpus.map((g) => (
         <li class="device gpu" data-gpu={g.index} key={g.pciAddress}>
           <strong>GPU {g.index}</strong> <RankTags ranks={overlay.devices.get(`gpu:${g.index}`)} />
-          <span class="muted"> {g.model ?? g.vendor} · {g.pciAddress}</span>
+          <span class="muted">
+            {' '}
+            {g.model ?? g.vendor} · {g.pciAddress}
+          </span>
         </li>
       ))}
     </ul>

@@ -6,7 +6,11 @@ import { href } from '../router';
 import { StateBadge, bytes, count } from '../format';
 
 export function Fleet({ session }: { session: SessionView }) {
-  const nodes = useResource(() => must(api.GET('/v1/nodes')), [], (c) => c.kind === 'node' || c.kind === 'job');
+  const nodes = useResource(
+    () => must(api.GET('/v1/nodes')),
+    [],
+    (c) => c.kind === 'node' || c.kind === 'job',
+  );
   const [doctor, setDoctor] = useState<DoctorResult | null>(null);
   const [doctorState, setDoctorState] = useState<string | null>(null);
   const runDoctor = async () => {
@@ -29,14 +33,27 @@ export function Fleet({ session }: { session: SessionView }) {
   return (
     <>
       <h1>Fleet</h1>
-      {nodes.error && <p role="alert" class="error">{nodes.error}</p>}
+      {nodes.error && (
+        <p role="alert" class="error">
+          {nodes.error}
+        </p>
+      )}
       <p class="summary">
-        {count(list.length, 'node')} · {list.filter((n) => n.state === 'ready').length} ready · {list.filter((n) => n.drain).length} drained ·{' '}
-        {count(list.reduce((a, n) => a + (n.ranksRunning ?? 0), 0), 'rank')} running
+        {count(list.length, 'node')} · {list.filter((n) => n.state === 'ready').length} ready ·{' '}
+        {list.filter((n) => n.drain).length} drained ·{' '}
+        {count(
+          list.reduce((a, n) => a + (n.ranksRunning ?? 0), 0),
+          'rank',
+        )}{' '}
+        running
         {session.grants['doctor'] && (
           <>
             {' '}
-            <button type="button" onClick={runDoctor} disabled={doctorState !== null && !doctorState.startsWith('doctor failed')}>
+            <button
+              type="button"
+              onClick={runDoctor}
+              disabled={doctorState !== null && !doctorState.startsWith('doctor failed')}
+            >
               Run doctor
             </button>
           </>
@@ -46,8 +63,15 @@ export function Fleet({ session }: { session: SessionView }) {
       <table class="grid" aria-label="Nodes">
         <thead>
           <tr>
-            <th scope="col">Node</th><th scope="col">State</th><th scope="col">CPU</th><th scope="col">NUMA</th><th scope="col">Memory</th>
-            <th scope="col">GPUs</th><th scope="col">NICs</th><th scope="col">RDMA ports</th><th scope="col">Ranks</th>
+            <th scope="col">Node</th>
+            <th scope="col">State</th>
+            <th scope="col">CPU</th>
+            <th scope="col">NUMA</th>
+            <th scope="col">Memory</th>
+            <th scope="col">GPUs</th>
+            <th scope="col">NICs</th>
+            <th scope="col">RDMA ports</th>
+            <th scope="col">Ranks</th>
             {doctor && <th scope="col">Doctor</th>}
           </tr>
         </thead>
@@ -56,10 +80,16 @@ export function Fleet({ session }: { session: SessionView }) {
             const hw = n.hardware;
             return (
               <tr key={n.name} data-node={n.name}>
-                <td><a href={href.node(n.name)}>{n.name}</a></td>
+                <td>
+                  <a href={href.node(n.name)}>{n.name}</a>
+                </td>
                 <td>
                   <StateBadge state={n.state} />
-                  {n.drain && <span class="badge drained" title={n.drain.reason}>drained</span>}
+                  {n.drain && (
+                    <span class="badge drained" title={n.drain.reason}>
+                      drained
+                    </span>
+                  )}
                   {!n.connected && n.state === 'ready' && <span class="muted"> (reconnecting)</span>}
                 </td>
                 <td>{hw ? `${hw.packages} × ${hw.cores / Math.max(1, hw.packages)} cores, ${hw.pus} threads` : '…'}</td>
@@ -79,12 +109,14 @@ export function Fleet({ session }: { session: SessionView }) {
         <section aria-label="Doctor findings">
           <h2>Doctor findings</h2>
           <ul class="findings">
-            {doctor.checks.filter((c) => c.status !== 'PASS').map((c, i) => (
-              <li key={i} class={c.status}>
-                <strong>{c.status}</strong> {c.node ?? 'fleet'} · {c.check}: {c.message}
-                {c.fix && <div class="mono">fix: {c.fix}</div>}
-              </li>
-            ))}
+            {doctor.checks
+              .filter((c) => c.status !== 'PASS')
+              .map((c, i) => (
+                <li key={i} class={c.status}>
+                  <strong>{c.status}</strong> {c.node ?? 'fleet'} · {c.check}: {c.message}
+                  {c.fix && <div class="mono">fix: {c.fix}</div>}
+                </li>
+              ))}
           </ul>
         </section>
       )}

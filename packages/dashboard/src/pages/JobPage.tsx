@@ -16,10 +16,19 @@ const ENDED: ReadonlySet<string> = new Set(JOB_STATE_GROUPS.done);
 const DRAWN = 4;
 
 export function JobPage({ id, session }: { id: string; session: SessionView }) {
-  const job = useResource(() => must(api.GET('/v1/jobs/{id}', { params: { path: { id } } })), [id], (c) => c.kind === 'job' && c.id === id);
+  const job = useResource(
+    () => must(api.GET('/v1/jobs/{id}', { params: { path: { id } } })),
+    [id],
+    (c) => c.kind === 'job' && c.id === id,
+  );
   const now = useTick(1000);
   const [message, setMessage] = useState<string | null>(null);
-  if (job.error) return <p role="alert" class="error">{job.error}</p>;
+  if (job.error)
+    return (
+      <p role="alert" class="error">
+        {job.error}
+      </p>
+    );
   const view = job.data;
   if (!view) return <p>Loading job {id}…</p>;
   const grant = session.grants['jobs.control'];
@@ -40,7 +49,8 @@ export function JobPage({ id, session }: { id: string; session: SessionView }) {
       </h1>
       <p class="summary">
         {view.id} · {view.owner ?? 'no owner'}
-        {view.user ? ` as ${view.user}` : ''} · {count(view.ranks.length || view.rankMap?.worldSize || 0, 'rank')} · {duration(view.startedAt ?? view.createdAt, view.endedAt, now)}
+        {view.user ? ` as ${view.user}` : ''} · {count(view.ranks.length || view.rankMap?.worldSize || 0, 'rank')} ·{' '}
+        {duration(view.startedAt ?? view.createdAt, view.endedAt, now)}
         {view.exitCode !== null && ` · exit ${view.exitCode}`} · {view.reason}
       </p>
       <p class="mono command">{shellWords(view.command)}</p>
@@ -69,14 +79,21 @@ function RankMapView({ job }: { job: JobView }) {
       <h2 id="rankmap-h">Rank map</h2>
       <p class="summary">
         {count(map.worldSize, 'rank')} on {count(map.nodes.length, 'node')} · master {map.masterAddr}:{map.masterPort}
-        {map.notes.map((n, i) => <span class="note" key={i}> · {n}</span>)}
+        {map.notes.map((n, i) => (
+          <span class="note" key={i}>
+            {' '}
+            · {n}
+          </span>
+        ))}
       </p>
       {names.length > DRAWN && (
         <label>
           Nodes drawn{' '}
           <select value={picked} onChange={(e) => setPicked(Number(e.currentTarget.value))}>
             {Array.from({ length: Math.ceil(names.length / DRAWN) }, (_, i) => (
-              <option value={i * DRAWN} key={i}>{names.slice(i * DRAWN, i * DRAWN + DRAWN).join(', ')}</option>
+              <option value={i * DRAWN} key={i}>
+                {names.slice(i * DRAWN, i * DRAWN + DRAWN).join(', ')}
+              </option>
             ))}
           </select>
         </label>
@@ -90,8 +107,17 @@ function RankMapView({ job }: { job: JobView }) {
 }
 
 function NodeTopology({ node, job }: { node: string; job: JobView }) {
-  const facts = useResource(() => must(api.GET('/v1/nodes/{name}/facts', { params: { path: { name: node } } })), [node], (c) => c.kind === 'node' && c.name === node);
-  if (facts.error) return <p class="error">{node}: {facts.error}</p>;
+  const facts = useResource(
+    () => must(api.GET('/v1/nodes/{name}/facts', { params: { path: { name: node } } })),
+    [node],
+    (c) => c.kind === 'node' && c.name === node,
+  );
+  if (facts.error)
+    return (
+      <p class="error">
+        {node}: {facts.error}
+      </p>
+    );
   if (!facts.data) return <p>Loading {node}…</p>;
   return <Topology node={node} facts={facts.data} overlay={overlayFor(node, [job])} />;
 }

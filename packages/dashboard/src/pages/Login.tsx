@@ -19,14 +19,26 @@ export function Login({ onSession, problem }: { onSession: (s: SessionView) => v
     <main id="main" class="login">
       <h1>Sign in to rankd</h1>
       <p>
-        Run <code>rankd dashboard</code> and open the URL it prints (<code>--open</code> opens it for you), or paste an API token.
+        Run <code>rankd dashboard</code> and open the URL it prints (<code>--open</code> opens it for you), or paste an
+        API token.
       </p>
       <form onSubmit={submit}>
         <label for="token">API token</label>
-        <input id="token" type="password" autoComplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} required />
+        <input
+          id="token"
+          type="password"
+          autoComplete="off"
+          value={token}
+          onInput={(e) => setToken(e.currentTarget.value)}
+          required
+        />
         <button type="submit">Sign in</button>
       </form>
-      {error && <p role="alert" class="error">{error}</p>}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
     </main>
   );
 }

@@ -11,7 +11,10 @@ const LIVE = new Set(['pending', 'starting', 'running']);
 export function NodePage({ name }: { name: string }) {
   const node = useResource(
     async () => {
-      const [view, facts] = await Promise.all([must(api.GET('/v1/nodes/{name}', { params: { path: { name } } })), must(api.GET('/v1/nodes/{name}/facts', { params: { path: { name } } }))]);
+      const [view, facts] = await Promise.all([
+        must(api.GET('/v1/nodes/{name}', { params: { path: { name } } })),
+        must(api.GET('/v1/nodes/{name}/facts', { params: { path: { name } } })),
+      ]);
       return { view, facts };
     },
     [name],
@@ -26,7 +29,12 @@ export function NodePage({ name }: { name: string }) {
     [name],
     (c) => c.kind === 'job',
   );
-  if (node.error) return <p role="alert" class="error">{node.error}</p>;
+  if (node.error)
+    return (
+      <p role="alert" class="error">
+        {node.error}
+      </p>
+    );
   if (!node.data) return <p>Loading {name}…</p>;
   const { view, facts } = node.data;
   const live = jobs.data ?? [];
@@ -44,9 +52,13 @@ export function NodePage({ name }: { name: string }) {
           {live.map((j) => (
             <li key={j.id}>
               <a href={href.job(j.id)}>{j.name ?? j.id}</a> <StateBadge state={j.state} /> ranks{' '}
-              {j.rankMap?.ranks.filter((r) => r.node === name).map((r) => (
-                <span class="rank-tag" style={{ background: rankColour(r.rank) }} key={r.rank}>r{r.rank}</span>
-              ))}
+              {j.rankMap?.ranks
+                .filter((r) => r.node === name)
+                .map((r) => (
+                  <span class="rank-tag" style={{ background: rankColour(r.rank) }} key={r.rank}>
+                    r{r.rank}
+                  </span>
+                ))}
             </li>
           ))}
         </ul>
@@ -55,7 +67,13 @@ export function NodePage({ name }: { name: string }) {
       {facts.warnings.length > 0 && (
         <details>
           <summary>{facts.warnings.length} facts warnings</summary>
-          <ul>{facts.warnings.map((w, i) => <li key={i}>{w.code}: {w.message}</li>)}</ul>
+          <ul>
+            {facts.warnings.map((w, i) => (
+              <li key={i}>
+                {w.code}: {w.message}
+              </li>
+            ))}
+          </ul>
         </details>
       )}
     </>

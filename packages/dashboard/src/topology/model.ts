@@ -50,7 +50,12 @@ export function machineBox(facts: Facts): MachineBox {
   for (const core of facts.cpu.coreList) {
     const byNuma = packages.get(core.package) ?? new Map<number, NumaBox>();
     packages.set(core.package, byNuma);
-    const numa = byNuma.get(core.numaNode) ?? { id: core.numaNode, memTotalKb: numaMem.get(core.numaNode) ?? null, cores: [], devices: noDevices() };
+    const numa = byNuma.get(core.numaNode) ?? {
+      id: core.numaNode,
+      memTotalKb: numaMem.get(core.numaNode) ?? null,
+      cores: [],
+      devices: noDevices(),
+    };
     byNuma.set(core.numaNode, numa);
     numa.cores.push({ coreId: core.coreId, pus: core.pus });
   }
@@ -67,11 +72,14 @@ export function machineBox(facts: Facts): MachineBox {
     home(d.numaNode).rdma.push(d);
     for (const p of d.ports) if (p.netdev) rdmaNetdevs.add(p.netdev);
   }
-  for (const nic of facts.nics) if (!nic.virtual && !rdmaNetdevs.has(nic.name) && !nic.rdmaDevice) home(nic.numaNode).nics.push(nic);
+  for (const nic of facts.nics)
+    if (!nic.virtual && !rdmaNetdevs.has(nic.name) && !nic.rdmaDevice) home(nic.numaNode).nics.push(nic);
   for (const gpu of facts.gpus) home(gpu.numaNode).gpus.push(gpu);
   return {
     packages: boxes,
-    cpuless: facts.numa.nodes.filter((n) => n.cpuless && !n.gpuMemory).map((n) => ({ id: n.id, memTotalKb: n.memTotalKb })),
+    cpuless: facts.numa.nodes
+      .filter((n) => n.cpuless && !n.gpuMemory)
+      .map((n) => ({ id: n.id, memTotalKb: n.memTotalKb })),
     devices: machineDevices,
     allowed: new Set(facts.cpu.allowed),
   };

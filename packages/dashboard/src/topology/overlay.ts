@@ -30,8 +30,15 @@ export function overlayFor(node: string, jobs: JobView[]): Overlay {
       if (entry.node !== node) continue;
       const actual = job.ranks[entry.rank]?.actual;
       const actualCpus = actual ? new Set(actual.cpus) : null;
-      for (const cpu of entry.cpus) cpus.set(cpu, { jobId: job.id, rank: entry.rank, kind: 'compute', mismatch: actualCpus !== null && !actualCpus.has(cpu) });
-      for (const cpu of entry.commCpus) cpus.set(cpu, { jobId: job.id, rank: entry.rank, kind: 'comm', mismatch: false });
+      for (const cpu of entry.cpus)
+        cpus.set(cpu, {
+          jobId: job.id,
+          rank: entry.rank,
+          kind: 'compute',
+          mismatch: actualCpus !== null && !actualCpus.has(cpu),
+        });
+      for (const cpu of entry.commCpus)
+        cpus.set(cpu, { jobId: job.id, rank: entry.rank, kind: 'comm', mismatch: false });
       for (const nic of entry.nics) use(`rdma:${nic.device}`, entry.rank);
       for (const gpu of entry.gpus) use(`gpu:${gpu}`, entry.rank);
     }

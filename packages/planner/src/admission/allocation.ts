@@ -43,7 +43,10 @@ export function allocationOf(rankMap: RankMap, spec: PlacementSpec, factsOf: (no
     const facts = factsOf(node);
     const topo = topologyOf(facts);
     if (mode === 'exclusive') {
-      nodes[node] = { cpus: topo.cores.flatMap((c) => c.pus).sort((a, b) => a - b), gpus: facts.gpus.map((g) => g.index).sort((a, b) => a - b) };
+      nodes[node] = {
+        cpus: topo.cores.flatMap((c) => c.pus).sort((a, b) => a - b),
+        gpus: facts.gpus.map((g) => g.index).sort((a, b) => a - b),
+      };
       continue;
     }
     const coreOf = new Map<number, readonly number[]>();

@@ -10,7 +10,10 @@ export function withHolds(map: RankMap, alloc: Allocation, factsOf: (node: strin
     ...map,
     nodes: map.nodes.map((node) => {
       const facts = factsOf(node.name);
-      return { ...node, cores: { held: coresIn(alloc.nodes[node.name]?.cpus ?? [], facts), of: topologyOf(facts).cores.length } };
+      return {
+        ...node,
+        cores: { held: coresIn(alloc.nodes[node.name]?.cpus ?? [], facts), of: topologyOf(facts).cores.length },
+      };
     }),
   };
 }

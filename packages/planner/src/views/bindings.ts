@@ -15,7 +15,8 @@ export function renderBindings(map: RankMap, facts?: Readonly<Record<string, Fac
   return map.ranks
     .map((r) => {
       const f = facts?.[r.node];
-      if (!f) return `[${r.node}] MCW rank ${r.rank} bound to cpus ${formatCpuList([...r.cpus, ...r.commCpus]) || 'none'}\n`;
+      if (!f)
+        return `[${r.node}] MCW rank ${r.rank} bound to cpus ${formatCpuList([...r.cpus, ...r.commCpus]) || 'none'}\n`;
       let layout = layouts.get(r.node);
       if (!layout) layouts.set(r.node, (layout = layoutOf(f)));
       return bindingLine(r, layout);

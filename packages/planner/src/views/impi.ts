@@ -58,7 +58,9 @@ export function renderImpi(map: RankMap): string {
   // argument sets always fill node by node; one set can also deal round robin (-ppn 1)
   const numberedAsPlanned = perSet ? order === 'block' : order !== null;
 
-  const comments = ["# Intel MPI's mpiexec.hydra: I_MPI_PIN_DOMAIN pins local rank i to mask i, its compute and comm-worker CPUs"];
+  const comments = [
+    "# Intel MPI's mpiexec.hydra: I_MPI_PIN_DOMAIN pins local rank i to mask i, its compute and comm-worker CPUs",
+  ];
   comments.push('# ./machinefile is `rankd plan --format machinefile` with the same placement flags');
   if (perSet) {
     comments.push(
@@ -66,16 +68,23 @@ export function renderImpi(map: RankMap): string {
         " sets take the machinefile's slots in order, so use this plan's machinefile and no -ppn",
     );
     const counts = [...new Set(map.nodes.map((n) => n.ranks.length))].sort((a, b) => a - b);
-    if (counts.length > 1) comments.push(`# ranks per node differ (${counts.join(', ')}): -ppn cannot say that, the machinefile's counts do`);
+    if (counts.length > 1)
+      comments.push(
+        `# ranks per node differ (${counts.join(', ')}): -ppn cannot say that, the machinefile's counts do`,
+      );
   } else if (order === 'round-robin') {
     comments.push('# -ppn 1: hydra deals ranks one per node in turn, as the plan does');
   }
   if (!numberedAsPlanned) {
-    comments.push('# hydra numbers ranks node by node; the plan numbers them otherwise, so global ranks differ from it (each node keeps its count and domains)');
+    comments.push(
+      '# hydra numbers ranks node by node; the plan numbers them otherwise, so global ranks differ from it (each node keeps its count and domains)',
+    );
   }
   if (userPin) comments.push(`# ${PIN_DOMAIN} is the one --env gave, not the plan's masks`);
   if (hydraLauncher) {
-    comments.push("# CCL_PROCESS_LAUNCHER=hydra, not the plan's none: oneCCL then reads its local rank from MPI_LOCALRANKID, not CCL_LOCAL_RANK and CCL_LOCAL_SIZE");
+    comments.push(
+      "# CCL_PROCESS_LAUNCHER=hydra, not the plan's none: oneCCL then reads its local rank from MPI_LOCALRANKID, not CCL_LOCAL_RANK and CCL_LOCAL_SIZE",
+    );
   }
   if (env.differing.length > 0) {
     comments.push(
@@ -128,7 +137,11 @@ function alikeNodeRuns(map: RankMap): AlikeNodes[] {
  * Which variables every rank shares (-genv), which every argument set shares within itself
  * or lacks altogether (-env, only with several sets), and which differ between ranks.
  */
-function splitEnv(map: RankMap, sets: readonly AlikeNodes[], skip: ReadonlySet<string>): { global: [string, string][]; perSet: string[]; differing: string[] } {
+function splitEnv(
+  map: RankMap,
+  sets: readonly AlikeNodes[],
+  skip: ReadonlySet<string>,
+): { global: [string, string][]; perSet: string[]; differing: string[] } {
   const out = { global: [] as [string, string][], perSet: [] as string[], differing: [] as string[] };
   const keys = new Set<string>();
   for (const r of map.ranks) for (const k of Object.keys(r.env)) keys.add(k);
@@ -136,7 +149,11 @@ function splitEnv(map: RankMap, sets: readonly AlikeNodes[], skip: ReadonlySet<s
     if (skip.has(key)) continue;
     const value = sharedValue(map.ranks, key);
     if (value !== undefined) out.global.push([key, value]);
-    else if (sets.length > 1 && sets.every((s) => sharedValue(s.ranks, key) !== undefined || s.ranks.every((r) => !(key in r.env)))) out.perSet.push(key);
+    else if (
+      sets.length > 1 &&
+      sets.every((s) => sharedValue(s.ranks, key) !== undefined || s.ranks.every((r) => !(key in r.env)))
+    )
+      out.perSet.push(key);
     else out.differing.push(key);
   }
   return out;
@@ -147,7 +164,11 @@ function splitEnv(map: RankMap, sets: readonly AlikeNodes[], skip: ReadonlySet<s
  * 0x: the form seed 002 writes (`[0x0000000FFFFFF0,0xFFFFFF00000000]`).
  */
 export function domainMasks(ranks: readonly RankEntry[]): string[] {
-  const hex = ranks.map((r) => formatCpuMask([...r.cpus, ...r.commCpus]).slice(2).toUpperCase());
+  const hex = ranks.map((r) =>
+    formatCpuMask([...r.cpus, ...r.commCpus])
+      .slice(2)
+      .toUpperCase(),
+  );
   const width = Math.max(...hex.map((h) => h.length));
   return hex.map((h) => '0x' + h.padStart(width, '0'));
 }

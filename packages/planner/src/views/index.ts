@@ -9,7 +9,17 @@ import { renderMatrix } from './matrix.js';
 import { renderRankfile } from './rankfile.js';
 import { renderTable } from './table.js';
 
-export const RANK_MAP_FORMATS = ['table', 'matrix', 'bindings', 'hostfile', 'rankfile', 'machinefile', 'impi', 'env', 'json'] as const;
+export const RANK_MAP_FORMATS = [
+  'table',
+  'matrix',
+  'bindings',
+  'hostfile',
+  'rankfile',
+  'machinefile',
+  'impi',
+  'env',
+  'json',
+] as const;
 export type RankMapFormat = (typeof RANK_MAP_FORMATS)[number];
 
 /** What `rankd plan --help` adds to the names that do not say what they are. */

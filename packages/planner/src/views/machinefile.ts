@@ -12,9 +12,11 @@ export function renderMachinefile(map: RankMap): string {
   const order = hydraOrder(map);
   let out = '';
   if (order === 'round-robin') {
-    out += '# the plan deals ranks round robin: run with -ppn 1 (one rank per node in turn) to number them as planned\n';
+    out +=
+      '# the plan deals ranks round robin: run with -ppn 1 (one rank per node in turn) to number them as planned\n';
   } else if (order === null) {
-    out += '# hydra numbers ranks node by node from these counts; the plan numbers them otherwise, so global ranks will differ from it\n';
+    out +=
+      '# hydra numbers ranks node by node from these counts; the plan numbers them otherwise, so global ranks will differ from it\n';
   }
   for (const n of map.nodes) out += `${n.name}:${n.ranks.length}\n`;
   return out;

@@ -6,5 +6,8 @@ export const MessageId = Type.Optional(Type.String({ minLength: 1, maxLength: 12
 
 /** Builds the schema of one message type: its literal `type`, an optional `id`, its fields. */
 export function message<const Name extends string, const P extends Type.TProperties>(type: Name, properties: P) {
-  return Type.Object({ type: Type.Literal(type), id: MessageId, ...properties }, { additionalProperties: false, $id: type });
+  return Type.Object(
+    { type: Type.Literal(type), id: MessageId, ...properties },
+    { additionalProperties: false, $id: type },
+  );
 }

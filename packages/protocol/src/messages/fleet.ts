@@ -16,11 +16,18 @@ export const RequestId = Type.String({ minLength: 1, maxLength: 128 });
  * would type every reply's id as possibly missing.
  */
 function message<const Name extends string, const P extends Type.TProperties>(type: Name, properties: P) {
-  return Type.Object({ type: Type.Literal(type), id: RequestId, ...properties }, { additionalProperties: false, $id: type });
+  return Type.Object(
+    { type: Type.Literal(type), id: RequestId, ...properties },
+    { additionalProperties: false, $id: type },
+  );
 }
 const Argv = Type.Array(Type.String({ maxLength: 65536 }), { minItems: 1, maxItems: 4096 });
 // patternProperties alone let other keys through: additionalProperties closes the record
-export const EnvVars = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }), Type.String({ maxLength: 131072 }), { additionalProperties: false });
+export const EnvVars = Type.Record(
+  Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }),
+  Type.String({ maxLength: 131072 }),
+  { additionalProperties: false },
+);
 const UserName = Type.String({ minLength: 1, maxLength: 64 });
 const Path = Type.String({ minLength: 1, maxLength: 4096 });
 /** Raw bytes as base64; 360,000 characters hold 270,000 bytes. */
@@ -151,7 +158,11 @@ export const ProbeListening = message('probe.listening', {
 export type ProbeListening = Type.Static<typeof ProbeListening>;
 
 export const ProbeTarget = Type.Object(
-  { node: NodeName, address: Type.String({ minLength: 1, maxLength: 64 }), port: Type.Integer({ minimum: 1, maximum: 65535 }) },
+  {
+    node: NodeName,
+    address: Type.String({ minLength: 1, maxLength: 64 }),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+  },
   { additionalProperties: false },
 );
 export type ProbeTarget = Type.Static<typeof ProbeTarget>;

@@ -134,7 +134,9 @@ export const RankExit = message('rank.exit', {
   endedAt: Type.String({ maxLength: 64 }),
   outputBytes: Offsets,
   /** Set when the rank never ran (bad user, missing program, …) or its status is unknown. */
-  error: Type.Optional(Type.Object({ code: Type.String({ maxLength: 64 }), message: Type.String({ maxLength: 4096 }) })),
+  error: Type.Optional(
+    Type.Object({ code: Type.String({ maxLength: 64 }), message: Type.String({ maxLength: 4096 }) }),
+  ),
 });
 export type RankExit = Type.Static<typeof RankExit>;
 
@@ -173,9 +175,17 @@ export const RankStdinEnd = message('rank.stdin.end', { jobId: JobId, rank: Rank
 export type RankStdinEnd = Type.Static<typeof RankStdinEnd>;
 
 /** agent → controller: this many more bytes are in the rank's pipe. */
-export const RankStdinAck = message('rank.stdin.ack', { jobId: JobId, rank: Rank, bytes: Type.Integer({ minimum: 1 }) });
+export const RankStdinAck = message('rank.stdin.ack', {
+  jobId: JobId,
+  rank: Rank,
+  bytes: Type.Integer({ minimum: 1 }),
+});
 export type RankStdinAck = Type.Static<typeof RankStdinAck>;
 
 /** agent → controller: the rank's stdin takes nothing more (the rank closed it or exited, or the agent has no such stdin). */
-export const RankStdinClosed = message('rank.stdin.closed', { jobId: JobId, rank: Rank, reason: Type.String({ maxLength: 1024 }) });
+export const RankStdinClosed = message('rank.stdin.closed', {
+  jobId: JobId,
+  rank: Rank,
+  reason: Type.String({ maxLength: 1024 }),
+});
 export type RankStdinClosed = Type.Static<typeof RankStdinClosed>;

@@ -20,9 +20,12 @@ export const PMI_VALUE_MAX = 1024;
 const Epoch = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
 /** Key-value pairs in the order they were put; a later pair overrides an earlier one. */
-export const PmiPairs = Type.Array(Type.Tuple([Type.String({ minLength: 1, maxLength: PMI_KEY_MAX }), Type.String({ maxLength: PMI_VALUE_MAX })]), {
-  maxItems: 65536,
-});
+export const PmiPairs = Type.Array(
+  Type.Tuple([Type.String({ minLength: 1, maxLength: PMI_KEY_MAX }), Type.String({ maxLength: PMI_VALUE_MAX })]),
+  {
+    maxItems: 65536,
+  },
+);
 export type PmiPairs = Type.Static<typeof PmiPairs>;
 
 /** What a job's ranks need from their agent's PMI server, sent with job.start. */

@@ -4,7 +4,11 @@ import { Facts } from '../facts.js';
 import { message } from './envelope.js';
 
 export const NodeName = Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
-export const Labels = Type.Record(Type.String({ minLength: 1, maxLength: 63, pattern: '^[A-Za-z0-9._/-]+$' }), Type.String({ maxLength: 253 }), { maxProperties: 64, additionalProperties: false });
+export const Labels = Type.Record(
+  Type.String({ minLength: 1, maxLength: 63, pattern: '^[A-Za-z0-9._/-]+$' }),
+  Type.String({ maxLength: 253 }),
+  { maxProperties: 64, additionalProperties: false },
+);
 
 /** agent → controller, first frame of every connection. */
 export const Hello = message('hello', {

@@ -10,7 +10,9 @@ export const ErrorBody = Type.Object({
    * A placement the planner refused: the nearest spec that plans, as the PlacementSpec fields
    * to change (kept loose here, so that every error of every route does not repeat the spec).
    */
-  suggestion: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'PlacementSpec fields to change, e.g. {"ntasks": 2}' })),
+  suggestion: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), { description: 'PlacementSpec fields to change, e.g. {"ntasks": 2}' }),
+  ),
 });
 export type ErrorBody = Type.Static<typeof ErrorBody>;
 

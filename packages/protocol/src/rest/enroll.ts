@@ -10,7 +10,10 @@ const JoinTokenId = Type.String({ pattern: '^[a-z0-9]{6}$' });
 /** SHA-256 of the controller's CA public key, as `rankd agent --ca-hash` takes it. */
 const CaHash = Type.String({ pattern: '^sha256:[0-9a-f]{64}$' });
 
-export const EnrollBody = Type.Object({ token: Type.String({ maxLength: 64 }), csr: Type.String() }, { additionalProperties: false });
+export const EnrollBody = Type.Object(
+  { token: Type.String({ maxLength: 64 }), csr: Type.String() },
+  { additionalProperties: false },
+);
 export type EnrollBody = Type.Static<typeof EnrollBody>;
 
 export const RenewBody = Type.Object({ csr: Type.String() }, { additionalProperties: false });

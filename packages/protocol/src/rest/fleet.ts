@@ -33,7 +33,12 @@ export const InventoryImport = Type.Object(
 export type InventoryImport = Type.Static<typeof InventoryImport>;
 
 /** Where a host stands: its agent's registry state, or "none" when no agent has registered for it. */
-export const AgentPresence = Type.Union([Type.Literal('ready'), Type.Literal('unreachable'), Type.Literal('lost'), Type.Literal('none')]);
+export const AgentPresence = Type.Union([
+  Type.Literal('ready'),
+  Type.Literal('unreachable'),
+  Type.Literal('lost'),
+  Type.Literal('none'),
+]);
 export type AgentPresence = Type.Static<typeof AgentPresence>;
 
 export const InventoryGroupView = Type.Object({
@@ -120,7 +125,11 @@ export const ExecHostResult = Type.Object({
 });
 export type ExecHostResult = Type.Static<typeof ExecHostResult>;
 
-export const HostSummary = Type.Object({ success: Type.Integer(), failed: Type.Integer(), unreachable: Type.Integer() });
+export const HostSummary = Type.Object({
+  success: Type.Integer(),
+  failed: Type.Integer(),
+  unreachable: Type.Integer(),
+});
 export type HostSummary = Type.Static<typeof HostSummary>;
 
 export const ExecReport = Type.Object({
@@ -156,7 +165,11 @@ export const PingHostResult = Type.Object({
 });
 export type PingHostResult = Type.Static<typeof PingHostResult>;
 
-export const PingReport = Type.Object({ pattern: Type.String(), hosts: Type.Array(PingHostResult), summary: HostSummary });
+export const PingReport = Type.Object({
+  pattern: Type.String(),
+  hosts: Type.Array(PingHostResult),
+  summary: HostSummary,
+});
 export type PingReport = Type.Static<typeof PingReport>;
 
 // ---- doctor -----------------------------------------------------------------------------
@@ -240,7 +253,14 @@ export { SHELL_PATH, SHELL_SUBPROTOCOL } from '../shell-path.js';
 
 /** client → controller. */
 export const ShellControl = Type.Union([
-  Type.Object({ type: Type.Literal('resize'), cols: Type.Integer({ minimum: 1, maximum: 10_000 }), rows: Type.Integer({ minimum: 1, maximum: 10_000 }) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      type: Type.Literal('resize'),
+      cols: Type.Integer({ minimum: 1, maximum: 10_000 }),
+      rows: Type.Integer({ minimum: 1, maximum: 10_000 }),
+    },
+    { additionalProperties: false },
+  ),
   Type.Object({ type: Type.Literal('signal'), signal: SignalName }, { additionalProperties: false }),
 ]);
 export type ShellControl = Type.Static<typeof ShellControl>;

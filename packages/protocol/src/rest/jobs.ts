@@ -2,7 +2,14 @@
 import Type from 'typebox';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_GROUPS, MAX_JOB_LIST_LIMIT, type JobStateName } from '../job-list.js';
 import type { MpiMode } from '../mpi-modes.js';
-import { JOB_GRACE_SECONDS, JOB_NAME_CHARS, JOB_TIMEOUT_SECONDS, PRIORITY, schemaBounds, schemaLength } from '../limits.js';
+import {
+  JOB_GRACE_SECONDS,
+  JOB_NAME_CHARS,
+  JOB_TIMEOUT_SECONDS,
+  PRIORITY,
+  schemaBounds,
+  schemaLength,
+} from '../limits.js';
 import { Nullable } from '../nullable.js';
 import { Binding, SignalName, StreamName } from '../messages/jobs.js';
 import { PlacementSpec, RankMap } from '../plan.js';
@@ -13,7 +20,9 @@ export type FailPolicy = Type.Static<typeof FailPolicy>;
 
 /** The schema of MPI_MODES (mpi-modes.ts, which the CLI loads without TypeBox); the check below keeps the two equal. */
 export const MpiModeSchema = Type.Union([Type.Literal('pmi1'), Type.Literal('openmpi'), Type.Literal('none')]);
-const sameModes: [Type.Static<typeof MpiModeSchema>, MpiMode] extends [MpiMode, Type.Static<typeof MpiModeSchema>] ? true : never = true;
+const sameModes: [Type.Static<typeof MpiModeSchema>, MpiMode] extends [MpiMode, Type.Static<typeof MpiModeSchema>]
+  ? true
+  : never = true;
 void sameModes;
 
 /** The ranks that read a job's stdin: one rank, or every rank. */
@@ -32,7 +41,13 @@ export const JobSubmit = Type.Object(
     cwd: Type.Optional(Type.String({ maxLength: 4096 })),
     /** Added to every rank's environment after the planner's (and so overriding it). */
     // additionalProperties: false makes the key pattern binding (a Record with a pattern only constrains matching keys)
-    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }), Type.String({ maxLength: 131072 }), { additionalProperties: false })),
+    env: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }),
+        Type.String({ maxLength: 131072 }),
+        { additionalProperties: false },
+      ),
+    ),
     /**
      * The submitter's environment (rankd run --export, ALL by default), under everything
      * rankd sets: the planner's and PMI's variables, `env` and the placement's env win over
@@ -42,7 +57,11 @@ export const JobSubmit = Type.Object(
      * With `env` and the placement's env at most JOB_ENV_MAX_BYTES (RANKD_ENV_TOO_LARGE).
      */
     // any name execve takes (bash exports functions as BASH_FUNC_name%%), as srun passes them
-    exportEnv: Type.Optional(Type.Record(Type.String({ pattern: '^[^=]+$', maxLength: 256 }), Type.String({ maxLength: 131072 }), { additionalProperties: false })),
+    exportEnv: Type.Optional(
+      Type.Record(Type.String({ pattern: '^[^=]+$', maxLength: 256 }), Type.String({ maxLength: 131072 }), {
+        additionalProperties: false,
+      }),
+    ),
     placement: Type.Optional(PlacementSpec),
     /** Run the ranks as this user; root only where the agents allow it. */
     user: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
@@ -101,7 +120,6 @@ export const RankState = Type.Union([
   Type.Literal('unknown'),
 ]);
 export type RankState = Type.Static<typeof RankState>;
-
 
 export const RankView = Type.Object({
   rank: Type.Integer({ minimum: 0 }),
@@ -177,12 +195,25 @@ const JobId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-
 
 /** The filters of GET /v1/jobs; every one given must hold. */
 export const JobListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_JOB_LIST_LIMIT, description: `at most this many jobs (default ${DEFAULT_JOB_LIST_LIMIT})` })),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_JOB_LIST_LIMIT,
+      description: `at most this many jobs (default ${DEFAULT_JOB_LIST_LIMIT})`,
+    }),
+  ),
   /** Checked by the route (job-list.ts), so that a refusal names the word it does not know. */
-  state: Type.Optional(Type.String({ maxLength: 256, description: 'comma-separated job states, or active (not ended) or done (ended)' })),
+  state: Type.Optional(
+    Type.String({ maxLength: 256, description: 'comma-separated job states, or active (not ended) or done (ended)' }),
+  ),
   /** A rankd user: the owner of the jobs. Beyond oneself only for a role that reads every job. */
   user: Type.Optional(UserName),
-  since: Type.Optional(Type.String({ maxLength: 64, description: 'submitted at or after this ISO time (or milliseconds since the epoch)' })),
+  since: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description: 'submitted at or after this ISO time (or milliseconds since the epoch)',
+    }),
+  ),
   /** The jobs whose id starts with this: how clients resolve a unique prefix among the jobs their caller may see. */
   idPrefix: Type.Optional(JobId),
 });
@@ -191,7 +222,10 @@ export type JobListQuery = Type.Static<typeof JobListQuery>;
 export const JobParams = Type.Object({ id: JobId });
 export type JobParams = Type.Static<typeof JobParams>;
 
-export const JobSignalRequest = Type.Object({ signal: SignalName, rank: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false });
+export const JobSignalRequest = Type.Object(
+  { signal: SignalName, rank: Type.Optional(Type.Integer({ minimum: 0 })) },
+  { additionalProperties: false },
+);
 export type JobSignalRequest = Type.Static<typeof JobSignalRequest>;
 
 export const LogQuery = Type.Object({
@@ -207,7 +241,9 @@ export const LogQuery = Type.Object({
    * {"rank","stream","offset","bytes"} (and "time" with order=time) followed by exactly `bytes` raw bytes, then
    * {"end": …} (what `rankd run` reads: no text decoding, no escaping).
    */
-  format: Type.Optional(Type.Union([Type.Literal('text'), Type.Literal('ndjson'), Type.Literal('sse'), Type.Literal('frames')])),
+  format: Type.Optional(
+    Type.Union([Type.Literal('text'), Type.Literal('ndjson'), Type.Literal('sse'), Type.Literal('frames')]),
+  ),
   /**
    * stream (default): each stream in large chunks, round robin, the fastest for bulk reads;
    * time: the output of all ranks in the order the controller stored it, each record with its

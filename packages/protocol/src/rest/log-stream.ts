@@ -18,7 +18,11 @@ export type LogStarted = Type.Static<typeof LogStarted>;
  * A warning the ranks of one node carry (RLIMIT_MEMLOCK not raised, loader variables left out, …), sent
  * once per node and message when that node's ranks have all started or failed to.
  */
-export const LogWarning = Type.Object({ node: Type.String(), ranks: Type.Array(Type.Integer({ minimum: 0 })), message: Type.String() });
+export const LogWarning = Type.Object({
+  node: Type.String(),
+  ranks: Type.Array(Type.Integer({ minimum: 0 })),
+  message: Type.String(),
+});
 export type LogWarning = Type.Static<typeof LogWarning>;
 
 /** The job ended: the stream's last line. A stream that stops without it was cut short. */
@@ -42,4 +46,3 @@ export const LogLine = Type.Union([
   Type.Object({ revoked: LogRevoked }),
 ]);
 export type LogLine = Type.Static<typeof LogLine>;
-

@@ -23,7 +23,10 @@ export const NodeDrain = Type.Object({
 });
 export type NodeDrain = Type.Static<typeof NodeDrain>;
 
-export const NodeDrainBody = Type.Object({ reason: Type.Optional(Type.String(schemaLength(DRAIN_REASON_CHARS))) }, { additionalProperties: false });
+export const NodeDrainBody = Type.Object(
+  { reason: Type.Optional(Type.String(schemaLength(DRAIN_REASON_CHARS))) },
+  { additionalProperties: false },
+);
 export type NodeDrainBody = Type.Static<typeof NodeDrainBody>;
 
 /** A node's hardware at a glance, from its last facts: what a fleet table shows. */

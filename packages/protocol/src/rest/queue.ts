@@ -44,8 +44,14 @@ export type QueueList = Type.Static<typeof QueueList>;
 
 /** The first form of POST /v1/plan, its placement fields at the top level: accepted until the next release, marked deprecated in the OpenAPI document. */
 function deprecatedTopLevel<P extends Record<string, Type.TSchema>>(properties: P): P {
-  const note = { deprecated: true, description: 'Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.' };
-  return Object.fromEntries(Object.entries(properties).map(([key, schema]) => [key, Type.With(schema, note)])) as unknown as P;
+  const note = {
+    deprecated: true,
+    description:
+      'Deprecated: give it in `placement`, as POST /v1/jobs takes it; the top-level form goes in the next release.',
+  };
+  return Object.fromEntries(
+    Object.entries(properties).map(([key, schema]) => [key, Type.With(schema, note)]),
+  ) as unknown as P;
 }
 
 /** POST /v1/plan: the placement a job would be submitted with (the `placement` of POST /v1/jobs), and its priority. */

@@ -5,7 +5,12 @@ import { Nullable } from '../nullable.js';
 import { USER_NAME } from '../user-name.js';
 
 /** admin: everything; operator: every job, exec, shell, doctor, inventory; user: its own jobs as its own Unix user; reader: reads. */
-export const Role = Type.Union([Type.Literal('admin'), Type.Literal('operator'), Type.Literal('user'), Type.Literal('reader')]);
+export const Role = Type.Union([
+  Type.Literal('admin'),
+  Type.Literal('operator'),
+  Type.Literal('user'),
+  Type.Literal('reader'),
+]);
 export type Role = Type.Static<typeof Role>;
 export { ROLES } from '../roles.js';
 
@@ -124,7 +129,12 @@ export type AuditEntry = Type.Static<typeof AuditEntry>;
 export const AuditList = Type.Object({ entries: Type.Array(AuditEntry) });
 export type AuditList = Type.Static<typeof AuditList>;
 export const AuditQuery = Type.Object({
-  since: Type.Optional(Type.String({ maxLength: 64, description: 'An ISO time, milliseconds since the epoch, or a duration back from now (30s, 15m, 2h, 1d)' })),
+  since: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description: 'An ISO time, milliseconds since the epoch, or a duration back from now (30s, 15m, 2h, 1d)',
+    }),
+  ),
   limit: Type.Optional(Type.Integer(schemaBounds(AUDIT_LIMIT))),
 });
 export type AuditQuery = Type.Static<typeof AuditQuery>;

@@ -81,8 +81,10 @@ function gidLine(g: Gid, ethernet: boolean): string {
   const words = g.gid.split(':').map((w) => parseInt(w, 16));
   // devinfo skips entries whose interface identifier (last 8 bytes) is zero
   if (words.slice(4).every((w) => w === 0)) return '';
-  if (g.type === 'IB/RoCE v1') return `\t\t\tGID[${String(g.index).padStart(3)}]:\t\t${g.gid}${ethernet ? ', RoCE v1' : ''}\n`;
-  if (g.type === 'RoCE v2') return `\t\t\tGID[${String(g.index).padStart(3)}]:\t\t${inetNtop6(words)}${ethernet ? ', RoCE v2' : ''}\n`;
+  if (g.type === 'IB/RoCE v1')
+    return `\t\t\tGID[${String(g.index).padStart(3)}]:\t\t${g.gid}${ethernet ? ', RoCE v1' : ''}\n`;
+  if (g.type === 'RoCE v2')
+    return `\t\t\tGID[${String(g.index).padStart(3)}]:\t\t${inetNtop6(words)}${ethernet ? ', RoCE v2' : ''}\n`;
   return '';
 }
 
@@ -106,7 +108,9 @@ export function inetNtop6(words: number[]): string {
       continue;
     }
     if (i !== 0) out += ':';
-    const ipv4 = best.base === 0 && (best.len === 6 || (best.len === 7 && words[7] !== 1) || (best.len === 5 && words[5] === 0xffff));
+    const ipv4 =
+      best.base === 0 &&
+      (best.len === 6 || (best.len === 7 && words[7] !== 1) || (best.len === 5 && words[5] === 0xffff));
     if (i === 6 && ipv4) {
       out += [words[6]! >> 8, words[6]! & 0xff, words[7]! >> 8, words[7]! & 0xff].join('.');
       break;

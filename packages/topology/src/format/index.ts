@@ -38,7 +38,10 @@ export interface ToolFailure {
 export function toolFailure(facts: Facts, format: FactsFormat): ToolFailure | null {
   if (facts.rdma.devices.length > 0 || (format !== 'ibv_devices' && format !== 'ibv_devinfo')) return null;
   if (facts.rdma.verbsAbi === null) {
-    return { stderr: 'Failed to get IB devices list: Function not implemented\n', exitCode: format === 'ibv_devinfo' ? 255 : 1 };
+    return {
+      stderr: 'Failed to get IB devices list: Function not implemented\n',
+      exitCode: format === 'ibv_devinfo' ? 255 : 1,
+    };
   }
   return format === 'ibv_devinfo' ? { stderr: 'No IB devices found\n', exitCode: 255 } : null;
 }

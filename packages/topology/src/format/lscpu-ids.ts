@@ -46,7 +46,9 @@ export function lscpuTable(facts: Facts): LscpuTable {
   const typeOf = (c: number) => kindOf.get(c) ?? 0;
   const typed = kinds.length > 0;
 
-  const { core, socket } = typed ? topologyIds(facts, possible, typeOf) : { core: new Map<number, number>(), socket: new Map<number, number>() };
+  const { core, socket } = typed
+    ? topologyIds(facts, possible, typeOf)
+    : { core: new Map<number, number>(), socket: new Map<number, number>() };
   const node = nodeIds(facts);
   const caches = typed ? lscpuCaches(cpu.caches ?? []) : [];
   const cacheNames = [...new Set(caches.map((c) => c.name))];

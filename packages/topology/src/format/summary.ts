@@ -20,14 +20,17 @@ export function renderSummary(f: Facts): string {
   const lines: string[] = [];
   const h = f.host;
   const hostBits = [h.os, h.kernel && `kernel ${h.kernel}`, h.arch].filter(Boolean).join(', ');
-  lines.push(`host     ${h.hostname ?? '?'}${hostBits ? ` (${hostBits})` : ''}${f.root === '/' ? '' : ` [root ${f.root}]`}`);
+  lines.push(
+    `host     ${h.hostname ?? '?'}${hostBits ? ` (${hostBits})` : ''}${f.root === '/' ? '' : ` [root ${f.root}]`}`,
+  );
 
   const hw = f.cpu.hardware;
   const cpu = f.cpu;
   lines.push(`cpu      ${cpu.model ?? 'unknown model'}`);
   lines.push(`         ${plural(hw.packages, 'socket')}, ${plural(hw.cores, 'core')}, ${plural(hw.pus, 'thread')}`);
   const numaAllowed = cpu.numaNodes ?? hw.numaNodes;
-  const restricted = cpu.packages !== hw.packages || cpu.cores !== hw.cores || cpu.pus !== hw.pus || numaAllowed !== hw.numaNodes;
+  const restricted =
+    cpu.packages !== hw.packages || cpu.cores !== hw.cores || cpu.pus !== hw.pus || numaAllowed !== hw.numaNodes;
   const mems = f.numa.allowed ? `, mems ${formatCpuList(f.numa.allowed) || 'none'}` : '';
   lines.push(
     restricted
@@ -40,14 +43,21 @@ export function renderSummary(f: Facts): string {
     const what = n.gpuMemory ? `GPU memory of ${n.gpuMemory}` : n.cpuless ? 'no cpus' : `cpus ${formatCpuList(n.cpus)}`;
     const free = n.memFreeKb === null ? '' : `, ${gib(n.memFreeKb)} free`;
     const allowed = f.numa.allowed && !f.numa.allowed.includes(n.id) ? ' (not allowed)' : '';
-    lines.push(`${n === f.numa.nodes[0] ? 'numa     ' : '         '}node ${n.id}: ${what}; ${gib(n.memTotalKb)}${free}${allowed}`);
+    lines.push(
+      `${n === f.numa.nodes[0] ? 'numa     ' : '         '}node ${n.id}: ${what}; ${gib(n.memTotalKb)}${free}${allowed}`,
+    );
   }
-  if (f.numa.distances.length > 1) lines.push(`         distances: ${f.numa.distances.map((r) => r.join(' ')).join(' | ')}`);
+  if (f.numa.distances.length > 1)
+    lines.push(`         distances: ${f.numa.distances.map((r) => r.join(' ')).join(' | ')}`);
 
   const m = f.memory;
   const huge = m.hugepages.filter((p) => p.total > 0).map((p) => `${p.total}×${p.sizeKb} kB (${p.free} free)`);
-  lines.push(`memory   ${gib(m.totalKb)} total, ${gib(m.availableKb)} available${huge.length ? `; huge pages ${huge.join(', ')}` : ''}`);
-  lines.push(`         memlock: agent ${bytes(m.memlock.agentSoft)} soft / ${bytes(m.memlock.agentHard)} hard; ranks ${bytes(m.memlock.ranks)}`);
+  lines.push(
+    `memory   ${gib(m.totalKb)} total, ${gib(m.availableKb)} available${huge.length ? `; huge pages ${huge.join(', ')}` : ''}`,
+  );
+  lines.push(
+    `         memlock: agent ${bytes(m.memlock.agentSoft)} soft / ${bytes(m.memlock.agentHard)} hard; ranks ${bytes(m.memlock.ranks)}`,
+  );
 
   const nics = f.nics.filter((n) => !n.virtual);
   nics.forEach((n, i) => {
@@ -57,7 +67,10 @@ export function renderSummary(f: Facts): string {
       `numa ${n.numaNode ?? '?'}`,
       n.pciAddress,
       n.rdmaDevice && `rdma ${n.rdmaDevice}`,
-      n.addresses.filter((a) => a.family === 'inet').map((a) => `${a.address}/${a.prefixLength}`).join(' ') || null,
+      n.addresses
+        .filter((a) => a.family === 'inet')
+        .map((a) => `${a.address}/${a.prefixLength}`)
+        .join(' ') || null,
     ].filter(Boolean);
     lines.push(`${i === 0 ? 'nics     ' : '         '}${n.name}: ${bits.join(', ')}`);
   });
@@ -65,14 +78,19 @@ export function renderSummary(f: Facts): string {
 
   f.rdma.devices.forEach((d, i) => {
     const ports = d.ports
-      .map((p) => `port ${p.port} ${p.state} ${p.linkLayer}${p.rate ? ` ${p.rate}` : ''}${p.netdev ? ` (${p.netdev})` : ''}, ${plural(p.gids.length, 'gid')}`)
+      .map(
+        (p) =>
+          `port ${p.port} ${p.state} ${p.linkLayer}${p.rate ? ` ${p.rate}` : ''}${p.netdev ? ` (${p.netdev})` : ''}, ${plural(p.gids.length, 'gid')}`,
+      )
       .join('; ');
     lines.push(`${i === 0 ? 'rdma     ' : '         '}${d.name}: ${d.transport}, numa ${d.numaNode ?? '?'}, ${ports}`);
   });
   if (f.rdma.devices.length === 0) lines.push('rdma     none');
 
   f.gpus.forEach((g, i) => {
-    lines.push(`${i === 0 ? 'gpus     ' : '         '}${g.vendor} #${g.index} ${g.pciAddress}: ${g.model ?? g.deviceId}, numa ${g.numaNode ?? '?'}`);
+    lines.push(
+      `${i === 0 ? 'gpus     ' : '         '}${g.vendor} #${g.index} ${g.pciAddress}: ${g.model ?? g.deviceId}, numa ${g.numaNode ?? '?'}`,
+    );
   });
   if (f.gpus.length === 0) lines.push('gpus     none');
 

@@ -14,7 +14,10 @@ import { GRANTS } from '../policy.js';
 import { serveRoutes } from '../route-table.js';
 import { SESSION_COOKIE, sessionKey, type DashboardSessions, type OpenedSession } from './sessions.js';
 
-export async function sessionRoutes(app: FastifyInstance, opts: { sessions: DashboardSessions; access: AccessControl }): Promise<void> {
+export async function sessionRoutes(
+  app: FastifyInstance,
+  opts: { sessions: DashboardSessions; access: AccessControl },
+): Promise<void> {
   const { sessions, access } = opts;
   serveRoutes(app, {
     'POST /v1/dashboard/login-codes': async (request, reply) => {
@@ -34,8 +37,11 @@ export async function sessionRoutes(app: FastifyInstance, opts: { sessions: Dash
       if (!opened) {
         const refusal = await access.failed(request.ip);
         if (refusal.retryAfter !== undefined) reply.header('retry-after', String(refusal.retryAfter));
-        const message = 'code' in body ? 'unknown, used or expired login code: run `rankd dashboard` for a new one' : refusal.message;
-        return reply.code(refusal.status as 401 | 429).send(errorBody(refusal.status, refusal.code, refusal.status === 401 ? message : refusal.message));
+        const message =
+          'code' in body ? 'unknown, used or expired login code: run `rankd dashboard` for a new one' : refusal.message;
+        return reply
+          .code(refusal.status as 401 | 429)
+          .send(errorBody(refusal.status, refusal.code, refusal.status === 401 ? message : refusal.message));
       }
       request.principal = opened.principal;
       request.auditResource = { user: opened.principal.user };
@@ -62,9 +68,25 @@ export async function sessionRoutes(app: FastifyInstance, opts: { sessions: Dash
 }
 
 function setCookie(reply: FastifyReply, id: string, expiresAt: number): void {
-  reply.setCookie(SESSION_COOKIE, id, { path: '/', secure: true, httpOnly: true, sameSite: 'strict', expires: new Date(expiresAt) });
+  reply.setCookie(SESSION_COOKIE, id, {
+    path: '/',
+    secure: true,
+    httpOnly: true,
+    sameSite: 'strict',
+    expires: new Date(expiresAt),
+  });
 }
 
-function view(principal: { user: string; role: SessionView['role'] }, csrf: string | null, expiresAt: number | null): SessionView {
-  return { user: principal.user, role: principal.role, grants: { ...GRANTS[principal.role] }, csrf, expiresAt: expiresAt === null ? null : new Date(expiresAt).toISOString() };
+function view(
+  principal: { user: string; role: SessionView['role'] },
+  csrf: string | null,
+  expiresAt: number | null,
+): SessionView {
+  return {
+    user: principal.user,
+    role: principal.role,
+    grants: { ...GRANTS[principal.role] },
+    csrf,
+    expiresAt: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+  };
 }

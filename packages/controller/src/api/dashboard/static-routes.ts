@@ -14,7 +14,8 @@ export const DASHBOARD_DIST = fileURLToPath(new URL('../../../../dashboard/dist/
 
 const HASHED = /-[A-Z0-9]{8}\.(js|css)(\.gz|\.br)?$/;
 const SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
 };
@@ -27,7 +28,10 @@ export async function dashboardFiles(app: FastifyInstance, opts: { root?: string
   if (!existsSync(`${root}/index.html`)) {
     // a checkout built without its dashboard (tsc -b alone): say how to get it
     app.get('/ui/*', { schema: { hide: true } }, async (_request, reply) =>
-      reply.code(503).type('text/plain').send(`the dashboard is not built (no ${root}index.html): run "npm run build" in the rankd checkout\n`),
+      reply
+        .code(503)
+        .type('text/plain')
+        .send(`the dashboard is not built (no ${root}index.html): run "npm run build" in the rankd checkout\n`),
     );
     return;
   }

@@ -19,7 +19,10 @@ import { serveRoutes } from '../route-table.js';
 const FLUSH_MS = 100;
 const KEEPALIVE_MS = 15_000;
 
-export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeRegistry; jobs: JobManager; access: AccessControl }): Promise<void> {
+export async function eventsRoutes(
+  app: FastifyInstance,
+  opts: { registry: NodeRegistry; jobs: JobManager; access: AccessControl },
+): Promise<void> {
   const { registry, jobs, access } = opts;
   // one listener per open dashboard: not a leak, so no warning past ten
   registry.setMaxListeners(0);
@@ -32,7 +35,11 @@ export async function eventsRoutes(app: FastifyInstance, opts: { registry: NodeR
       const jobIds = new Set<string>();
       reply.hijack();
       const raw = reply.raw;
-      raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
       raw.write(': rankd events\n\n');
       let timer: NodeJS.Timeout | null = null;
       let blocked = false;

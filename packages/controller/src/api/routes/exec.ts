@@ -13,7 +13,8 @@ export async function execRoutes(app: FastifyInstance, opts: { exec: ExecService
       refuseRootLoaderEnv(request.body.user, request.body.env, 'the command');
       const report = await opts.exec.run(request.body, streamOwner(request.principal!, request.dashboardSession));
       // allowed when it began, so the entry stays an allow; its reason says how it ended
-      if (report.revoked) request.auditReason = `exec ended by revocation: ${report.revoked.code}: ${report.revoked.message}`;
+      if (report.revoked)
+        request.auditReason = `exec ended by revocation: ${report.revoked.code}: ${report.revoked.message}`;
       return report;
     },
   });

@@ -17,14 +17,19 @@ import { serveRoutes } from '../route-table.js';
  * (jobs/rank-map-json.ts). The schema still documents the answer;
  * test/api/job-view-answer.test.ts holds it to the schema.
  */
-const jobViewSerializer = { serializerCompiler: () => (data: unknown) => (isJobView(data) ? jobViewJson(data) : JSON.stringify(data)) };
+const jobViewSerializer = {
+  serializerCompiler: () => (data: unknown) => (isJobView(data) ? jobViewJson(data) : JSON.stringify(data)),
+};
 
 /** Error bodies share these routes' serializer. */
 function isJobView(data: unknown): data is JobView {
   return typeof data === 'object' && data !== null && 'rankMap' in data && 'ranks' in data;
 }
 
-export async function jobsRoutes(app: FastifyInstance, opts: { jobs: JobManager; access: AccessControl }): Promise<void> {
+export async function jobsRoutes(
+  app: FastifyInstance,
+  opts: { jobs: JobManager; access: AccessControl },
+): Promise<void> {
   const { jobs, access } = opts;
   serveRoutes(
     app,

@@ -15,7 +15,10 @@ import { warningsByNode, type NodeWarning } from '@rankd/protocol/rank-warnings'
 
 const KEEPALIVE_MS = 15_000;
 
-export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager; access: AccessControl }): Promise<void> {
+export async function logsRoutes(
+  app: FastifyInstance,
+  opts: { jobs: JobManager; access: AccessControl },
+): Promise<void> {
   const { jobs, access } = opts;
   serveRoutes(app, {
     'GET /v1/jobs/:id/logs': async (request, reply) => {
@@ -24,7 +27,13 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
       const q = request.query;
       const wanted = q.rank ? q.rank.split(',').map(Number) : null;
       // a queued job's ranks do not exist yet: they are checked once it starts
-      if (view.state !== 'queued') for (const r of wanted ?? []) if (!view.ranks[r]) throw new RankdError(ErrorCode.InvalidRequest, `job ${view.id} has no rank ${r} (world size ${view.ranks.length})`);
+      if (view.state !== 'queued')
+        for (const r of wanted ?? [])
+          if (!view.ranks[r])
+            throw new RankdError(
+              ErrorCode.InvalidRequest,
+              `job ${view.id} has no rank ${r} (world size ${view.ranks.length})`,
+            );
       const format = q.format ?? (q.follow ? 'sse' : 'text');
       reply.hijack();
       const raw = reply.raw;
@@ -62,7 +71,8 @@ export async function logsRoutes(app: FastifyInstance, opts: { jobs: JobManager;
         const stopWarnings = followWarnings(jobs, view.id, (w) => sink.status({ warning: w }));
         raw.on('close', stopWarnings);
       }
-      const keepalive = format === 'sse' ? setInterval(() => raw.writableEnded || raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
+      const keepalive =
+        format === 'sse' ? setInterval(() => raw.writableEnded || raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
       raw.on('close', () => {
         if (keepalive) clearInterval(keepalive);
         reader.stop();
@@ -104,7 +114,12 @@ function followWarnings(jobs: JobManager, id: string, report: (w: NodeWarning) =
 }
 
 /** Resolves when the job leaves the queue (started or ended) or the reader goes away; reports each new reason. */
-function whileQueued(jobs: JobManager, id: string, raw: FastifyReply['raw'], report: (reason: string) => void): Promise<'started' | 'ended' | 'closed'> {
+function whileQueued(
+  jobs: JobManager,
+  id: string,
+  raw: FastifyReply['raw'],
+  report: (reason: string) => void,
+): Promise<'started' | 'ended' | 'closed'> {
   return new Promise((resolve) => {
     let last = '';
     const check = () => {
@@ -129,7 +144,10 @@ function whileQueued(jobs: JobManager, id: string, raw: FastifyReply['raw'], rep
   });
 }
 
-function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): LogSink & { status(record: Record<string, unknown>): void; revoked(why: StreamEnd): void } {
+function sinkFor(
+  format: keyof typeof CONTENT_TYPES,
+  raw: FastifyReply['raw'],
+): LogSink & { status(record: Record<string, unknown>): void; revoked(why: StreamEnd): void } {
   const write = (s: string | Buffer) => raw.write(s);
   return {
     write(chunk: LogChunk, cursor: () => string) {
@@ -137,7 +155,9 @@ function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): 
       if (format === 'frames') {
         // the header line and the raw bytes in one write: one chunk on the wire
         const time = chunk.at === undefined ? '' : `,"time":"${new Date(chunk.at).toISOString()}"`;
-        const header = Buffer.from(`{"rank":${chunk.rank},"stream":"${chunk.stream}","offset":${chunk.offset},"bytes":${chunk.data.length}${time}}\n`);
+        const header = Buffer.from(
+          `{"rank":${chunk.rank},"stream":"${chunk.stream}","offset":${chunk.offset},"bytes":${chunk.data.length}${time}}\n`,
+        );
         return write(Buffer.concat([header, chunk.data], header.length + chunk.data.length));
       }
       const record = JSON.stringify({
@@ -156,7 +176,8 @@ function sinkFor(format: keyof typeof CONTENT_TYPES, raw: FastifyReply['raw']): 
     status(record: Record<string, unknown>) {
       // a queued job's reason may change after the stream was ended by a revocation
       if (raw.writableEnded) return;
-      if (format === 'sse') raw.write(`event: ${Object.keys(record)[0]}\ndata: ${JSON.stringify(Object.values(record)[0])}\n\n`);
+      if (format === 'sse')
+        raw.write(`event: ${Object.keys(record)[0]}\ndata: ${JSON.stringify(Object.values(record)[0])}\n\n`);
       else if (format === 'ndjson' || format === 'frames') raw.write(JSON.stringify(record) + '\n');
     },
     end(summary: LogEnd | null) {

@@ -6,12 +6,17 @@ import { hardwareSummary } from '../../fleet/hardware-summary.js';
 import { isTerminal, type JobManager } from '../../jobs/job-manager.js';
 import { serveRoutes } from '../route-table.js';
 
-export async function nodesRoutes(app: FastifyInstance, opts: { registry: NodeRegistry; jobs: JobManager }): Promise<void> {
+export async function nodesRoutes(
+  app: FastifyInstance,
+  opts: { registry: NodeRegistry; jobs: JobManager },
+): Promise<void> {
   const { registry, jobs } = opts;
   /** Running ranks per node, counted once per listing. */
   const ranksByNode = (): Map<string, number> => {
     const count = new Map<string, number>();
-    for (const live of jobs.live.values()) for (const r of live.ranks) if (r.state === 'running' && !isTerminal(r)) count.set(r.node, (count.get(r.node) ?? 0) + 1);
+    for (const live of jobs.live.values())
+      for (const r of live.ranks)
+        if (r.state === 'running' && !isTerminal(r)) count.set(r.node, (count.get(r.node) ?? 0) + 1);
     return count;
   };
   const withUse = (view: NodeView, ranks: Map<string, number>): NodeView => {
@@ -39,7 +44,8 @@ export async function nodesRoutes(app: FastifyInstance, opts: { registry: NodeRe
     'GET /v1/nodes/:name/facts': async (request) => {
       const node = registry.get(request.params.name);
       if (!node) throw new RankdError(ErrorCode.NodeNotFound, `unknown node "${request.params.name}"`);
-      if (!node.facts) throw new RankdError(ErrorCode.NotFound, `node "${request.params.name}" has not reported facts yet`);
+      if (!node.facts)
+        throw new RankdError(ErrorCode.NotFound, `node "${request.params.name}" has not reported facts yet`);
       return node.facts;
     },
     'POST /v1/nodes/:name/drain': async (request) => {

@@ -7,7 +7,13 @@ import { forbidden } from '../auth.js';
 import { serveRoutes } from '../route-table.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-const tokenView = (t: TokenRecord) => ({ accessor: t.accessor, user: t.user, description: t.description, createdAt: iso(t.createdAt)!, lastUsedAt: iso(t.lastUsedAt) });
+const tokenView = (t: TokenRecord) => ({
+  accessor: t.accessor,
+  user: t.user,
+  description: t.description,
+  createdAt: iso(t.createdAt)!,
+  lastUsedAt: iso(t.lastUsedAt),
+});
 
 export async function usersRoutes(app: FastifyInstance, opts: { users: UsersRepo }): Promise<void> {
   const { users } = opts;

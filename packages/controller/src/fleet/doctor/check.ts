@@ -2,9 +2,27 @@
 // what was found, and one line that fixes it.
 import type { CheckStatus, DoctorCheck } from '@rankd/protocol';
 
-export const pass = (node: string | null, check: string, message: string): DoctorCheck => ({ node, check, status: 'PASS', message, fix: null });
-export const warn = (node: string | null, check: string, message: string, fix: string): DoctorCheck => ({ node, check, status: 'WARN', message, fix });
-export const fail = (node: string | null, check: string, message: string, fix: string): DoctorCheck => ({ node, check, status: 'FAIL', message, fix });
+export const pass = (node: string | null, check: string, message: string): DoctorCheck => ({
+  node,
+  check,
+  status: 'PASS',
+  message,
+  fix: null,
+});
+export const warn = (node: string | null, check: string, message: string, fix: string): DoctorCheck => ({
+  node,
+  check,
+  status: 'WARN',
+  message,
+  fix,
+});
+export const fail = (node: string | null, check: string, message: string, fix: string): DoctorCheck => ({
+  node,
+  check,
+  status: 'FAIL',
+  message,
+  fix,
+});
 
 const RANK: Record<CheckStatus, number> = { PASS: 0, WARN: 1, FAIL: 2 };
 

@@ -49,7 +49,12 @@ export class DoctorService {
         const sent = Date.now();
         const t0 = performance.now();
         try {
-          const report = await this.requests.request<DoctorNodeReport & { type: string }>(t.node, { type: 'doctor.inspect', paths }, 'doctor.report', timeoutMs);
+          const report = await this.requests.request<DoctorNodeReport & { type: string }>(
+            t.node,
+            { type: 'doctor.inspect', paths },
+            'doctor.report',
+            timeoutMs,
+          );
           const rtt = performance.now() - t0;
           const clock = { node: t.node, offsetMs: report.agentTime - (sent + rtt / 2), uncertaintyMs: rtt / 2 };
           return { ...t, report, facts, clock, error: null };
@@ -61,13 +66,26 @@ export class DoctorService {
 
     const checks: DoctorCheck[] = [];
     for (const s of skipped) {
-      const fix = s.error.code === FleetErrorCode.NoAgent ? `install and start rankd-agent on ${s.host} (deploy/install.sh)` : `start or upgrade rankd-agent on ${s.node ?? s.host}`;
+      const fix =
+        s.error.code === FleetErrorCode.NoAgent
+          ? `install and start rankd-agent on ${s.host} (deploy/install.sh)`
+          : `start or upgrade rankd-agent on ${s.node ?? s.host}`;
       checks.push(fail(s.node ?? s.host, 'agent', s.error.message, fix));
     }
     for (const n of inspected) {
-      if (n.error) checks.push(fail(n.node, 'agent', n.error.message, `check rankd-agent on ${n.node} (\`systemctl status rankd-agent\`)`));
+      if (n.error)
+        checks.push(
+          fail(n.node, 'agent', n.error.message, `check rankd-agent on ${n.node} (\`systemctl status rankd-agent\`)`),
+        );
       if (!n.facts) {
-        checks.push(warn(n.node, 'facts', 'the agent has not reported facts: hardware checks skipped', `see the agent log on ${n.node} for why reading facts failed`));
+        checks.push(
+          warn(
+            n.node,
+            'facts',
+            'the agent has not reported facts: hardware checks skipped',
+            `see the agent log on ${n.node} for why reading facts failed`,
+          ),
+        );
       } else {
         checks.push(memlockCheck(n.node, n.facts), rdmaPortCheck(n.node, n.facts));
         const gid = roceGidCheck(n.node, n.facts);
@@ -77,7 +95,8 @@ export class DoctorService {
         checks.push(numaMemoryCheck(n.node, n.facts));
       }
       const launcher = n.report ? launcherCheck(n.node, n.report) : null;
-      if (n.report) checks.push(numactlCheck(n.node, n.report), ...(launcher ? [launcher] : []), ...pathChecks(n.node, n.report));
+      if (n.report)
+        checks.push(numactlCheck(n.node, n.report), ...(launcher ? [launcher] : []), ...pathChecks(n.node, n.report));
     }
     const withFacts = inspected.filter((n): n is Inspected & { facts: Facts } => n.facts !== null);
     checks.push(...consistencyChecks(withFacts.map((n) => ({ node: n.node, facts: n.facts }))));

@@ -39,14 +39,24 @@ const ASPECTS: Aspect[] = [
     signature: (f) =>
       f.rdma.devices.length === 0
         ? 'none'
-        : [...new Set(f.rdma.devices.map((d) => `${rdmaDriver(d.name)}${d.hcaType ? ` ${d.hcaType}` : ''}${d.fwVersion ? ` fw ${d.fwVersion}` : ''}`))].sort().join(', '),
+        : [
+            ...new Set(
+              f.rdma.devices.map(
+                (d) =>
+                  `${rdmaDriver(d.name)}${d.hcaType ? ` ${d.hcaType}` : ''}${d.fwVersion ? ` fw ${d.fwVersion}` : ''}`,
+              ),
+            ),
+          ]
+            .sort()
+            .join(', '),
     severity: warn,
     fix: 'flash the same NIC firmware and load the same driver everywhere (`ibv_devinfo` shows fw_ver; mlxup/mlxfwmanager update it)',
   },
   {
     check: 'same.fabric',
     what: 'libfabric/PSM3 provider',
-    signature: (f) => `libfabric ${f.fabric.libfabric.length > 0 ? 'present' : 'absent'}, PSM3 provider ${f.fabric.psm3.length > 0 ? 'present' : 'absent'}`,
+    signature: (f) =>
+      `libfabric ${f.fabric.libfabric.length > 0 ? 'present' : 'absent'}, PSM3 provider ${f.fabric.psm3.length > 0 ? 'present' : 'absent'}`,
     severity: fail,
     fix: 'install the same libfabric and providers on every node (oneCCL/MPI ranks that pick different providers cannot connect)',
   },
@@ -58,7 +68,7 @@ const ASPECTS: Aspect[] = [
       return `${plural(h.packages, 'socket')} × ${plural(h.packages > 0 ? h.cores / h.packages : h.cores, 'core')}, ${plural(h.pus, 'PU')}, ${plural(h.numaNodes, 'NUMA node')}${f.cpu.model ? `, ${f.cpu.model}` : ''}`;
     },
     severity: warn,
-    fix: 'run a job on nodes of one machine type (--group), or plan per node: rankd places ranks on each node\'s own topology but frameworks often assume equal nodes',
+    fix: "run a job on nodes of one machine type (--group), or plan per node: rankd places ranks on each node's own topology but frameworks often assume equal nodes",
   },
 ];
 
@@ -73,9 +83,13 @@ export function consistencyChecks(nodes: readonly NodeFacts[]): DoctorCheck[] {
     const majority = top && (!second || top[1] > second[1]) ? top[0] : null;
     return nodes.map(({ node }) => {
       const mine = sig.get(node)!;
-      if (counts.size === 1) return pass(node, aspect.check, `${aspect.what} is the same on all ${plural(nodes.length, 'node')}: ${mine}`);
-      if (mine === majority) return pass(node, aspect.check, `${aspect.what} matches ${top![1]} of ${nodes.length} nodes: ${mine}`);
-      const others = majority ? `${top![1]} of ${plural(nodes.length, 'node')} ${agree(top![1], 'has', 'have')} ${majority}` : `the nodes disagree: ${ranked.map(([s, c]) => `${c}× ${s}`).join('; ')}`;
+      if (counts.size === 1)
+        return pass(node, aspect.check, `${aspect.what} is the same on all ${plural(nodes.length, 'node')}: ${mine}`);
+      if (mine === majority)
+        return pass(node, aspect.check, `${aspect.what} matches ${top![1]} of ${nodes.length} nodes: ${mine}`);
+      const others = majority
+        ? `${top![1]} of ${plural(nodes.length, 'node')} ${agree(top![1], 'has', 'have')} ${majority}`
+        : `the nodes disagree: ${ranked.map(([s, c]) => `${c}× ${s}`).join('; ')}`;
       return aspect.severity(node, aspect.check, `${aspect.what} differs: ${node} has ${mine}; ${others}`, aspect.fix);
     });
   });
@@ -90,7 +104,8 @@ export interface ClockSample {
 }
 
 export function clockChecks(samples: readonly ClockSample[]): DoctorCheck[] {
-  const fix = (node: string) => `run a time daemon on ${node} and let it sync (\`chronyc tracking\` or \`timedatectl timesync-status\`)`;
+  const fix = (node: string) =>
+    `run a time daemon on ${node} and let it sync (\`chronyc tracking\` or \`timedatectl timesync-status\`)`;
   const out = samples.map((s) => {
     const excess = Math.abs(s.offsetMs) - s.uncertaintyMs;
     const text = `clock is ${fmt(s.offsetMs)} ms from the controller's (±${fmt(s.uncertaintyMs)} ms)`;
@@ -105,8 +120,10 @@ export function clockChecks(samples: readonly ClockSample[]): DoctorCheck[] {
     const skew = hi.offsetMs - lo.offsetMs;
     const excess = skew - lo.uncertaintyMs - hi.uncertaintyMs;
     const text = `largest clock skew between nodes: ${fmt(skew)} ms (${hi.node} ahead of ${lo.node})`;
-    if (excess >= CLOCK_FAIL_MS) out.push(fail(null, 'clock.skew', text, fix(Math.abs(hi.offsetMs) > Math.abs(lo.offsetMs) ? hi.node : lo.node)));
-    else if (excess >= CLOCK_WARN_MS) out.push(warn(null, 'clock.skew', text, fix(Math.abs(hi.offsetMs) > Math.abs(lo.offsetMs) ? hi.node : lo.node)));
+    if (excess >= CLOCK_FAIL_MS)
+      out.push(fail(null, 'clock.skew', text, fix(Math.abs(hi.offsetMs) > Math.abs(lo.offsetMs) ? hi.node : lo.node)));
+    else if (excess >= CLOCK_WARN_MS)
+      out.push(warn(null, 'clock.skew', text, fix(Math.abs(hi.offsetMs) > Math.abs(lo.offsetMs) ? hi.node : lo.node)));
     else out.push(pass(null, 'clock.skew', text));
   }
   return out;

@@ -13,11 +13,19 @@ const FREE_WARN_RATIO = 0.2;
 /** Seed 003: a finite RLIMIT_MEMLOCK makes ibv_create_cq fail with "Cannot allocate memory". */
 export function memlockCheck(node: string, f: Facts): DoctorCheck {
   const { ranks, agentSoft, agentHard } = f.memory.memlock;
-  const unreadable = ranks === null && agentSoft === null && agentHard === null && f.warnings.some((w) => w.path?.endsWith('/limits'));
-  if (unreadable) return warn(node, 'memlock', 'the agent could not read its memlock limit', 'check that /proc/self/limits is readable by the agent');
+  const unreadable =
+    ranks === null && agentSoft === null && agentHard === null && f.warnings.some((w) => w.path?.endsWith('/limits'));
+  if (unreadable)
+    return warn(
+      node,
+      'memlock',
+      'the agent could not read its memlock limit',
+      'check that /proc/self/limits is readable by the agent',
+    );
   if (ranks === null) return pass(node, 'memlock', 'ranks get unlimited locked memory');
   const message = `ranks get RLIMIT_MEMLOCK ${bytes(ranks)}; RDMA registers (locks) its buffers and needs it unlimited (ibv_create_cq: Cannot allocate memory)`;
-  const fix = 'set LimitMEMLOCK=infinity in rankd-agent.service (or "* - memlock unlimited" in /etc/security/limits.conf; docker: --ulimit memlock=-1:-1) and restart the agent';
+  const fix =
+    'set LimitMEMLOCK=infinity in rankd-agent.service (or "* - memlock unlimited" in /etc/security/limits.conf; docker: --ulimit memlock=-1:-1) and restart the agent';
   return f.rdma.devices.length > 0 ? fail(node, 'memlock', message, fix) : warn(node, 'memlock', message, fix);
 }
 
@@ -26,18 +34,29 @@ export function numaMemoryCheck(node: string, f: Facts): DoctorCheck {
   const nodes = f.numa.nodes.filter((n) => ids.has(n.id));
   if (nodes.length === 0) {
     const { totalKb, availableKb } = f.memory;
-    if (totalKb === null || availableKb === null) return warn(node, 'memory.numa', 'free memory is unknown', 'check that /proc/meminfo is readable by the agent');
+    if (totalKb === null || availableKb === null)
+      return warn(node, 'memory.numa', 'free memory is unknown', 'check that /proc/meminfo is readable by the agent');
     return judge(node, [{ label: 'the machine', total: totalKb, free: availableKb }]);
   }
   const unknown = nodes.filter((n) => n.memTotalKb === null || n.memFreeKb === null);
   if (unknown.length > 0) {
-    return warn(node, 'memory.numa', `free memory of ${agree(unknown.length, 'NUMA node', 'NUMA nodes')} ${unknown.map((n) => n.id).join(',')} is unknown`, 'check that /sys/devices/system/node/node*/meminfo is readable by the agent');
+    return warn(
+      node,
+      'memory.numa',
+      `free memory of ${agree(unknown.length, 'NUMA node', 'NUMA nodes')} ${unknown.map((n) => n.id).join(',')} is unknown`,
+      'check that /sys/devices/system/node/node*/meminfo is readable by the agent',
+    );
   }
-  return judge(node, nodes.map((n) => ({ label: `node ${n.id}`, total: n.memTotalKb!, free: n.memFreeKb!, id: n.id })));
+  return judge(
+    node,
+    nodes.map((n) => ({ label: `node ${n.id}`, total: n.memTotalKb!, free: n.memFreeKb!, id: n.id })),
+  );
 }
 
 function judge(node: string, parts: Array<{ label: string; total: number; free: number; id?: number }>): DoctorCheck {
-  const text = parts.map((p) => `${p.label}: ${bytes(p.free * 1024)} free of ${bytes(p.total * 1024)} (${pct(p.free, p.total)})`).join('; ');
+  const text = parts
+    .map((p) => `${p.label}: ${bytes(p.free * 1024)} free of ${bytes(p.total * 1024)} (${pct(p.free, p.total)})`)
+    .join('; ');
   const low = parts.filter((p) => p.free < FREE_FAIL_KB || p.free < p.total * FREE_FAIL_RATIO);
   const tight = parts.filter((p) => p.free < p.total * FREE_WARN_RATIO);
   const target = low[0] ?? tight[0];
@@ -49,15 +68,22 @@ function judge(node: string, parts: Array<{ label: string; total: number; free: 
 
 export function numactlCheck(node: string, report: DoctorNodeReport): DoctorCheck {
   if (report.numactl) return pass(node, 'numactl', `numactl at ${report.numactl}`);
-  if (report.launcher) return pass(node, 'numactl', 'numactl is not installed and not needed: the rank supervisor binds ranks itself');
-  return warn(node, 'numactl', 'numactl is not installed: ranks cannot be bound with it, and `numactl -H` is not there to compare', 'install it: `apt-get install numactl` or `dnf install numactl`');
+  if (report.launcher)
+    return pass(node, 'numactl', 'numactl is not installed and not needed: the rank supervisor binds ranks itself');
+  return warn(
+    node,
+    'numactl',
+    'numactl is not installed: ranks cannot be bound with it, and `numactl -H` is not there to compare',
+    'install it: `apt-get install numactl` or `dnf install numactl`',
+  );
 }
 
 /** The rank supervisor and its version, or why the node refuses ranks; null for an agent too old to say. */
 export function launcherCheck(node: string, report: DoctorNodeReport): DoctorCheck | null {
   const l = report.launcher;
   if (!l) return null;
-  if (l.problem === null) return pass(node, 'launcher', `rank supervisor ${l.version ?? '?'} at ${l.path}: it pins ranks itself`);
+  if (l.problem === null)
+    return pass(node, 'launcher', `rank supervisor ${l.version ?? '?'} at ${l.path}: it pins ranks itself`);
   return fail(
     node,
     'launcher',
@@ -70,7 +96,12 @@ export function pathChecks(node: string, report: DoctorNodeReport): DoctorCheck[
   return report.paths.map((p) =>
     p.exists
       ? pass(node, 'path', `${p.path} is present (${p.kind ?? 'unknown kind'})`)
-      : fail(node, 'path', `${p.path} is missing (${p.error ?? 'not found'})`, `mount or create ${p.path} on ${node} (is its NFS export mounted? \`findmnt\` lists the mounts)`),
+      : fail(
+          node,
+          'path',
+          `${p.path} is missing (${p.error ?? 'not found'})`,
+          `mount or create ${p.path} on ${node} (is its NFS export mounted? \`findmnt\` lists the mounts)`,
+        ),
   );
 }
 

@@ -24,12 +24,19 @@ const portName = (d: RdmaDevice, p: RdmaPort) => `${d.name} port ${p.port}`;
 export function rdmaPortCheck(node: string, f: Facts): DoctorCheck {
   const devices = f.rdma.devices;
   if (devices.length === 0) {
-    return warn(node, 'rdma.port', 'no RDMA device: ranks will fall back to TCP', 'load the NIC\'s RDMA driver and install rdma-core; `ibv_devices` should list the device');
+    return warn(
+      node,
+      'rdma.port',
+      'no RDMA device: ranks will fall back to TCP',
+      "load the NIC's RDMA driver and install rdma-core; `ibv_devices` should list the device",
+    );
   }
   const down = devices.flatMap((d) => d.ports.filter((p) => p.state !== 'ACTIVE').map((p) => ({ d, p })));
   const total = devices.reduce((a, d) => a + d.ports.length, 0);
   if (down.length === 0) return pass(node, 'rdma.port', `${plural(total, 'RDMA port')} ACTIVE`);
-  const list = down.map(({ d, p }) => `${portName(d, p)} is ${p.state}${p.physState ? ` (${p.physState})` : ''}`).join(', ');
+  const list = down
+    .map(({ d, p }) => `${portName(d, p)} is ${p.state}${p.physState ? ` (${p.physState})` : ''}`)
+    .join(', ');
   const { d, p } = down[0]!;
   const fix =
     p.linkLayer === 'Ethernet'
@@ -42,13 +49,19 @@ export function rdmaPortCheck(node: string, f: Facts): DoctorCheck {
 
 /** RoCE ports need a RoCE v2 GID on a routable address (IPv4-mapped or global IPv6) for NCCL/UCX to use. */
 export function roceGidCheck(node: string, f: Facts): DoctorCheck | null {
-  const roce = f.rdma.devices.flatMap((d) => d.ports.filter((p) => p.linkLayer === 'Ethernet' && p.state === 'ACTIVE').map((p) => ({ d, p })));
+  const roce = f.rdma.devices.flatMap((d) =>
+    d.ports.filter((p) => p.linkLayer === 'Ethernet' && p.state === 'ACTIVE').map((p) => ({ d, p })),
+  );
   if (roce.length === 0) return null;
   const missing = roce.filter(({ p }) => !p.gids.some((g) => g.type === 'RoCE v2' && g.scope !== 'link-local'));
   if (missing.length === 0) {
     const first = roce[0]!;
     const gid = first.p.gids.find((g) => g.type === 'RoCE v2' && g.scope !== 'link-local')!;
-    return pass(node, 'rdma.gid', `every RoCE port has a RoCE v2 global GID (${portName(first.d, first.p)}: index ${gid.index}${gid.ipv4 ? `, ${gid.ipv4}` : ''})`);
+    return pass(
+      node,
+      'rdma.gid',
+      `every RoCE port has a RoCE v2 global GID (${portName(first.d, first.p)}: index ${gid.index}${gid.ipv4 ? `, ${gid.ipv4}` : ''})`,
+    );
   }
   const list = missing.map(({ d, p }) => `${portName(d, p)}${p.netdev ? ` (${p.netdev})` : ''}`).join(', ');
   const { d, p } = missing[0]!;
@@ -56,7 +69,7 @@ export function roceGidCheck(node: string, f: Facts): DoctorCheck | null {
     node,
     'rdma.gid',
     `no RoCE v2 GID with a routable address on ${list}: NCCL_IB_GID_INDEX has nothing to pick`,
-    `give ${p.netdev ?? 'the port\'s netdev'} an IP address (RoCE v2 GIDs follow the netdev's addresses) and check \`cat /sys/class/infiniband/${d.name}/ports/${p.port}/gid_attrs/types/*\``,
+    `give ${p.netdev ?? "the port's netdev"} an IP address (RoCE v2 GIDs follow the netdev's addresses) and check \`cat /sys/class/infiniband/${d.name}/ports/${p.port}/gid_attrs/types/*\``,
   );
 }
 
@@ -66,7 +79,8 @@ export function nicLocalityCheck(node: string, f: Facts): DoctorCheck | null {
   if (active.length === 0) return null;
   const unknown = active.filter((d) => d.numaNode === null || d.numaNode < 0);
   const numaNodes = rankNumaNodes(f);
-  if (numaNodes.length <= 1 && unknown.length === 0) return pass(node, 'rdma.numa', 'one NUMA node: every NIC is local');
+  if (numaNodes.length <= 1 && unknown.length === 0)
+    return pass(node, 'rdma.numa', 'one NUMA node: every NIC is local');
   if (unknown.length > 0) {
     return warn(
       node,
@@ -79,7 +93,11 @@ export function nicLocalityCheck(node: string, f: Facts): DoctorCheck | null {
   for (const d of active) local.set(d.numaNode!, [...(local.get(d.numaNode!) ?? []), d.name]);
   const without = numaNodes.filter((n) => !local.has(n));
   if (without.length === 0) {
-    return pass(node, 'rdma.numa', `a local RDMA NIC on every rank NUMA node (${numaNodes.map((n) => `${n}: ${local.get(n)!.join(',')}`).join('; ')})`);
+    return pass(
+      node,
+      'rdma.numa',
+      `a local RDMA NIC on every rank NUMA node (${numaNodes.map((n) => `${n}: ${local.get(n)!.join(',')}`).join('; ')})`,
+    );
   }
   const where = [...local.entries()].map(([n, names]) => `${names.join(',')} on node ${n}`).join('; ');
   return warn(

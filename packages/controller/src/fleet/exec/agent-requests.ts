@@ -39,11 +39,20 @@ export class AgentRequests {
    * Rejects with RANKD_AGENT_UNREACHABLE when the node is not connected, its link drops,
    * or no reply comes within `timeoutMs`. `id` is given by callers that may cancel the request.
    */
-  request<R extends Reply>(node: string, message: WithoutId<ControllerMessage>, replyType: string, timeoutMs: number, id = AgentRequests.newId()): Promise<R> {
+  request<R extends Reply>(
+    node: string,
+    message: WithoutId<ControllerMessage>,
+    replyType: string,
+    timeoutMs: number,
+    id = AgentRequests.newId(),
+  ): Promise<R> {
     const link = this.registry.link(node);
     if (!link) return Promise.reject(unreachable(node, 'its agent is not connected'));
     return new Promise<R>((resolve, reject) => {
-      const timer = setTimeout(() => this.settle(id, null, unreachable(node, `no ${replyType} within ${Math.round(timeoutMs)} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => this.settle(id, null, unreachable(node, `no ${replyType} within ${Math.round(timeoutMs)} ms`)),
+        timeoutMs,
+      );
       this.pending.set(id, { node, link, replyType, resolve: resolve as (r: Reply) => void, reject, timer });
       if (!link.send({ ...message, id })) {
         this.settle(id, null, unreachable(node, 'its agent is not connected'));
@@ -78,7 +87,8 @@ export class AgentRequests {
   }
 
   close(): void {
-    for (const id of [...this.pending.keys()]) this.settle(id, null, new RankdError(FleetErrorCode.AgentUnreachable, 'the controller is shutting down'));
+    for (const id of [...this.pending.keys()])
+      this.settle(id, null, new RankdError(FleetErrorCode.AgentUnreachable, 'the controller is shutting down'));
   }
 
   private settle(id: string, reply: Reply | null, err: RankdError | null): void {
@@ -96,7 +106,8 @@ export class AgentRequests {
 
   private checkLinks(): void {
     for (const [id, p] of this.pending) {
-      if (this.registry.link(p.node) !== p.link) this.settle(id, null, unreachable(p.node, 'the connection to its agent was lost'));
+      if (this.registry.link(p.node) !== p.link)
+        this.settle(id, null, unreachable(p.node, 'the connection to its agent was lost'));
     }
   }
 }

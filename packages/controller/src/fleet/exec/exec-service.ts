@@ -6,7 +6,17 @@
 //
 // An exec is held open like a stream (streams/open-streams.ts): revoking the token or user that
 // started it ends its commands on every node within the second, as it ends a shell.
-import { ErrorCode, FleetErrorCode, RankdError, type ExecHostResult, type ExecReport, type ExecRequest, type ExecResult, type ExecRun, type WithoutId } from '@rankd/protocol';
+import {
+  ErrorCode,
+  FleetErrorCode,
+  RankdError,
+  type ExecHostResult,
+  type ExecReport,
+  type ExecRequest,
+  type ExecResult,
+  type ExecRun,
+  type WithoutId,
+} from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { EventsRepo } from '../../store/events-repo.js';
 import type { FleetInventory } from '../inventory/inventory-service.js';
@@ -65,11 +75,20 @@ export class ExecService {
       await Promise.all(
         ready.map(async (t, i) => {
           try {
-            const reply = await this.requests.request<ExecResult & { type: string }>(t.node, message, 'exec.result', timeoutMs + REPLY_MARGIN_MS, requestIds[i]);
+            const reply = await this.requests.request<ExecResult & { type: string }>(
+              t.node,
+              message,
+              'exec.result',
+              timeoutMs + REPLY_MARGIN_MS,
+              requestIds[i],
+            );
             results.set(t.host, fromReply(t.host, t.node, reply));
           } catch (err) {
             const failure = failureOf(err);
-            results.set(t.host, blank(t.host, t.node, failure.code === ErrorCode.CredentialRevoked ? 'FAILED' : 'UNREACHABLE', failure));
+            results.set(
+              t.host,
+              blank(t.host, t.node, failure.code === ErrorCode.CredentialRevoked ? 'FAILED' : 'UNREACHABLE', failure),
+            );
           }
         }),
       );
@@ -83,8 +102,17 @@ export class ExecService {
       unreachable: ordered.filter((r) => r.status === 'UNREACHABLE').length,
     };
     const revoked = ended.by;
-    this.events.append('fleet.exec', req.pattern, { argv, shell: req.shell !== undefined, user: req.user ?? null, ...summary, ...(revoked ? { revoked: revoked.code } : {}) });
-    this.log.info({ pattern: req.pattern, hosts: ordered.length, ...summary, ...(revoked ? { revoked: revoked.message } : {}) }, 'exec finished');
+    this.events.append('fleet.exec', req.pattern, {
+      argv,
+      shell: req.shell !== undefined,
+      user: req.user ?? null,
+      ...summary,
+      ...(revoked ? { revoked: revoked.code } : {}),
+    });
+    this.log.info(
+      { pattern: req.pattern, hosts: ordered.length, ...summary, ...(revoked ? { revoked: revoked.message } : {}) },
+      'exec finished',
+    );
     return {
       pattern: req.pattern,
       argv,
@@ -107,7 +135,11 @@ export class ExecService {
 }
 
 function commandOf(req: ExecRequest): string[] {
-  if (req.command && req.shell !== undefined) throw new RankdError(ErrorCode.InvalidRequest, 'give either command (argv) or shell (a string for /bin/sh -c), not both');
+  if (req.command && req.shell !== undefined)
+    throw new RankdError(
+      ErrorCode.InvalidRequest,
+      'give either command (argv) or shell (a string for /bin/sh -c), not both',
+    );
   if (req.command) return req.command;
   if (req.shell !== undefined) return ['/bin/sh', '-c', req.shell];
   throw new RankdError(ErrorCode.InvalidRequest, 'nothing to run: give command (argv) or shell');
@@ -130,11 +162,20 @@ function fromReply(host: string, node: string, r: ExecResult): ExecHostResult {
     truncated: { stdout: r.stdoutBytes > stdout.length, stderr: r.stderrBytes > stderr.length },
     durationMs: round(r.durationMs),
     timedOut: r.timedOut,
-    error: r.error ?? (r.timedOut ? { code: FleetErrorCode.ExecTimeout, message: 'the command ran past its timeout and was ended' } : null),
+    error:
+      r.error ??
+      (r.timedOut
+        ? { code: FleetErrorCode.ExecTimeout, message: 'the command ran past its timeout and was ended' }
+        : null),
   };
 }
 
-function blank(host: string, node: string | null, status: ExecHostResult['status'], error: { code: string; message: string }): ExecHostResult {
+function blank(
+  host: string,
+  node: string | null,
+  status: ExecHostResult['status'],
+  error: { code: string; message: string },
+): ExecHostResult {
   return {
     host,
     node,

@@ -19,7 +19,13 @@ import { SHELL_PATH } from '@rankd/protocol';
 /** Agent replies that AgentRequests routes to their waiters. */
 function replyHandlers(requests: AgentRequests): AgentHandlers {
   const reply = requests.handle;
-  return { 'exec.result': reply, 'fleet.pong': reply, 'doctor.report': reply, 'probe.listening': reply, 'probe.result': reply };
+  return {
+    'exec.result': reply,
+    'fleet.pong': reply,
+    'doctor.report': reply,
+    'probe.listening': reply,
+    'probe.result': reply,
+  };
 }
 
 export interface FleetServices {

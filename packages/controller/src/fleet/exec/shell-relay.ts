@@ -103,7 +103,10 @@ export class ShellRelay {
       source: req.socket.remoteAddress ?? '',
       method: 'GET',
       route: '/v1/shell',
-      resource: { node: (q.get('node') ?? '').slice(0, 256), ...(q.get('user') ? { unixUser: q.get('user')!.slice(0, 64) } : {}) },
+      resource: {
+        node: (q.get('node') ?? '').slice(0, 256),
+        ...(q.get('user') ? { unixUser: q.get('user')!.slice(0, 64) } : {}),
+      },
       argv: argv.length > 0 ? argv : null,
       // the one variable a shell's client sets for its program
       envNames: ['TERM'],
@@ -130,14 +133,18 @@ export class ShellRelay {
   ): void {
     if ('refusal' in auth) {
       try {
-        this.access.deps.audit.record({ ...entry(auth.principal), decision: 'deny', reason: auth.refusal.message }, { status: auth.refusal.status, durationMs: performance.now() - startedAt });
+        this.access.deps.audit.record(
+          { ...entry(auth.principal), decision: 'deny', reason: auth.refusal.message },
+          { status: auth.refusal.status, durationMs: performance.now() - startedAt },
+        );
       } catch (err) {
         this.log.error({ err }, 'cannot record a refused shell in the audit log');
       }
       return refuse(socket, auth.refusal.status, auth.refusal.code, auth.refusal.message, auth.refusal.retryAfter);
     }
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
-    if (!offered.includes(SHELL_SUBPROTOCOL)) return refuse(socket, 400, ErrorCode.InvalidRequest, `subprotocol ${SHELL_SUBPROTOCOL} required`);
+    if (!offered.includes(SHELL_SUBPROTOCOL))
+      return refuse(socket, 400, ErrorCode.InvalidRequest, `subprotocol ${SHELL_SUBPROTOCOL} required`);
     const node = q.get('node') ?? '';
     const cols = Number(q.get('cols') ?? 80);
     const rows = Number(q.get('rows') ?? 24);
@@ -147,8 +154,20 @@ export class ShellRelay {
     const known = this.registry.get(node);
     if (!known) return refuse(socket, 404, ErrorCode.NodeNotFound, `unknown node "${node}"`);
     const link = this.registry.link(node);
-    if (!link || known.state !== 'ready') return refuse(socket, 503, FleetErrorCode.AgentUnreachable, `node ${node}: its agent is not connected (${known.state})`);
-    if (!known.capabilities.includes('pty')) return refuse(socket, 409, FleetErrorCode.MissingCapability, `node ${node}: agent ${known.version ?? ''} has no "pty" capability; upgrade it`);
+    if (!link || known.state !== 'ready')
+      return refuse(
+        socket,
+        503,
+        FleetErrorCode.AgentUnreachable,
+        `node ${node}: its agent is not connected (${known.state})`,
+      );
+    if (!known.capabilities.includes('pty'))
+      return refuse(
+        socket,
+        409,
+        FleetErrorCode.MissingCapability,
+        `node ${node}: agent ${known.version ?? ''} has no "pty" capability; upgrade it`,
+      );
     const open: WithoutId<PtyOpen> = {
       type: 'pty.open',
       cols,
@@ -164,7 +183,12 @@ export class ShellRelay {
       auditId = this.access.deps.audit.begin(entry(auth.principal));
     } catch (err) {
       this.log.error({ err }, 'audit entry not written: shell refused');
-      return refuse(socket, 503, ErrorCode.AuditUnavailable, `the audit log cannot be written (${(err as Error).message}); no shell was opened`);
+      return refuse(
+        socket,
+        503,
+        ErrorCode.AuditUnavailable,
+        `the audit log cannot be written (${(err as Error).message}); no shell was opened`,
+      );
     }
     const principal = auth.principal;
     this.wss.handleUpgrade(req, socket, head, (ws) => this.start(ws, principal, node, link, open, auditId, startedAt));
@@ -173,12 +197,30 @@ export class ShellRelay {
   close(): void {
     clearInterval(this.linkTimer);
     this.keepalive.stop();
-    for (const s of this.sessions.values()) this.end(s, { type: 'error', code: ErrorCode.Internal, message: 'the controller is shutting down' }, 1001);
+    for (const s of this.sessions.values())
+      this.end(s, { type: 'error', code: ErrorCode.Internal, message: 'the controller is shutting down' }, 1001);
     this.wss.close();
   }
 
-  private start(ws: WebSocket, principal: Principal, node: string, link: AgentLink, open: WithoutId<PtyOpen>, auditId: string, startedAt: number): void {
-    const session: Session = { id: AgentRequests.newId(), node, link, ws, ended: false, auditId, startedAt, forget: () => {} };
+  private start(
+    ws: WebSocket,
+    principal: Principal,
+    node: string,
+    link: AgentLink,
+    open: WithoutId<PtyOpen>,
+    auditId: string,
+    startedAt: number,
+  ): void {
+    const session: Session = {
+      id: AgentRequests.newId(),
+      node,
+      link,
+      ws,
+      ended: false,
+      auditId,
+      startedAt,
+      forget: () => {},
+    };
     this.sessions.set(session.id, session);
     session.forget = this.access.deps.streams.add(streamOwner(principal), (why) => this.revoked(session, why));
     this.keepalive.watch(ws);
@@ -186,7 +228,12 @@ export class ShellRelay {
     ws.on('message', (data, isBinary) => this.onClient(session, data as Buffer, isBinary));
     ws.on('close', () => this.onClientGone(session, 'the client closed the connection'));
     ws.on('error', (err) => this.log.warn({ err: err.message, node }, 'shell client socket error'));
-    if (!link.send({ ...open, id: session.id })) this.end(session, { type: 'error', code: FleetErrorCode.AgentUnreachable, message: `node ${node}: its agent is not connected` }, 1011);
+    if (!link.send({ ...open, id: session.id }))
+      this.end(
+        session,
+        { type: 'error', code: FleetErrorCode.AgentUnreachable, message: `node ${node}: its agent is not connected` },
+        1011,
+      );
   }
 
   private onClient(s: Session, data: Buffer, isBinary: boolean): void {
@@ -204,7 +251,11 @@ export class ShellRelay {
       control = null;
     }
     if (!checkControl.Check(control)) {
-      this.sendEvent(s, { type: 'error', code: ErrorCode.InvalidRequest, message: 'control frames are {"type":"resize","cols":C,"rows":R} or {"type":"signal","signal":"SIGINT"}' });
+      this.sendEvent(s, {
+        type: 'error',
+        code: ErrorCode.InvalidRequest,
+        message: 'control frames are {"type":"resize","cols":C,"rows":R} or {"type":"signal","signal":"SIGINT"}',
+      });
       return;
     }
     const c = control;
@@ -251,10 +302,18 @@ export class ShellRelay {
     s.ended = true;
     this.sessions.delete(s.id);
     s.forget();
-    if (hangUp) s.link.send({ type: 'pty.close', id: s.id, reason: last.type === 'error' ? last.message : 'session ended' });
+    if (hangUp)
+      s.link.send({ type: 'pty.close', id: s.id, reason: last.type === 'error' ? last.message : 'session ended' });
     this.sendEvent(s, last);
     s.ws.close(code, last.type === 'error' ? last.code : 'exit');
-    this.finishAudit(s, last.type === 'error' ? `${last.code}: ${last.message}` : last.type === 'exit' ? `exit code ${last.code ?? '-'}${last.signal ? ` signal ${last.signal}` : ''}` : 'ended');
+    this.finishAudit(
+      s,
+      last.type === 'error'
+        ? `${last.code}: ${last.message}`
+        : last.type === 'exit'
+          ? `exit code ${last.code ?? '-'}${last.signal ? ` signal ${last.signal}` : ''}`
+          : 'ended',
+    );
     this.log.info({ node: s.node, session: s.id, last }, 'shell session ended');
   }
 
@@ -265,7 +324,12 @@ export class ShellRelay {
   }
 
   private finishAudit(s: Session, reason: string): void {
-    this.access.deps.audit.finish(s.auditId, { status: 101, durationMs: performance.now() - s.startedAt, resource: { session: s.id }, reason: `shell session: ${reason}` });
+    this.access.deps.audit.finish(s.auditId, {
+      status: 101,
+      durationMs: performance.now() - s.startedAt,
+      resource: { session: s.id },
+      reason: `shell session: ${reason}`,
+    });
   }
 
   private mine(node: string, id: string): Session | undefined {
@@ -280,7 +344,16 @@ export class ShellRelay {
   private checkLinks(): void {
     for (const s of this.sessions.values()) {
       if (this.registry.link(s.node) !== s.link) {
-        this.end(s, { type: 'error', code: FleetErrorCode.AgentUnreachable, message: `node ${s.node}: the connection to its agent was lost; the remote program is ended` }, 1011, false);
+        this.end(
+          s,
+          {
+            type: 'error',
+            code: FleetErrorCode.AgentUnreachable,
+            message: `node ${s.node}: the connection to its agent was lost; the remote program is ended`,
+          },
+          1011,
+          false,
+        );
       }
     }
   }

@@ -15,18 +15,35 @@ export interface SkippedTarget {
   error: { code: string; message: string };
 }
 
-export function partitionTargets(hosts: readonly MatchedHost[], registry: NodeRegistry, capability: string): { ready: ReadyTarget[]; skipped: SkippedTarget[] } {
+export function partitionTargets(
+  hosts: readonly MatchedHost[],
+  registry: NodeRegistry,
+  capability: string,
+): { ready: ReadyTarget[]; skipped: SkippedTarget[] } {
   const ready: ReadyTarget[] = [];
   const skipped: SkippedTarget[] = [];
   for (const h of hosts) {
     if (h.node === null || h.agent === 'none') {
-      skipped.push({ host: h.host, node: h.node, status: 'UNREACHABLE', error: { code: FleetErrorCode.NoAgent, message: 'no agent has registered for this host' } });
+      skipped.push({
+        host: h.host,
+        node: h.node,
+        status: 'UNREACHABLE',
+        error: { code: FleetErrorCode.NoAgent, message: 'no agent has registered for this host' },
+      });
       continue;
     }
     const node = registry.get(h.node);
     if (!node || h.agent !== 'ready' || !registry.link(h.node)) {
-      const why = node?.state === 'ready' ? 'its agent is not connected' : `its agent is ${node?.state ?? 'unknown'}${node?.stateReason ? ` (${node.stateReason})` : ''}`;
-      skipped.push({ host: h.host, node: h.node, status: 'UNREACHABLE', error: { code: FleetErrorCode.AgentUnreachable, message: why } });
+      const why =
+        node?.state === 'ready'
+          ? 'its agent is not connected'
+          : `its agent is ${node?.state ?? 'unknown'}${node?.stateReason ? ` (${node.stateReason})` : ''}`;
+      skipped.push({
+        host: h.host,
+        node: h.node,
+        status: 'UNREACHABLE',
+        error: { code: FleetErrorCode.AgentUnreachable, message: why },
+      });
       continue;
     }
     if (!node.capabilities.includes(capability)) {
@@ -34,7 +51,10 @@ export function partitionTargets(hosts: readonly MatchedHost[], registry: NodeRe
         host: h.host,
         node: h.node,
         status: 'FAILED',
-        error: { code: FleetErrorCode.MissingCapability, message: `agent ${node.version ?? '(unknown version)'} has no "${capability}" capability; upgrade it` },
+        error: {
+          code: FleetErrorCode.MissingCapability,
+          message: `agent ${node.version ?? '(unknown version)'} has no "${capability}" capability; upgrade it`,
+        },
       });
       continue;
     }
@@ -46,5 +66,8 @@ export function partitionTargets(hosts: readonly MatchedHost[], registry: NodeRe
 /** Turns a rejected request into the error of a per-host result. */
 export function failureOf(err: unknown): { code: string; message: string } {
   const e = err as { code?: unknown; message?: unknown };
-  return { code: typeof e.code === 'string' ? e.code : FleetErrorCode.AgentUnreachable, message: typeof e.message === 'string' ? e.message : String(err) };
+  return {
+    code: typeof e.code === 'string' ? e.code : FleetErrorCode.AgentUnreachable,
+    message: typeof e.message === 'string' ? e.message : String(err),
+  };
 }

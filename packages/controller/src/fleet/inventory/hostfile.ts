@@ -15,7 +15,8 @@ export const DEFAULT_HOSTFILE_GROUP = 'hostfile';
 const HOST = /^[A-Za-z0-9_.-]+$/;
 
 export function parseHostfile(content: string, source: string, group = DEFAULT_HOSTFILE_GROUP): InventoryDoc {
-  if (!GROUP_NAME.test(group)) throw parseError(source, null, `group name "${group}" may hold only letters, digits, "_", "." and "-"`);
+  if (!GROUP_NAME.test(group))
+    throw parseError(source, null, `group name "${group}" may hold only letters, digits, "_", "." and "-"`);
   const doc = emptyInventory();
   const firstLine = new Map<string, number>();
   content.split(/\r?\n/).forEach((raw, index) => {

@@ -6,7 +6,17 @@
 // be declared by a section of its own somewhere in the file; otherwise the reference is
 // reported at the line that made it.
 import { expandHostRange } from './host-range.js';
-import { GROUP_NAME, UNGROUPED, addChild, addHost, emptyInventory, ensureGroup, finish, type InventoryDoc, type Vars } from './model.js';
+import {
+  GROUP_NAME,
+  UNGROUPED,
+  addChild,
+  addHost,
+  emptyInventory,
+  ensureGroup,
+  finish,
+  type InventoryDoc,
+  type Vars,
+} from './model.js';
 import { parseError } from './parse-error.js';
 import { splitAssignment, splitWords } from './tokens.js';
 
@@ -42,7 +52,8 @@ export function parseIni(content: string, source: string): InventoryDoc {
       }
       section = { kind: suffix === undefined ? 'hosts' : suffix, group };
       if (section.kind === 'vars') {
-        if (!declared.has(group) && !pending.has(group)) pending.set(group, { line: lineNo, what: `[${group}:vars] names group ${group}, which no section declares` });
+        if (!declared.has(group) && !pending.has(group))
+          pending.set(group, { line: lineNo, what: `[${group}:vars] names group ${group}, which no section declares` });
       } else {
         declared.add(group);
         pending.delete(group);
@@ -65,7 +76,11 @@ export function parseIni(content: string, source: string): InventoryDoc {
       if (!GROUP_NAME.test(child)) throw fail(`group name "${child}" may hold only letters, digits, "_", "." and "-"`);
       if (child === section.group) throw fail(`group ${child} cannot be its own child`);
       addChild(doc, section.group, child);
-      if (!declared.has(child) && !pending.has(child)) pending.set(child, { line: lineNo, what: `[${section.group}:children] names group ${child}, which no section declares` });
+      if (!declared.has(child) && !pending.has(child))
+        pending.set(child, {
+          line: lineNo,
+          what: `[${section.group}:children] names group ${child}, which no section declares`,
+        });
       return;
     }
 

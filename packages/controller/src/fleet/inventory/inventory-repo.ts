@@ -34,11 +34,21 @@ export class InventoryRepo {
   get(): StoredInventory | null {
     const row = this.getStmt.get() as Row | undefined;
     if (!row) return null;
-    return { doc: JSON.parse(row.doc) as InventoryDoc, source: row.source, format: row.format as InventoryFormat, importedAt: row.imported_at };
+    return {
+      doc: JSON.parse(row.doc) as InventoryDoc,
+      source: row.source,
+      format: row.format as InventoryFormat,
+      importedAt: row.imported_at,
+    };
   }
 
   put(inv: StoredInventory): void {
-    this.putStmt.run({ doc: JSON.stringify(inv.doc), source: inv.source, format: inv.format, importedAt: inv.importedAt });
+    this.putStmt.run({
+      doc: JSON.stringify(inv.doc),
+      source: inv.source,
+      format: inv.format,
+      importedAt: inv.importedAt,
+    });
   }
 
   clear(): void {

@@ -4,13 +4,29 @@
 // Patterns see one universe: the inventory's hosts in file order, then the registered
 // nodes the inventory does not name (so `rankd exec node07 -- …` works without any
 // inventory). Hosts without an agent stay in every answer, marked "none".
-import { FleetErrorCode, PlanErrorCode, RankdError, type InventoryImport, type InventoryView, type MatchedHost } from '@rankd/protocol';
+import {
+  FleetErrorCode,
+  PlanErrorCode,
+  RankdError,
+  type InventoryImport,
+  type InventoryView,
+  type MatchedHost,
+} from '@rankd/protocol';
 import type { EventsRepo } from '../../store/events-repo.js';
 import type { NodeRegistry } from '../../nodes/node-registry.js';
 import { PlanError, type GroupResolver } from '@rankd/planner';
 import { naturalCompare } from '@rankd/protocol/natural-order';
 import type { InventoryRepo, StoredInventory } from './inventory-repo.js';
-import { ALL, UNGROUPED, emptyInventory, groupMembers, hostMemberships, mergeInventory, type InventoryDoc, type Vars } from './model.js';
+import {
+  ALL,
+  UNGROUPED,
+  emptyInventory,
+  groupMembers,
+  hostMemberships,
+  mergeInventory,
+  type InventoryDoc,
+  type Vars,
+} from './model.js';
 import { indexNodes, nodeForHost, presenceOf, type NodeIndex } from './node-mapping.js';
 import { parseInventory } from './parse.js';
 import { matchPattern, type PatternUniverse } from './pattern.js';
@@ -39,12 +55,26 @@ export class FleetInventory {
   /** Parses and stores an inventory file; a parse error leaves the stored one untouched. */
   import(input: InventoryImport): InventoryView {
     const source = input.source ?? 'inventory';
-    const { doc, format } = parseInventory({ content: input.content, format: input.format, source, group: input.group });
+    const { doc, format } = parseInventory({
+      content: input.content,
+      format: input.format,
+      source,
+      group: input.group,
+    });
     const base = input.merge && this.stored ? this.stored.doc : emptyInventory();
     const merged = mergeInventory(base, doc);
-    this.stored = { doc: merged, source: input.merge && this.stored ? `${this.stored.source} + ${source}` : source, format, importedAt: Date.now() };
+    this.stored = {
+      doc: merged,
+      source: input.merge && this.stored ? `${this.stored.source} + ${source}` : source,
+      format,
+      importedAt: Date.now(),
+    };
     this.repo.put(this.stored);
-    this.events.append('inventory.imported', source, { format, merge: input.merge ?? false, hosts: Object.keys(doc.hosts).length });
+    this.events.append('inventory.imported', source, {
+      format,
+      merge: input.merge ?? false,
+      hosts: Object.keys(doc.hosts).length,
+    });
     return this.view();
   }
 
@@ -58,7 +88,13 @@ export class FleetInventory {
     const doc = this.doc();
     const snap = this.snapshot();
     return {
-      source: this.stored ? { name: this.stored.source, format: this.stored.format, importedAt: new Date(this.stored.importedAt).toISOString() } : null,
+      source: this.stored
+        ? {
+            name: this.stored.source,
+            format: this.stored.format,
+            importedAt: new Date(this.stored.importedAt).toISOString(),
+          }
+        : null,
       groups: Object.entries(doc.groups).map(([name, g]) => ({
         name,
         hosts: g.hosts,
@@ -110,20 +146,32 @@ export class FleetInventory {
       try {
         hosts = this.resolveListed(group);
       } catch (err) {
-        if (err instanceof RankdError && (err.code === FleetErrorCode.PatternUnknown || err.code === FleetErrorCode.PatternInvalid)) {
-          throw new PlanError(err.code === FleetErrorCode.PatternUnknown ? PlanErrorCode.NoNodes : PlanErrorCode.BadSpec, `--group ${group}: ${err.message}`);
+        if (
+          err instanceof RankdError &&
+          (err.code === FleetErrorCode.PatternUnknown || err.code === FleetErrorCode.PatternInvalid)
+        ) {
+          throw new PlanError(
+            err.code === FleetErrorCode.PatternUnknown ? PlanErrorCode.NoNodes : PlanErrorCode.BadSpec,
+            `--group ${group}: ${err.message}`,
+          );
         }
         throw err;
       }
       const usable = new Set(candidates);
       const missing = hosts.filter((h) => h.listed && (h.node === null || !usable.has(h.node)));
       if (missing.length > 0) {
-        const shown = missing.slice(0, 8).map((h) => `${h.host} (${h.agent === 'none' ? 'no agent' : h.agent === 'ready' ? 'no facts yet' : h.agent})`);
+        const shown = missing
+          .slice(0, 8)
+          .map(
+            (h) => `${h.host} (${h.agent === 'none' ? 'no agent' : h.agent === 'ready' ? 'no facts yet' : h.agent})`,
+          );
         const more = missing.length > 8 ? ` and ${missing.length - 8} more` : '';
         throw new PlanError(
           PlanErrorCode.UnknownNode,
           `--group ${group} selects ${agree(missing.length, 'a host', 'hosts')} without a ready agent: ${shown.join(', ')}${more}; ` +
-            (missing.length <= 8 ? `leave them out with --group '${[group, ...missing.map((h) => `!${h.host}`)].join(':')}'` : 'leave them out with ":!host" terms'),
+            (missing.length <= 8
+              ? `leave them out with --group '${[group, ...missing.map((h) => `!${h.host}`)].join(':')}'`
+              : 'leave them out with ":!host" terms'),
         );
       }
       return hosts.flatMap((h) => (h.node !== null && usable.has(h.node) ? [h.node] : []));

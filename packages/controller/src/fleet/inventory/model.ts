@@ -78,7 +78,8 @@ export function finish(doc: InventoryDoc): InventoryDoc {
     if (name !== ALL && !isChild.has(name) && !all.children.includes(name)) all.children.push(name);
   }
   const grouped = new Set<string>();
-  for (const [name, g] of Object.entries(doc.groups)) if (name !== ALL && name !== UNGROUPED) for (const h of g.hosts) grouped.add(h);
+  for (const [name, g] of Object.entries(doc.groups))
+    if (name !== ALL && name !== UNGROUPED) for (const h of g.hosts) grouped.add(h);
   const ungrouped = doc.groups[UNGROUPED]!;
   ungrouped.hosts = Object.keys(doc.hosts).filter((h) => !grouped.has(h));
   return doc;
@@ -91,7 +92,9 @@ function checkCycles(doc: InventoryDoc): void {
     if (s === 'done') return;
     if (s === 'visiting') {
       const cycle = [...path.slice(path.indexOf(name)), name].join(' → ');
-      throw new RankdError(FleetErrorCode.InventoryParse, `group ${name} is its own ancestor (${cycle})`, { group: name });
+      throw new RankdError(FleetErrorCode.InventoryParse, `group ${name} is its own ancestor (${cycle})`, {
+        group: name,
+      });
     }
     state.set(name, 'visiting');
     for (const c of doc.groups[name]?.children ?? []) visit(c, [...path, name]);

@@ -3,5 +3,8 @@ import { FleetErrorCode, RankdError } from '@rankd/protocol';
 
 /** `line` is null for errors about the file as a whole (a cycle of child groups). */
 export function parseError(source: string, line: number | null, message: string): RankdError {
-  return new RankdError(FleetErrorCode.InventoryParse, `${source}${line === null ? '' : `:${line}`}: ${message}`, { source, line });
+  return new RankdError(FleetErrorCode.InventoryParse, `${source}${line === null ? '' : `:${line}`}: ${message}`, {
+    source,
+    line,
+  });
 }

@@ -15,7 +15,8 @@ export interface InventoryInput {
 export function parseInventory(input: InventoryInput): { doc: InventoryDoc; format: InventoryFormat } {
   const source = input.source ?? 'inventory';
   const format = input.format ?? detectFormat(input.content);
-  const doc = format === 'hostfile' ? parseHostfile(input.content, source, input.group) : parseIni(input.content, source);
+  const doc =
+    format === 'hostfile' ? parseHostfile(input.content, source, input.group) : parseIni(input.content, source);
   return { doc, format };
 }
 

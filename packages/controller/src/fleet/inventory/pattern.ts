@@ -104,7 +104,8 @@ function evaluate(term: string, u: PatternUniverse): string[] {
 /** Globs and regexes see the named groups, not the implicit ones: `a*` must not mean `all`. */
 function byName(u: PatternUniverse, test: (name: string) => boolean): Set<string> {
   const out = new Set<string>();
-  for (const [name, members] of u.groups) if (name !== 'all' && name !== 'ungrouped' && test(name)) for (const h of members) out.add(h);
+  for (const [name, members] of u.groups)
+    if (name !== 'all' && name !== 'ungrouped' && test(name)) for (const h of members) out.add(h);
   for (const h of u.hosts) if (test(h)) out.add(h);
   return out;
 }
@@ -114,17 +115,22 @@ function subscript(term: string, hosts: string[], m: RegExpExecArray): string[] 
   if (m[2] !== undefined) {
     const i = at(Number(m[2]));
     const host = hosts[i];
-    if (host === undefined) throw invalid(`${term}: index ${m[2]} is outside the ${plural(hosts.length, 'host')} of ${m[1]}`, term);
+    if (host === undefined)
+      throw invalid(`${term}: index ${m[2]} is outside the ${plural(hosts.length, 'host')} of ${m[1]}`, term);
     return [host];
   }
   const start = m[3] === '' ? 0 : Number(m[3]);
   const end = m[4] === '' ? hosts.length - 1 : at(Number(m[4]));
-  if (start >= hosts.length || end < start) throw invalid(`${term}: range selects none of the ${plural(hosts.length, 'host')} of ${m[1]}`, term);
+  if (start >= hosts.length || end < start)
+    throw invalid(`${term}: range selects none of the ${plural(hosts.length, 'host')} of ${m[1]}`, term);
   return hosts.slice(start, end + 1);
 }
 
 function globRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|\\[\]]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = glob
+    .replace(/[.+^${}()|\\[\]]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`);
 }
 
