@@ -15,7 +15,7 @@ import {
 } from '@rankd/protocol';
 import type { ControllerLink } from '#agent/link/controller-link';
 import type { AgentHandlers } from '#controller/gateway/agent-handlers';
-import type { AgentSender } from '#controller/jobs/job-manager';
+import type { AgentSender } from '#controller/gateway/agent-sender';
 
 const launch = { rank: 0, argv: ['hostname'], env: {}, cpus: [0], memNodes: [0] };
 

@@ -9,7 +9,7 @@
 import { ErrorCode } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { NodeRegistry } from '../nodes/node-registry.js';
-import type { AgentSender } from '../jobs/job-manager.js';
+import type { AgentSender } from './agent-sender.js';
 import type { AuditLog } from '../store/audit-log.js';
 
 export interface AgentRefusal {

@@ -4,7 +4,7 @@
 // mode runs anything beside the ranks, so stopping and ending are the lifecycle's alone.
 import type { JobStart, PmiJobSpec, RankLaunch } from '@rankd/protocol';
 import { processMapping } from '../pmi/process-mapping.js';
-import type { AgentSender } from './agent-sender.js';
+import type { AgentSender } from '../gateway/agent-sender.js';
 import type { LiveJobView } from './live-job.js';
 import type { MpiStrategy } from './mpi-strategy.js';
 import { hoistSharedEnv } from './shared-env.js';

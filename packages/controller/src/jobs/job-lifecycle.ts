@@ -12,7 +12,7 @@ import type { Binding, JobState, PmiFailed, RankMap, StreamName } from '@rankd/p
 import type { Logger } from 'pino';
 import type { Allocation } from '@rankd/planner';
 import type { EventsRepo } from '../store/events-repo.js';
-import type { AgentSender } from './agent-sender.js';
+import type { AgentSender } from '../gateway/agent-sender.js';
 import type { Clock } from './clock.js';
 import { pendingRanks, type JobRecord, type RankRecord } from './job-records.js';
 import { graceSeconds, plannedCpus } from './job-view.js';

@@ -26,7 +26,7 @@ import type { EventsRepo } from '../store/events-repo.js';
 import type { JobRecord } from './job-records.js';
 import type { JobFilter, JobsRepo } from './jobs-repo.js';
 import { admit } from './job-admission.js';
-import type { AgentSender } from './agent-sender.js';
+import type { AgentSender } from '../gateway/agent-sender.js';
 import { systemClock, type Clock } from './clock.js';
 import { DirectStart } from './direct-start.js';
 import { JobLifecycle } from './job-lifecycle.js';
@@ -39,7 +39,6 @@ import { nodesOf, type LiveJobView } from './live-job.js';
 import type { MpiStrategy } from './mpi-strategy.js';
 
 export { exitStatus, isTerminal } from './rank-status.js';
-export type { AgentSender } from './agent-sender.js';
 
 export class JobManager extends EventEmitter<{ ended: [id: string, state: JobState]; changed: [string] }> {
   /** Planned jobs until their last rank's exit: the only place they change. */

@@ -5,7 +5,7 @@
 import type { RankExit, RankOutput, RankStarted, RanksReport } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { AgentRefusals } from '../gateway/agent-refusal.js';
-import type { AgentSender } from './agent-sender.js';
+import type { AgentSender } from '../gateway/agent-sender.js';
 import type { RankRecord } from './job-records.js';
 import type { JobManager } from './job-manager.js';
 import type { LiveJobView, PendingExit } from './live-job.js';

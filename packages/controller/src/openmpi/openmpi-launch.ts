@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
 import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { AgentHandlers, AuthenticatedAgent } from '../gateway/agent-handlers.js';
 import type { AgentRefusals } from '../gateway/agent-refusal.js';
-import type { AgentSender } from '../jobs/agent-sender.js';
+import type { AgentSender } from '../gateway/agent-sender.js';
 import type { JobLifecycle } from '../jobs/job-lifecycle.js';
 import { graceSeconds } from '../jobs/job-view.js';
 import { nodesOf, type LiveJobView } from '../jobs/live-job.js';

@@ -4,7 +4,7 @@
 // daemons too, and a job whose ranks have all ended stays live until they have ended as
 // well, so that nothing of a job runs after it ended.
 import type { OmpiStart, OrtedLaunch, RankLaunch } from '@rankd/protocol';
-import type { AgentSender } from '../jobs/agent-sender.js';
+import type { AgentSender } from '../gateway/agent-sender.js';
 import type { LiveJobView } from '../jobs/live-job.js';
 import { nodesOf } from '../jobs/live-job.js';
 import type { MpiStrategy } from '../jobs/mpi-strategy.js';

@@ -1,8 +1,8 @@
 // Agent messages of the PMI exchange, routed to the fence and to the job lifecycle.
-import type { JobManager } from '../jobs/job-manager.js';
+import type { JobManager } from './job-manager.js';
 import type { FenceExchange } from '../pmi/fence-exchange.js';
-import type { AgentHandlers } from './agent-handlers.js';
-import type { AgentRefusals } from './agent-refusal.js';
+import type { AgentHandlers } from '../gateway/agent-handlers.js';
+import type { AgentRefusals } from '../gateway/agent-refusal.js';
 
 export function pmiHandlers(exchange: FenceExchange, jobs: JobManager, refusals: AgentRefusals): AgentHandlers {
   return {

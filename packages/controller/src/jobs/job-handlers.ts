@@ -1,6 +1,6 @@
 // Agent messages about ranks, routed to the job lifecycle.
-import type { RankEvents } from '../jobs/rank-events.js';
-import type { AgentHandlers } from './agent-handlers.js';
+import type { RankEvents } from './rank-events.js';
+import type { AgentHandlers } from '../gateway/agent-handlers.js';
 
 export function jobHandlers(events: RankEvents): AgentHandlers {
   return {
