@@ -54,6 +54,18 @@ export class OpenMpiLaunch {
    * the launcher node's own addresses. The daemon's arguments are built here; what the node
    * sent is never relayed.
    */
+  /** Tells the launcher's helper, which waits on an answer about its daemon, that it failed. */
+  private daemonFailed(node: string, m: OmpiDaemonRequest, message: string): void {
+    this.agents.send(node, {
+      type: 'ompi.daemon.state',
+      jobId: m.jobId,
+      daemon: m.daemon,
+      host: m.host,
+      state: 'failed',
+      message,
+    });
+  }
+
   private daemonRequest(conn: AuthenticatedAgent, m: OmpiDaemonRequest): void {
     const node = conn.name;
     const refuse = (code: string, message: string): void => {
@@ -67,25 +79,9 @@ export class OpenMpiLaunch {
     // the launcher's own helper waits for an answer about its daemon: it fails with this
     const fail = (code: string, message: string): void => {
       refuse(code, message);
-      this.agents.send(node, {
-        type: 'ompi.daemon.state',
-        jobId: m.jobId,
-        daemon: m.daemon,
-        host: m.host,
-        state: 'failed',
-        message: `${code}: ${message}`,
-      });
+      this.daemonFailed(node, m, `${code}: ${message}`);
     };
-    const job = this.jobOf(node, m, fail, () =>
-      this.agents.send(node, {
-        type: 'ompi.daemon.state',
-        jobId: m.jobId,
-        daemon: m.daemon,
-        host: m.host,
-        state: 'failed',
-        message: `job ${m.jobId} is not live`,
-      }),
-    );
+    const job = this.jobOf(node, m, fail, () => this.daemonFailed(node, m, `job ${m.jobId} is not live`));
     if (!job) return;
     const { live, state } = job;
     if (node !== state.launcherNode)
