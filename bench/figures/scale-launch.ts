@@ -240,9 +240,13 @@ function storeWrites(dir: string): { oneEachMs: number; batchedMs: number } {
         createdAt: now,
         startedAt: now,
         endedAt: null,
+        attempt: 0,
+        excluded: [],
+        restartAt: null,
       };
       const ranks: RankRecord[] = Array.from({ length: world }, (_, rank) => ({
         jobId: 'j',
+        attempt: 0,
         rank,
         node: `lsim${rank % 4}-${rank >> 3}`,
         state: 'pending',

@@ -450,7 +450,14 @@ for (const row of rows) {
       modes: { pmi1: new DirectStart(agents, true), none: new DirectStart(agents, false), openmpi },
       clock,
       log: pino({ level: 'silent' }),
-      hooks: { changed: () => {}, ended: (_id, state) => told.ended.push(state), released: () => told.released++ },
+      hooks: {
+        changed: () => {},
+        ended: (_id, state) => told.ended.push(state),
+        released: () => told.released++,
+        attemptEnded: () => {},
+        restarting: () => {},
+        nodesFailed: () => {},
+      },
     });
 
     const job = queuedJob(row);
@@ -501,6 +508,9 @@ function queuedJob(row: Row): JobRecord {
     createdAt: T0,
     startedAt: null,
     endedAt: null,
+    attempt: 0,
+    excluded: [],
+    restartAt: null,
   };
 }
 

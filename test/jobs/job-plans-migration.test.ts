@@ -43,7 +43,7 @@ t.test('a started and a queued job written before job_plans read back the same a
   t.same(started.allocation, allocation);
   t.equal(started.owner, 'alice');
   t.same(
-    repo.ranks({ id: 'started', rankMap: null }).map((r) => r.state),
+    repo.ranks({ id: 'started', rankMap: null, attempt: 0 }).map((r) => r.state),
     ['running'],
     'its ranks are untouched',
   );

@@ -40,12 +40,27 @@ t.test('ranks that never changed read back pending on the plan; changed ones fro
     createdAt: 1,
     startedAt: null,
     endedAt: null,
+    attempt: 0,
+    excluded: [],
+    restartAt: null,
   };
   repo.create(job);
   t.same(repo.ranks(job), [], 'a queued job has no ranks');
 
   Object.assign(job, { state: 'pending', reason: 'planned', rankMap, allocation: { mode: 'share', nodes: {} } });
-  repo.start(job);
+  repo.start(job, {
+    jobId: 'j1',
+    attempt: 0,
+    state: 'running',
+    reason: 'started',
+    nodes: ['a', 'b'],
+    startedAt: 2,
+    endedAt: null,
+    exitCode: null,
+    firstFailure: null,
+    excluded: [],
+    restartDelayMs: null,
+  });
   t.equal((db.prepare('SELECT count(*) AS n FROM ranks').get() as { n: number }).n, 0, 'starting writes no rank rows');
   const pending = repo.ranks(repo.get('j1')!);
   t.same(
@@ -108,6 +123,9 @@ t.test('listings: each filter and all of them, newest first across states, id pr
       createdAt,
       startedAt: null,
       endedAt: null,
+      attempt: 0,
+      excluded: [],
+      restartAt: null,
     });
   // ids that LIKE would confuse: `_` is its one-character wildcard
   add('a_1', 'alice', 'succeeded', 10);

@@ -9,6 +9,8 @@ export interface InputFlags {
   ntasks?: string;
   pty?: boolean;
   mpi?: string;
+  /** A job that may restart reads no stdin: its bytes could not be replayed into a later attempt. */
+  maxRestarts?: number;
 }
 
 /** Who reads this stdin: nobody when it is /dev/null or closed (they read EOF at once), nor for --pty and Open MPI jobs. */
@@ -23,7 +25,13 @@ export function stdinOf(flags: InputFlags): Pick<JobSubmit, 'stdin'> {
       `--input ${who}: the job has ${ranks === 1 ? 'one rank, 0' : `${ranks} ranks, 0 to ${ranks - 1}`}`,
       ExitCode.Usage,
     );
-  const unsupported = flags.pty ? '--pty' : flags.mpi === 'openmpi' ? '--mpi openmpi' : null;
+  const unsupported = flags.pty
+    ? '--pty'
+    : flags.mpi === 'openmpi'
+      ? '--mpi openmpi'
+      : (flags.maxRestarts ?? 0) > 0
+        ? '--max-restarts'
+        : null;
   if (unsupported && flags.input !== undefined && who !== 'none')
     throw new CliError(`--input ${who}: stdin is not forwarded with ${unsupported}`, ExitCode.Usage);
   if (who === 'none' || stdinIsEmpty()) return {};

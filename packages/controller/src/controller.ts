@@ -183,7 +183,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     log,
     (seconds) => metrics.fence(seconds),
   );
-  jobs.on('ended', (jobId) => fences.endJob(jobId));
+  jobs.on('attemptEnded', (attemptId) => fences.endJob(attemptId));
 
   let gateway: AgentGateway | null = null;
   const app = await buildApi({

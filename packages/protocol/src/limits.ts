@@ -16,6 +16,10 @@ export const PRIORITY: Bounds = { min: -1000, max: 1000 };
 export const JOB_TIMEOUT_SECONDS: Bounds = { min: 0, max: 31_536_000, minExclusive: true };
 /** Seconds between SIGTERM and SIGKILL when ranks are ended. */
 export const JOB_GRACE_SECONDS: Bounds = { min: 0, max: 3600 };
+/** Restarts of a job after its first attempt (rankd run --max-restarts). */
+export const JOB_MAX_RESTARTS: Bounds = { min: 0, max: 1000 };
+/** Seconds before a failed job's next attempt starts (rankd run --restart-delay). */
+export const JOB_RESTART_DELAY_SECONDS: Bounds = { min: 0, max: 86_400 };
 /** The grace of a job that names none. */
 export const DEFAULT_JOB_GRACE_SECONDS = 10;
 

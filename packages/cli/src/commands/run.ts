@@ -6,7 +6,9 @@ import type { JobSubmit } from '@rankd/protocol';
 import {
   DEFAULT_JOB_GRACE_SECONDS,
   JOB_GRACE_SECONDS,
+  JOB_MAX_RESTARTS,
   JOB_NAME_CHARS,
+  JOB_RESTART_DELAY_SECONDS,
   JOB_TIMEOUT_SECONDS,
   PRIORITY,
 } from '@rankd/protocol/limits';
@@ -18,6 +20,7 @@ import { stdinOf } from '../input-flag.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { exportedEnv } from '../export-env.js';
 import { integerIn, oneOf, secondsIn, textOf } from '../options.js';
+import { restartOnOf } from '../restart-flags.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 import { programAfterOperands } from '../program-argv.js';
 
@@ -42,6 +45,10 @@ interface RunFlags extends PlacementOptions {
   immediate?: boolean;
   export?: string;
   input?: string;
+  maxRestarts?: number;
+  restartOn?: NonNullable<JobSubmit['restartOn']>;
+  /** Seconds. */
+  restartDelay?: number;
 }
 
 export function register(program: Command): void {
@@ -90,6 +97,21 @@ export function register(program: Command): void {
       'which ranks read this stdin, as srun --input: a rank (default 0), all (each a copy), none; the others read /dev/null',
     )
     .option(
+      '--max-restarts <N>',
+      `start the job again, up to N times, when an attempt fails (default 0; at most ${JOB_MAX_RESTARTS.max}); every rank of the attempt is ended first`,
+      integerIn(JOB_MAX_RESTARTS),
+    )
+    .option(
+      '--restart-on <when>',
+      'which failures restart it: any (default), node-lost, or exit codes (e.g. 1,137)',
+      restartOnOf,
+    )
+    .option(
+      '--restart-delay <time>',
+      'wait this long before the next attempt (default 0); restarts within a minute of each other back off, doubling',
+      secondsIn(JOB_RESTART_DELAY_SECONDS),
+    )
+    .option(
       '--mpi <mode>',
       "MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI's mpirun through the agents), none",
       oneOf(MPI_MODES),
@@ -126,6 +148,9 @@ stdin:
       ...(flags.mpi !== undefined ? { mpi: flags.mpi } : {}),
       ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
       ...(flags.immediate ? { immediate: true } : {}),
+      ...(flags.maxRestarts !== undefined ? { maxRestarts: flags.maxRestarts } : {}),
+      ...(flags.restartOn !== undefined ? { restartOn: flags.restartOn } : {}),
+      ...(flags.restartDelay !== undefined ? { restartDelay: flags.restartDelay } : {}),
       ...stdinOf(flags),
     };
     process.exitCode = await runJob(config, submit, {

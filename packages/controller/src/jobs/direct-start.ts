@@ -28,7 +28,7 @@ export class DirectStart implements MpiStrategy {
       const env = hoistSharedEnv(ranks);
       const start: JobStart = {
         type: 'job.start',
-        jobId: job.id,
+        jobId: live.attemptId,
         leaseMs,
         ranks,
         env,

@@ -77,6 +77,12 @@ function checkStdin(submit: JobSubmit, worldSize: number): void {
       ErrorCode.StdinUnsupported,
       "stdin is not forwarded with --mpi openmpi (mpirun holds the ranks' stdio): leave --input out",
     );
+  // the bytes the first attempt read are gone: a restart could not give its ranks the same input
+  if ((submit.maxRestarts ?? 0) > 0)
+    throw new RankdError(
+      ErrorCode.StdinUnsupported,
+      'stdin is read once and cannot be replayed into a restarted attempt: leave --input out, or --max-restarts',
+    );
   if (typeof submit.stdin === 'number' && submit.stdin >= worldSize) {
     throw new RankdError(
       ErrorCode.StdinRankOutOfRange,

@@ -8,13 +8,22 @@
 // "no rank runs after its job ended" holds by construction. Fail-fast, cancel, timeout and
 // node loss all take the same path: `stop()` records why, asks every agent of the job to
 // end its ranks (SIGTERM, grace, SIGKILL), and the job closes when the last exit arrives.
-import type { Binding, JobState, PmiFailed, RankMap, StreamName } from '@rankd/protocol';
+//
+// A job runs as attempts (rankd run --max-restarts). When the last rank of a failed attempt
+// has ended, restart-policy.ts says whether another follows; if so the attempt closes as a
+// job would (what it held is freed, its agents drop their spools), and the job goes back to
+// the queue under the same id, without the nodes that failed it, for the scheduler to plan
+// again. Agents know each attempt by its own id (attemptId()): the wire-facing transitions
+// below take that id, the API-facing ones (stop, get) the job's.
+import type { AttemptFailure, Binding, JobState, PmiFailed, RankMap, StreamName } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { Allocation } from '@rankd/planner';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { AgentSender } from '../gateway/agent-sender.js';
+import type { AttemptRecord, NodeFailure } from './attempts-repo.js';
 import type { Clock } from './clock.js';
 import { pendingRanks, type JobRecord, type RankRecord } from './job-records.js';
+import { lastLines } from './last-lines.js';
 import { graceSeconds, plannedCpus } from './job-view.js';
 import type { JobsRepo } from './jobs-repo.js';
 import { allEnded, allStarted, newLiveJob, nodesOf } from './live-job.js';
@@ -24,6 +33,7 @@ import type { MasterPorts } from './master-ports.js';
 import { mpiModeOf, type MpiStrategies, type MpiStrategy } from './mpi-strategy.js';
 import { rankLaunches } from './rank-launches.js';
 import { describeEnd, exitStatus, isTerminal } from './rank-status.js';
+import { failedNodes, restartDelayMs, restarts } from './restart-policy.js';
 
 /** What the lifecycle tells the job manager. */
 export interface LifecycleHooks {
@@ -33,13 +43,19 @@ export interface LifecycleHooks {
   ended(id: string, state: JobState): void;
   /** What a job held is free: queued jobs may start. */
   released(id: string): void;
+  /** An attempt is over (its ranks have ended, the job may go on): what was kept for it (PMI fences) may go. */
+  attemptEnded(attemptId: string): void;
+  /** A failed attempt is closed and the job is queued again for its next one (`job.restartAt` says when). */
+  restarting(job: JobRecord): void;
+  /** Nodes failed an attempt (lost, or a hardware-like signal): recorded, for the controller's --exclude-after. */
+  nodesFailed(failures: readonly NodeFailure[]): void;
 }
 
 export interface LifecycleDeps {
-  repo: Pick<JobsRepo, 'start' | 'updateJob' | 'updateRank' | 'updateBytes'>;
+  repo: Pick<JobsRepo, 'start' | 'restart' | 'end' | 'updateJob' | 'updateRank' | 'updateBytes' | 'attempts'>;
   /** The history: every transition is appended here too, so that one log tells the whole story. */
   events: Pick<EventsRepo, 'append'>;
-  logs: Pick<LogStore, 'begin' | 'close'>;
+  logs: Pick<LogStore, 'begin' | 'close' | 'read' | 'size'>;
   agents: AgentSender;
   /** Whether the node's agent is connected now. */
   connected(node: string): boolean;
@@ -65,15 +81,19 @@ export interface RankStart {
 }
 
 export class JobLifecycle {
+  /** Live jobs by job id. */
   private readonly live = new Map<string, LiveJob>();
+  /** The same, by the id their agents know the current attempt by. */
+  private readonly byAttempt = new Map<string, LiveJob>();
 
   constructor(private readonly deps: LifecycleDeps) {}
 
-  /** Every live job, read-only. */
+  /** Every live job by job id, read-only. */
   get view(): ReadonlyMap<string, LiveJobView> {
     return this.live;
   }
 
+  /** A live job by its id (the API's). */
   get(id: string): LiveJobView | undefined {
     return this.live.get(id);
   }
@@ -82,9 +102,14 @@ export class JobLifecycle {
     return this.live.has(id);
   }
 
-  /** The nodes of a live PMI job in node order (the fence waits for each), or null. */
-  pmiNodes(jobId: string): string[] | null {
-    const live = this.live.get(jobId);
+  /** A live job by the id of its current attempt (the agents'); an ended attempt's id finds nothing. */
+  attempt(attemptId: string): LiveJobView | undefined {
+    return this.byAttempt.get(attemptId);
+  }
+
+  /** The nodes of a live PMI attempt in node order (the fence waits for each), or null. */
+  pmiNodes(attemptId: string): string[] | null {
+    const live = this.byAttempt.get(attemptId);
     return live && mpiModeOf(live.job) === 'pmi1' ? live.job.rankMap!.nodes.map((n) => n.name) : null;
   }
 
@@ -93,28 +118,33 @@ export class JobLifecycle {
    * its ranks are created pending, and their starts are sent.
    */
   begin(job: JobRecord, rankMap: RankMap, alloc: Allocation): void {
-    Object.assign(job, { state: 'pending', reason: 'planned', rankMap, allocation: alloc });
-    this.deps.repo.start(job);
-    const ranks = pendingRanks(job.id, rankMap);
+    Object.assign(job, { state: 'pending', reason: 'planned', rankMap, allocation: alloc, restartAt: null });
+    const attempt = newAttempt(job, rankMap, this.deps.clock.now());
+    this.deps.repo.start(job, attempt);
+    const ranks = pendingRanks(job.id, job.attempt, rankMap);
     // the history holds every allocation, so that "no two jobs held one core" can be checked from it alone
-    this.deps.events.append('job.allocated', job.id, { mode: alloc.mode, nodes: alloc.nodes });
+    const { attempt: k } = job;
+    this.deps.events.append('job.allocated', job.id, { mode: alloc.mode, nodes: alloc.nodes, attempt: k });
     this.deps.events.append('job.state', job.id, { from: 'queued', to: 'pending', reason: job.reason });
-    this.deps.logs.begin(job.id);
-    this.deps.ports.hold(rankMap.ranks[0]!.node, rankMap.masterPort);
     const live = this.track(job, ranks);
+    live.attemptStartedAt = attempt.startedAt;
+    this.deps.logs.begin(live.attemptId);
+    this.deps.ports.hold(rankMap.ranks[0]!.node, rankMap.masterPort);
     this.dispatch(live);
   }
 
   /** A job that was live when the controller stopped, with its stored ranks: its agents report and resume it. */
   adopt(job: JobRecord, ranks: RankRecord[]): void {
     const live = this.track(job, ranks);
+    const stored = this.deps.repo.attempts.list(job.id).find((a) => a.attempt === job.attempt);
+    live.attemptStartedAt = stored?.startedAt ?? job.startedAt ?? this.deps.clock.now();
     this.deps.ports.hold(job.rankMap!.ranks[0]!.node, job.rankMap!.masterPort);
     this.armTimeout(live);
   }
 
   /** An agent started a rank; a binding other than the plan's fails the job. */
-  rankStarted(jobId: string, rank: number, node: string, start: RankStart): void {
-    const live = this.live.get(jobId);
+  rankStarted(attemptId: string, rank: number, node: string, start: RankStart): void {
+    const live = this.byAttempt.get(attemptId);
     const r = live?.ranks[rank];
     // not pending: a repeated report after a reconnect
     if (!live || !r || r.state !== 'pending') return;
@@ -124,19 +154,20 @@ export class JobLifecycle {
     r.binding = start.binding;
     r.warnings = start.warnings;
     this.deps.repo.updateRank(r);
-    this.deps.events.append('rank.started', `${jobId}/${rank}`, { node, pid: start.pid });
+    this.deps.events.append('rank.started', `${attemptId}/${rank}`, { node, pid: start.pid });
     const mismatch = bindingMismatch(() => plannedCpus(live.job.rankMap!.ranks[rank]), start.binding);
+    if (mismatch && !live.stopping) live.firstFailedRank ??= rank;
     if (mismatch) this.stopLive(live, 'failed', `rank ${rank} on ${node}: binding mismatch: ${mismatch}`);
     this.promoteWhenStarted(live);
-    this.deps.hooks.changed(jobId);
+    this.deps.hooks.changed(live.job.id);
   }
 
   /**
    * A rank's stream now holds `size` bytes. True when that completes an exit that was waiting
    * for the output (the rank has ended).
    */
-  outputStored(jobId: string, rank: number, stream: StreamName, size: number): boolean {
-    const live = this.live.get(jobId);
+  outputStored(attemptId: string, rank: number, stream: StreamName, size: number): boolean {
+    const live = this.byAttempt.get(attemptId);
     const r = live?.ranks[rank];
     if (!live || !r) return false;
     if (stream === 'stdout') r.stdoutBytes = size;
@@ -152,8 +183,8 @@ export class JobLifecycle {
    * when its exit waits for output that has not arrived yet (the caller asks the agent to
    * resume it).
    */
-  exitReported(jobId: string, rank: number, exit: PendingExit): boolean {
-    const live = this.live.get(jobId);
+  exitReported(attemptId: string, rank: number, exit: PendingExit): boolean {
+    const live = this.byAttempt.get(attemptId);
     const r = live?.ranks[rank];
     if (!live || !r) return false;
     if (isTerminal(r)) return true;
@@ -167,19 +198,20 @@ export class JobLifecycle {
 
   /**
    * After an agent (re)connected and reported the ranks it holds (`reported`, as
-   * "job/rank"): a started rank it no longer knows has an unknown end, and ranks of the
-   * node that never started are started now.
+   * "attempt id/rank"): a started rank it no longer knows has an unknown end, and ranks of
+   * the node that never started are started now.
    */
   nodeReported(node: string, reported: ReadonlySet<string>): void {
-    for (const live of this.live.values()) {
+    for (const live of [...this.live.values()]) {
+      const held = (r: RankRecord) => reported.has(`${live.attemptId}/${r.rank}`);
       for (const r of live.ranks) {
-        if (r.node !== node || reported.has(`${r.jobId}/${r.rank}`) || isTerminal(r)) continue;
+        if (r.node !== node || held(r) || isTerminal(r)) continue;
         if (r.state === 'pending') continue; // dispatched below
         this.endRank(live, r, 'unknown', `agent on ${node} no longer knows rank ${r.rank}`);
       }
-      const unstarted = (r: RankRecord) =>
-        r.node === node && r.state === 'pending' && !reported.has(`${r.jobId}/${r.rank}`);
-      if (this.live.has(live.job.id) && !live.stopping && live.ranks.some(unstarted)) this.dispatch(live, node);
+      const unstarted = (r: RankRecord) => r.node === node && r.state === 'pending' && !held(r);
+      if (this.byAttempt.get(live.attemptId) === live && !live.stopping && live.ranks.some(unstarted))
+        this.dispatch(live, node);
     }
   }
 
@@ -188,8 +220,10 @@ export class JobLifecycle {
     for (const live of [...this.live.values()]) {
       const onNode = live.ranks.filter((r) => r.node === name && !isTerminal(r));
       if (onNode.length === 0) continue;
+      live.lostNodes.add(name);
+      if (!live.stopping) live.firstFailedRank ??= onNode[0]!.rank;
       if (!live.stopping) this.stopLive(live, 'lost', `node ${name} lost`);
-      for (const r of onNode) if (this.live.has(live.job.id)) this.endRank(live, r, 'unknown', `node ${name} lost`);
+      for (const r of onNode) if (this.isLive(live)) this.endRank(live, r, 'unknown', `node ${name} lost`);
     }
   }
 
@@ -199,9 +233,10 @@ export class JobLifecycle {
     if (live) this.stopLive(live, state, reason);
   }
 
-  /** Fails a live job (the PMI exchange or its MPI mode found it broken); a job already stopping keeps its reason. */
-  fail(id: string, reason: string): void {
-    this.stop(id, 'failed', reason);
+  /** Fails a live attempt (the PMI exchange or its MPI mode found it broken); one already stopping keeps its reason. */
+  fail(attemptId: string, reason: string): void {
+    const live = this.byAttempt.get(attemptId);
+    if (live) this.stopLive(live, 'failed', reason);
   }
 
   /**
@@ -210,7 +245,7 @@ export class JobLifecycle {
    * other ranks would wait in the next fence forever.
    */
   pmiFailed(node: string, m: PmiFailed): void {
-    const live = this.live.get(m.jobId);
+    const live = this.byAttempt.get(m.jobId);
     const r = live?.ranks[m.rank];
     if (!live || !r || r.node !== node) {
       this.deps.log.warn({ node, jobId: m.jobId, rank: m.rank }, 'PMI failure of a rank that is not live on that node');
@@ -220,19 +255,25 @@ export class JobLifecycle {
     this.deps.events.append('rank.pmi-failed', `${m.jobId}/${m.rank}`, failed);
     if (live.stopping) return;
     live.firstFailure ??= m.exitCode ?? 1;
+    live.firstFailedRank ??= m.rank;
     this.stopLive(live, 'failed', m.reason);
   }
 
-  /** Judges again whether a live job has ended: after its MPI mode stopped holding it (holdsEnd). */
-  recheck(id: string): void {
-    const live = this.live.get(id);
+  /** Judges again whether a live attempt has ended: after its MPI mode stopped holding it (holdsEnd). */
+  recheck(attemptId: string): void {
+    const live = this.byAttempt.get(attemptId);
     if (live) this.maybeFinish(live);
   }
 
   private track(job: JobRecord, ranks: RankRecord[]): LiveJob {
     const live = newLiveJob(job, ranks);
     this.live.set(job.id, live);
+    this.byAttempt.set(live.attemptId, live);
     return live;
+  }
+
+  private isLive(live: LiveJob): boolean {
+    return this.byAttempt.get(live.attemptId) === live;
   }
 
   private modeOf(live: LiveJob): MpiStrategy {
@@ -247,7 +288,9 @@ export class JobLifecycle {
     const why = this.modeOf(live).startRanks(live, rankLaunches(live, onlyNode), this.deps.leaseMs());
     if (why !== null) return this.stopLive(live, 'failed', why);
     if (live.job.state === 'pending') {
-      this.setJob(live, { state: 'starting', reason: 'starting ranks', startedAt: this.deps.clock.now() });
+      // a restarted job keeps its first start: --timeout bounds the whole job, as Slurm's time limit does
+      const startedAt = live.job.startedAt ?? this.deps.clock.now();
+      this.setJob(live, { state: 'starting', reason: 'starting ranks', startedAt });
       this.armTimeout(live);
     }
   }
@@ -256,12 +299,12 @@ export class JobLifecycle {
     if (live.stopping) return;
     live.stopping = { state, reason };
     this.setJob(live, { reason: `stopping: ${reason}` });
-    this.deps.events.append('job.stopping', live.job.id, { state, reason });
+    this.deps.events.append('job.stopping', live.job.id, { state, reason, attempt: live.job.attempt });
     const graceMs = Math.round(graceSeconds(live.job) * 1000);
     this.modeOf(live).stopping(live, reason, graceMs);
     for (const node of nodesOf(live)) {
       if (live.ranks.some((r) => r.node === node && !isTerminal(r))) {
-        this.deps.agents.send(node, { type: 'job.abort', jobId: live.job.id, graceMs, reason });
+        this.deps.agents.send(node, { type: 'job.abort', jobId: live.attemptId, graceMs, reason });
       }
     }
     // ranks never started anywhere cannot be stopped; they simply never ran
@@ -301,9 +344,10 @@ export class JobLifecycle {
     this.deps.repo.updateRank(r);
     const { node, exitCode: code, signal, stdoutBytes: stdout, stderrBytes: stderr } = r;
     const exited = { node, state, code, signal, error, stdout, stderr };
-    this.deps.events.append('rank.exited', `${live.job.id}/${r.rank}`, exited);
+    this.deps.events.append('rank.exited', `${live.attemptId}/${r.rank}`, exited);
     const status = exitStatus(r);
     if (status !== 0 && live.firstFailure === null) live.firstFailure = status;
+    if (status !== 0 && !live.stopping) live.firstFailedRank ??= r.rank;
     if (status !== 0 && !live.stopping && (live.job.submit.failPolicy ?? 'fail-fast') === 'fail-fast') {
       this.stopLive(live, state === 'unknown' ? 'lost' : 'failed', describeEnd(r));
     }
@@ -328,38 +372,116 @@ export class JobLifecycle {
 
   private maybeFinish(live: LiveJob): void {
     // already finished: a rank's end can stop the job (which finishes it) and then ask again
-    if (this.live.get(live.job.id) !== live) return;
+    if (!this.isLive(live)) return;
     if (!allEnded(live)) return this.promoteWhenStarted(live);
     if (this.modeOf(live).holdsEnd(live)) return;
     const { state, reason } = endOf(live);
     this.finish(live, state, reason);
   }
 
-  /** The job's last rank has ended: it is recorded, what it held is freed, and its agents drop their spools. */
+  /**
+   * The attempt's last rank has ended: the attempt is recorded and closed (what it held is
+   * freed, its agents drop their spools), and then either the job ends with it or, when
+   * restart-policy.ts says so, goes back to the queue for its next attempt.
+   */
   private finish(live: LiveJob, state: JobState, reason: string): void {
     const { job } = live;
     const now = this.deps.clock.now();
     const exitCode = state === 'succeeded' ? 0 : (live.firstFailure ?? 1);
+    const failure = this.failureOf(live);
+    const plan = job.rankMap!;
+    const attempt: AttemptRecord = {
+      ...newAttempt(job, plan, live.attemptStartedAt),
+      state,
+      reason,
+      endedAt: now,
+      exitCode,
+      firstFailure: failure,
+      excluded: failedNodes(live.lostNodes, failure),
+    };
+    const failures = attempt.excluded.map((node) => ({ node, at: now, jobId: job.id, attempt: job.attempt, reason }));
     live.cancelTimeout?.();
-    this.setJob(live, { state, reason, exitCode, endedAt: now, startedAt: job.startedAt ?? now });
     for (const r of live.ranks) this.deps.repo.updateBytes(r);
+    if (restarts(job, state, exitCode)) this.requeue(live, attempt, failures, now);
+    else this.end(live, attempt, failures, now);
+    this.close(live, plan);
+    if (failures.length > 0) this.deps.hooks.nodesFailed(failures);
+  }
+
+  /** The job ends with this attempt. */
+  private end(live: LiveJob, attempt: AttemptRecord, failures: NodeFailure[], now: number): void {
+    const { job } = live;
+    const { state, reason, exitCode } = attempt;
+    const before = job.state;
+    Object.assign(job, { state, reason, exitCode, endedAt: now, startedAt: job.startedAt ?? now });
+    this.deps.repo.end(job, attempt, failures);
+    if (state !== before) this.deps.events.append('job.state', job.id, { from: before, to: state, reason });
+    this.deps.log.info({ job: job.id, state, reason, exitCode, attempt: job.attempt }, 'job ended');
+  }
+
+  /** The job goes back to the queue for its next attempt, without the nodes that failed this one. */
+  private requeue(live: LiveJob, attempt: AttemptRecord, failures: NodeFailure[], now: number): void {
+    const { job } = live;
+    const { excluded } = attempt;
+    const history = [...this.deps.repo.attempts.list(job.id).filter((a) => a.attempt < job.attempt), attempt];
+    const delayMs = restartDelayMs(job.submit.restartDelay ?? 0, history);
+    const ended: AttemptRecord = { ...attempt, restartDelayMs: delayMs };
+    const from = job.state;
+    Object.assign(job, {
+      state: 'queued',
+      reason: `restart ${job.attempt + 1}/${job.submit.maxRestarts ?? 0}: after ${attempt.reason}`,
+      attempt: job.attempt + 1,
+      excluded: [...new Set([...job.excluded, ...excluded])],
+      restartAt: now + delayMs,
+      rankMap: null,
+      allocation: null,
+    });
+    this.deps.repo.restart(job, ended, failures);
+    this.deps.events.append('job.attempt', job.id, {
+      attempt: attempt.attempt,
+      state: attempt.state,
+      reason: attempt.reason,
+      excluded,
+      delayMs,
+    });
+    this.deps.events.append('job.state', job.id, { from, to: 'queued', reason: job.reason });
+    this.deps.log.info(
+      { job: job.id, attempt: attempt.attempt, reason: attempt.reason, excluded, delayMs },
+      'job restarts',
+    );
+  }
+
+  /** What the attempt held is freed and its agents drop their spools; the job is no longer live here. */
+  private close(live: LiveJob, plan: RankMap): void {
+    const { job, attemptId } = live;
     this.live.delete(job.id);
-    this.deps.ports.release(job.rankMap!.ranks[0]!.node, job.rankMap!.masterPort);
+    this.byAttempt.delete(attemptId);
+    this.deps.ports.release(plan.ranks[0]!.node, plan.masterPort);
     // its last rank's exit is recorded: what it held is free, and queued jobs may start
-    this.deps.events.append('job.released', job.id, {});
+    this.deps.events.append('job.released', job.id, { attempt: live.ranks[0]!.attempt });
     this.deps.hooks.released(job.id);
-    this.modeOf(live).released(job.id);
-    this.deps.log.info({ job: job.id, state, reason, exitCode }, 'job ended');
-    this.deps.hooks.ended(job.id, state);
+    this.modeOf(live).released(attemptId);
+    this.deps.hooks.attemptEnded(attemptId);
+    if (job.state === 'queued') this.deps.hooks.restarting(job);
+    else this.deps.hooks.ended(job.id, job.state);
     this.deps.hooks.changed(job.id);
     // Release an agent's spool once every byte of its ranks is stored; a node with a rank in
     // an unknown state keeps its spool for a resume (its next ranks.report releases it). Judged
     // per node: a lost node must not leave the job's spool behind on all the others.
     const keepSpool = new Set(live.ranks.filter((r) => r.state === 'unknown').map((r) => r.node));
     for (const node of nodesOf(live)) {
-      if (!keepSpool.has(node)) this.deps.agents.send(node, { type: 'job.release', jobId: job.id });
+      if (!keepSpool.has(node)) this.deps.agents.send(node, { type: 'job.release', jobId: attemptId });
     }
-    this.deps.logs.close(job.id);
+    this.deps.logs.close(attemptId);
+  }
+
+  /** The first failure of an attempt, with the last lines its rank wrote to stderr; null when no rank failed it. */
+  private failureOf(live: LiveJob): AttemptFailure | null {
+    const r = live.firstFailedRank === null ? undefined : live.ranks[live.firstFailedRank];
+    if (!r) return null;
+    const { rank, node, state, exitCode, signal } = r;
+    const lines = lastLines(this.deps.logs, live.attemptId, rank, 'stderr');
+    return { rank, node, state, exitCode, signal, reason: describeEnd(r), lastLines: lines };
   }
 
   private armTimeout(live: LiveJob): void {
@@ -369,6 +491,23 @@ export class JobLifecycle {
     const fire = () => this.stopLive(live, 'timed-out', `timed out after ${seconds} s`);
     live.cancelTimeout = this.deps.clock.after(Math.max(0, remaining), fire);
   }
+}
+
+/** The row of an attempt that starts now on `rankMap`. */
+function newAttempt(job: JobRecord, rankMap: RankMap, now: number): AttemptRecord {
+  return {
+    jobId: job.id,
+    attempt: job.attempt,
+    state: 'running',
+    reason: 'started',
+    nodes: rankMap.nodes.map((n) => n.name),
+    startedAt: now,
+    endedAt: null,
+    exitCode: null,
+    firstFailure: null,
+    excluded: [],
+    restartDelayMs: null,
+  };
 }
 
 /** The state a job whose ranks have all ended ends in, and why. */

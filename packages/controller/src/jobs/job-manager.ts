@@ -30,23 +30,41 @@ import type { AgentSender } from '../gateway/agent-sender.js';
 import { systemClock, type Clock } from './clock.js';
 import { DirectStart } from './direct-start.js';
 import { JobLifecycle } from './job-lifecycle.js';
-import { endsAt, queuedJob, queuedRecord } from './job-records.js';
+import { attemptId, endsAt, queuedJob, queuedRecord } from './job-records.js';
+import { restartLabel } from './restart-policy.js';
 import { newJobId } from './job-ids.js';
 import { jobSummary, jobView } from './job-view.js';
 import type { LogStore } from './log-store.js';
+import type { NodeFailure } from './attempts-repo.js';
 import { MasterPorts } from './master-ports.js';
 import { nodesOf, type LiveJobView } from './live-job.js';
 import type { MpiStrategy } from './mpi-strategy.js';
 
 export { exitStatus, isTerminal } from './rank-status.js';
 
-export class JobManager extends EventEmitter<{ ended: [id: string, state: JobState]; changed: [string] }> {
+/**
+ * ended: a job ended (its last attempt's ranks are gone). restarting: a failed attempt is
+ * closed and the job is queued for its next. attemptEnded: an attempt's ranks are gone,
+ * by the id its agents knew it by. nodesFailed: nodes failed an attempt (lost, or a rank
+ * killed by a hardware-like signal). changed: anything of a job changed.
+ */
+interface JobEvents {
+  ended: [id: string, state: JobState];
+  restarting: [id: string];
+  nodesFailed: [failures: readonly NodeFailure[]];
+  attemptEnded: [attemptId: string];
+  changed: [id: string];
+}
+
+export class JobManager extends EventEmitter<JobEvents> {
   /** Planned jobs until their last rank's exit: the only place they change. */
   readonly lifecycle: JobLifecycle;
   /** Queued jobs' records; the scheduler keeps their order. */
   private readonly queued = new Map<string, JobRecord>();
   readonly scheduler: Scheduler;
   private readonly ports = new MasterPorts();
+  /** The timers that wake the scheduler when a restarting job's --restart-delay is over. */
+  private readonly restartTimers = new Map<string, () => void>();
 
   constructor(
     private readonly repo: JobsRepo,
@@ -82,6 +100,9 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
         changed: (id) => this.emit('changed', id),
         ended: (id, state) => this.emit('ended', id, state),
         released: (id) => this.scheduler.release(id),
+        attemptEnded: (attemptId) => this.emit('attemptEnded', attemptId),
+        restarting: (job) => this.requeue(job),
+        nodesFailed: (failures) => this.emit('nodesFailed', failures),
       },
     });
     this.scheduler = new Scheduler(
@@ -125,18 +146,22 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       if (job.state === 'queued' || job.rankMap === null) {
         this.queued.set(job.id, job);
         this.scheduler.enqueue(queuedJob(job));
+        this.wakeAfterDelay(job);
         continue;
       }
       this.scheduler.hold(job.id, job.allocation ?? this.allocationFromMap(job), endsAt(job));
       const ranks = this.repo.ranks(job);
       for (const r of ranks) {
         // the files are the truth for what is stored; the index may lag a crash
-        const sizes = this.logs.open(job.id, r.rank);
+        const sizes = this.logs.open(attemptId(job.id, job.attempt), r.rank);
         r.stdoutBytes = sizes.stdout;
         r.stderrBytes = sizes.stderr;
         // a crash can fall between a chunk's write and its rank.output event: this event
         // accounts for such bytes, so the history's offsets stay contiguous
-        this.events.append('rank.output.size', `${job.id}/${r.rank}`, { ...sizes, reason: 'controller restarted' });
+        this.events.append('rank.output.size', `${attemptId(job.id, job.attempt)}/${r.rank}`, {
+          ...sizes,
+          reason: 'controller restarted',
+        });
       }
       this.lifecycle.adopt(job, ranks);
       this.log.info({ job: job.id, state: job.state }, 'restored live job');
@@ -194,8 +219,32 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
     this.emit('changed', job.id);
   }
 
-  private stillQueued(id: string, reason: string): void {
+  /** A failed attempt is closed: the job waits in the queue for its next, keeping its place (its submission time). */
+  private requeue(job: JobRecord): void {
+    this.queued.set(job.id, job);
+    this.scheduler.enqueue(queuedJob(job));
+    this.wakeAfterDelay(job);
+    this.emit('restarting', job.id);
+    this.emit('changed', job.id);
+    this.scheduler.schedule();
+  }
+
+  /** A restarting job's next attempt may not start before its restartAt: a pass then considers it again. */
+  private wakeAfterDelay(job: JobRecord): void {
+    const wait = job.restartAt === null ? 0 : job.restartAt - this.clock.now();
+    if (wait <= 0) return;
+    this.restartTimers.set(
+      job.id,
+      this.clock.after(wait, () => {
+        this.restartTimers.delete(job.id);
+        this.scheduler.schedule();
+      }),
+    );
+  }
+
+  private stillQueued(id: string, waiting: string): void {
     const job = this.queued.get(id);
+    const reason = job && job.attempt > 0 ? `${restartLabel(job)}: ${waiting}` : waiting;
     if (!job || job.reason === reason) return;
     const first = job.reason === 'submitted';
     job.reason = reason;
@@ -238,11 +287,11 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
 
   view(id: string): JobView | null {
     const queued = this.queued.get(id);
-    if (queued) return jobView(queued, []);
+    if (queued) return jobView(queued, [], this.repo.attempts.list(id));
     const live = this.lifecycle.get(id);
-    if (live) return jobView(live.job, live.ranks);
+    if (live) return jobView(live.job, live.ranks, this.repo.attempts.list(id));
     const job = this.repo.get(id);
-    return job ? jobView(job, this.repo.ranks(job)) : null;
+    return job ? jobView(job, this.repo.ranks(job), this.repo.attempts.list(id)) : null;
   }
 
   /** The newest jobs that pass the filter, and whether more than `limit` of them do. */
@@ -276,22 +325,26 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
   cancel(id: string, why = 'cancelled by request'): JobView {
     const queued = this.queued.get(id);
     if (queued) return this.cancelQueued(queued, why);
-    const live = this.requireLive(id, 'cancel');
+    this.requireLive(id, 'cancel');
     this.lifecycle.stop(id, 'cancelled', why);
-    return jobView(live.job, live.ranks);
+    return this.view(id)!;
   }
 
   /** A queued job leaves the queue: it never ran, so it ends at once. */
   private cancelQueued(job: JobRecord, why: string): JobView {
     this.queued.delete(job.id);
     this.scheduler.dequeue(job.id);
+    // cancelled during a --restart-delay: nothing starts
+    this.restartTimers.get(job.id)?.();
+    this.restartTimers.delete(job.id);
     const now = this.clock.now();
-    Object.assign(job, { state: 'cancelled', reason: `${why} while queued`, exitCode: 130, endedAt: now });
+    const where = job.attempt > 0 ? `while waiting for ${restartLabel(job)}` : 'while queued';
+    Object.assign(job, { state: 'cancelled', reason: `${why} ${where}`, exitCode: 130, endedAt: now, restartAt: null });
     this.repo.updateJob(job);
     this.events.append('job.state', job.id, { from: 'queued', to: 'cancelled', reason: job.reason });
     this.emit('ended', job.id, 'cancelled');
     this.emit('changed', job.id);
-    return jobView(job, []);
+    return jobView(job, [], this.repo.attempts.list(job.id));
   }
 
   signal(id: string, signal: string, rank?: number): JobView {
@@ -302,9 +355,14 @@ export class JobManager extends EventEmitter<{ ended: [id: string, state: JobSta
       throw new RankdError(ErrorCode.InvalidRequest, `job ${id} has no rank ${rank}`);
     const nodes = rank === undefined ? nodesOf(live) : [live.ranks[rank]!.node];
     for (const node of nodes)
-      this.agents.send(node, { type: 'job.signal', jobId: id, signal, ...(rank === undefined ? {} : { rank }) });
-    this.events.append('job.signal', id, { signal, rank: rank ?? 'all' });
-    return jobView(live.job, live.ranks);
+      this.agents.send(node, {
+        type: 'job.signal',
+        jobId: live.attemptId,
+        signal,
+        ...(rank === undefined ? {} : { rank }),
+      });
+    this.events.append('job.signal', id, { signal, rank: rank ?? 'all', attempt: live.job.attempt });
+    return this.view(id)!;
   }
 
   private onNodeState(change: NodeStateChange): void {

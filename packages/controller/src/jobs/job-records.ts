@@ -26,10 +26,18 @@ export interface JobRecord {
   createdAt: number;
   startedAt: number | null;
   endedAt: number | null;
+  /** Its current (or last) attempt, 0-based: how many times it restarted. */
+  attempt: number;
+  /** Nodes its failed attempts left out of its next ones. */
+  excluded: string[];
+  /** When a restarting job's next attempt joins the queue (--restart-delay); null otherwise. */
+  restartAt: number | null;
 }
 
 export interface RankRecord {
   jobId: string;
+  /** The attempt the rank belongs to: each attempt has ranks of its own. */
+  attempt: number;
   rank: number;
   node: string;
   state: RankState;
@@ -63,13 +71,17 @@ export function queuedRecord(queued: QueuedJob, submit: JobSubmit, owner: string
     createdAt: queued.createdAt,
     startedAt: null,
     endedAt: null,
+    attempt: 0,
+    excluded: [],
+    restartAt: null,
   };
 }
 
-/** The ranks of a job that starts on `rankMap`, none of them launched yet. */
-export function pendingRanks(jobId: string, rankMap: RankMap): RankRecord[] {
+/** The ranks of a job's attempt that starts on `rankMap`, none of them launched yet. */
+export function pendingRanks(jobId: string, attempt: number, rankMap: RankMap): RankRecord[] {
   return rankMap.ranks.map((r) => ({
     jobId,
+    attempt,
     rank: r.rank,
     node: r.node,
     state: 'pending',
@@ -96,7 +108,20 @@ export function queuedJob(job: JobRecord): QueuedJob {
     spec: job.submit.placement ?? {},
     demand: job.demand!,
     timeLimitMs: job.submit.timeout === undefined ? null : job.submit.timeout * 1000,
+    excluded: new Set(job.excluded),
+    restarting: job.attempt > 0,
+    ...(job.restartAt === null ? {} : { notBefore: job.restartAt }),
   };
+}
+
+/**
+ * The id an attempt's messages carry to and from the agents: the job's own for the first,
+ * `<job>-<k>` after. Agents keep spools, PMI namespaces and Open MPI daemons by it, so two
+ * attempts of one job never share any of them, and a late report of an ended attempt finds
+ * no live job (generated job ids have no `-`, so these never name another job).
+ */
+export function attemptId(jobId: string, attempt: number): string {
+  return attempt === 0 ? jobId : `${jobId}-${attempt}`;
 }
 
 /** When a started job's --timeout ends it; Infinity without one. */

@@ -1,11 +1,14 @@
 // The REST view of a job, assembled from its records.
-import type { JobSummary, JobView, RankView } from '@rankd/protocol';
+import type { AttemptView, JobSummary, JobView, RankView } from '@rankd/protocol';
 import { DEFAULT_JOB_GRACE_SECONDS } from '@rankd/protocol/limits';
+import type { AttemptRecord } from './attempts-repo.js';
 import type { JobRecord, RankRecord } from './job-records.js';
+import { maxRestarts, restartOn } from './restart-policy.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function jobView(job: JobRecord, ranks: readonly RankRecord[]): JobView {
+/** The job with the ranks of its current (or last) attempt, and every attempt that started. */
+export function jobView(job: JobRecord, ranks: readonly RankRecord[], attempts: readonly AttemptRecord[]): JobView {
   return {
     id: job.id,
     name: job.name,
@@ -27,6 +30,27 @@ export function jobView(job: JobRecord, ranks: readonly RankRecord[]): JobView {
     priority: job.priority,
     rankMap: job.rankMap,
     ranks: ranks.map((r) => rankView(job, r)),
+    attempt: job.attempt,
+    maxRestarts: maxRestarts(job),
+    restartOn: restartOn(job),
+    restartDelay: job.submit.restartDelay ?? 0,
+    attempts: attempts.map(attemptView),
+    excluded: job.excluded,
+  };
+}
+
+function attemptView(a: AttemptRecord): AttemptView {
+  return {
+    attempt: a.attempt,
+    state: a.state,
+    reason: a.reason,
+    startedAt: new Date(a.startedAt).toISOString(),
+    endedAt: iso(a.endedAt),
+    nodes: a.nodes,
+    exitCode: a.exitCode,
+    firstFailure: a.firstFailure,
+    excluded: a.excluded,
+    restartDelay: a.restartDelayMs === null ? null : a.restartDelayMs / 1000,
   };
 }
 
@@ -44,6 +68,8 @@ export function jobSummary(job: JobRecord): JobSummary {
     createdAt: new Date(job.createdAt).toISOString(),
     startedAt: iso(job.startedAt),
     endedAt: iso(job.endedAt),
+    attempt: job.attempt,
+    maxRestarts: maxRestarts(job),
   };
 }
 

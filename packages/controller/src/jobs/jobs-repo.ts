@@ -4,6 +4,7 @@ import type { Binding, JobState, JobSubmit, RankMap, RankState } from '@rankd/pr
 import type { Allocation } from '@rankd/planner';
 import type { Demand } from '../schedule/demand.js';
 import type { Db } from '../store/database.js';
+import { AttemptsRepo, type AttemptRecord, type NodeFailure } from './attempts-repo.js';
 import { pendingRanks, type JobRecord, type RankRecord } from './job-records.js';
 import { rankMapJson } from './rank-map-json.js';
 
@@ -32,7 +33,9 @@ export class JobsRepo {
   private readonly byKey;
   private readonly ranksOf;
   private readonly active;
+  private readonly dropPlan;
   private readonly db: Db;
+  readonly attempts: AttemptsRepo;
   /** A listing's statement per combination of filters given: at most 2^4 of them. */
   private readonly listings = new Map<string, ReturnType<Db['prepare']>>();
   readonly create: (job: JobRecord) => void;
@@ -42,7 +45,15 @@ export class JobsRepo {
    * ranks() says so too: a 2,000 × 8 job writes no 16,000 rows that its ranks' first reports
    * would rewrite at once.
    */
-  readonly start: (job: JobRecord) => void;
+  readonly start: (job: JobRecord, attempt: AttemptRecord) => void;
+  /**
+   * A failed attempt ended and the job goes back to the queue for its next one: the
+   * attempt's end, the nodes that failed it, and the job's new attempt, exclusions and
+   * restart time, in one transaction.
+   */
+  readonly restart: (job: JobRecord, ended: AttemptRecord, failures: NodeFailure[]) => void;
+  /** The job ends with its last attempt: the attempt's end, the nodes that failed it, and the job's end, at once. */
+  readonly end: (job: JobRecord, ended: AttemptRecord, failures: NodeFailure[]) => void;
 
   constructor(db: Db) {
     this.insertJob =
@@ -50,22 +61,25 @@ export class JobsRepo {
       VALUES (@id, @name, @idempotencyKey, @owner, @state, @reason, @submit, @exitCode, @createdAt, @startedAt, @endedAt, @priority, @demand)`);
     this.insertPlan = db.prepare('INSERT INTO job_plans (job_id, rank_map, allocation) VALUES (?, ?, ?)');
     this.updateJobStmt = db.prepare(
-      `UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt, ended_at = @endedAt WHERE id = @id`,
+      `UPDATE jobs SET state = @state, reason = @reason, exit_code = @exitCode, started_at = @startedAt,
+        ended_at = @endedAt, attempt = @attempt, excluded = @excluded, restart_at = @restartAt WHERE id = @id`,
     );
     // positional, not named: written twice per rank, and binding by name costs a third more
     this.updateRankStmt =
-      db.prepare(`INSERT INTO ranks (job_id, rank, node, state, pid, started_at, ended_at, exit_code, signal, binding, error, warnings, stdout_bytes, stderr_bytes)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (job_id, rank) DO UPDATE SET state = excluded.state, pid = excluded.pid, started_at = excluded.started_at, ended_at = excluded.ended_at,
+      db.prepare(`INSERT INTO ranks (job_id, attempt, rank, node, state, pid, started_at, ended_at, exit_code, signal, binding, error, warnings, stdout_bytes, stderr_bytes)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (job_id, attempt, rank) DO UPDATE SET state = excluded.state, pid = excluded.pid, started_at = excluded.started_at, ended_at = excluded.ended_at,
         exit_code = excluded.exit_code, signal = excluded.signal, binding = excluded.binding, error = excluded.error, warnings = excluded.warnings,
         stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes`);
     this.startJobStmt = db.prepare('UPDATE jobs SET state = ?, reason = ? WHERE id = ?');
     this.updateBytesStmt = db.prepare(
-      'UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND rank = ?',
+      'UPDATE ranks SET stdout_bytes = ?, stderr_bytes = ? WHERE job_id = ? AND attempt = ? AND rank = ?',
     );
     this.byId = db.prepare(`${SELECT_JOBS} WHERE id = ?`);
     this.byKey = db.prepare(`${SELECT_JOBS} WHERE idempotency_key = ?`);
-    this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? ORDER BY rank');
+    this.ranksOf = db.prepare('SELECT * FROM ranks WHERE job_id = ? AND attempt = ? ORDER BY rank');
+    this.dropPlan = db.prepare('DELETE FROM job_plans WHERE job_id = ?');
+    this.attempts = new AttemptsRepo(db);
     this.db = db;
     this.active = db.prepare(
       `${SELECT_JOBS} WHERE state IN ('queued', 'pending', 'starting', 'running') ORDER BY created_at`,
@@ -75,9 +89,21 @@ export class JobsRepo {
       if (job.rankMap)
         this.insertPlan.run(job.id, rankMapJson(job.rankMap), job.allocation ? JSON.stringify(job.allocation) : null);
     });
-    this.start = db.transaction((job: JobRecord) => {
+    this.start = db.transaction((job: JobRecord, attempt: AttemptRecord) => {
       this.startJobStmt.run(job.state, job.reason, job.id);
       this.insertPlan.run(job.id, rankMapJson(job.rankMap!), JSON.stringify(job.allocation));
+      this.attempts.write(attempt);
+    });
+    this.restart = db.transaction((job: JobRecord, ended: AttemptRecord, failures: NodeFailure[]) => {
+      this.attempts.write(ended);
+      for (const f of failures) this.attempts.recordFailure(f);
+      this.dropPlan.run(job.id);
+      this.updateJob(job);
+    });
+    this.end = db.transaction((job: JobRecord, ended: AttemptRecord, failures: NodeFailure[]) => {
+      this.attempts.write(ended);
+      for (const f of failures) this.attempts.recordFailure(f);
+      this.updateJob(job);
     });
   }
 
@@ -89,6 +115,9 @@ export class JobsRepo {
       exitCode: job.exitCode,
       startedAt: job.startedAt,
       endedAt: job.endedAt,
+      attempt: job.attempt,
+      excluded: JSON.stringify(job.excluded),
+      restartAt: job.restartAt,
     });
   }
 
@@ -97,6 +126,7 @@ export class JobsRepo {
     const binding = r.binding ? JSON.stringify(r.binding) : null;
     this.updateRankStmt.run(
       r.jobId,
+      r.attempt,
       r.rank,
       r.node,
       r.state,
@@ -115,7 +145,7 @@ export class JobsRepo {
 
   /** The log index only (of ranks that have rows: output comes after a rank's start); called in batches while output flows. */
   updateBytes(r: RankRecord): void {
-    this.updateBytesStmt.run(r.stdoutBytes, r.stderrBytes, r.jobId, r.rank);
+    this.updateBytesStmt.run(r.stdoutBytes, r.stderrBytes, r.jobId, r.attempt, r.rank);
   }
 
   get(id: string): JobRecord | null {
@@ -128,11 +158,14 @@ export class JobsRepo {
     return row ? toJob(row) : null;
   }
 
-  /** Every rank of a job: its row, or, for a rank that never changed, pending on the plan. */
-  ranks(job: Pick<JobRecord, 'id' | 'rankMap'>): RankRecord[] {
-    const stored = (this.ranksOf.all(job.id) as Row[]).map(toRank);
-    if (!job.rankMap) return stored;
-    const ranks = pendingRanks(job.id, job.rankMap);
+  /**
+   * Every rank of a job's current attempt (or of `attempt`): its row, or, for a rank of the
+   * current attempt that never changed, pending on the plan.
+   */
+  ranks(job: Pick<JobRecord, 'id' | 'rankMap' | 'attempt'>, attempt = job.attempt): RankRecord[] {
+    const stored = (this.ranksOf.all(job.id, attempt) as Row[]).map(toRank);
+    if (!job.rankMap || attempt !== job.attempt) return stored;
+    const ranks = pendingRanks(job.id, attempt, job.rankMap);
     for (const r of stored) ranks[r.rank] = r;
     return ranks;
   }
@@ -201,7 +234,7 @@ function listingWhere(filter: Omit<JobFilter, 'states'> & { state?: JobState }):
 }
 
 function jobParams(job: JobRecord) {
-  const { rankMap: _plan, allocation: _held, ...row } = job;
+  const { rankMap: _plan, allocation: _held, attempt: _a, excluded: _x, restartAt: _r, ...row } = job;
   return { ...row, submit: JSON.stringify(job.submit), demand: job.demand ? JSON.stringify(job.demand) : null };
 }
 
@@ -222,12 +255,16 @@ function toJob(r: Row): JobRecord {
     createdAt: r['created_at'] as number,
     startedAt: (r['started_at'] as number | null) ?? null,
     endedAt: (r['ended_at'] as number | null) ?? null,
+    attempt: (r['attempt'] as number | null) ?? 0,
+    excluded: JSON.parse((r['excluded'] as string | null) ?? '[]') as string[],
+    restartAt: (r['restart_at'] as number | null) ?? null,
   };
 }
 
 function toRank(r: Row): RankRecord {
   return {
     jobId: r['job_id'] as string,
+    attempt: r['attempt'] as number,
     rank: r['rank'] as number,
     node: r['node'] as string,
     state: r['state'] as RankState,

@@ -2,11 +2,13 @@
 // that answer "has every rank started / ended?" without walking the job at every report.
 // Only the lifecycle (job-lifecycle.ts) holds a LiveJob; everyone else sees a LiveJobView.
 import type { JobState } from '@rankd/protocol';
-import type { JobRecord, RankRecord } from './job-records.js';
+import { attemptId, type JobRecord, type RankRecord } from './job-records.js';
 import { isTerminal } from './rank-status.js';
 
 export interface LiveJob {
   job: JobRecord;
+  /** The id its agents know this attempt by (attemptId()). */
+  attemptId: string;
   ranks: RankRecord[];
   /** Set once the job is being stopped: the state it will end in, and why. */
   stopping: { state: JobState; reason: string } | null;
@@ -16,6 +18,12 @@ export interface LiveJob {
   pendingExits: Map<number, PendingExit>;
   /** First non-zero rank status in order of arrival: the job's exit code. */
   firstFailure: number | null;
+  /** The rank whose failure ended the attempt (the first to fail), when a rank did. */
+  firstFailedRank: number | null;
+  /** Nodes lost while the attempt ran: its next attempts leave them out. */
+  lostNodes: Set<string>;
+  /** When the current attempt was planned. */
+  attemptStartedAt: number;
   /**
    * The first rank still pending and the first not yet ended (allStarted, allEnded). A rank
    * only moves forward (pending → running → ended, or pending → ended), so every rank before
@@ -29,6 +37,8 @@ export interface LiveJob {
 /** What readers (views, metrics, relays, MPI modes) see of a live job: they change it only through the lifecycle. */
 export interface LiveJobView {
   readonly job: Readonly<JobRecord>;
+  /** The id its agents know the current attempt by: the job's id for the first attempt, `<job>-<k>` after. */
+  readonly attemptId: string;
   readonly ranks: ReadonlyArray<Readonly<RankRecord>>;
   readonly stopping: Readonly<{ state: JobState; reason: string }> | null;
 }
@@ -67,11 +77,15 @@ export interface PendingExit {
 export function newLiveJob(job: JobRecord, ranks: RankRecord[]): LiveJob {
   return {
     job,
+    attemptId: attemptId(job.id, job.attempt),
     ranks,
     stopping: null,
     cancelTimeout: null,
     pendingExits: new Map(),
     firstFailure: null,
+    firstFailedRank: null,
+    lostNodes: new Set(),
+    attemptStartedAt: 0,
     firstPending: 0,
     firstLive: 0,
   };

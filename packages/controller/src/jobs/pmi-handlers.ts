@@ -9,7 +9,7 @@ export function pmiHandlers(exchange: FenceExchange, jobs: JobManager, refusals:
     'pmi.fence': (conn, m) => exchange.fence(conn.name, m),
     'pmi.fetch': (conn, m) => exchange.fetch(conn.name, m),
     'pmi.failed': (conn, m) => {
-      const owner = jobs.live.get(m.jobId)?.ranks[m.rank]?.node;
+      const owner = jobs.lifecycle.attempt(m.jobId)?.ranks[m.rank]?.node;
       if (owner !== undefined && owner !== conn.name) {
         refusals.foreignRank(conn.name, m.type, m.jobId, m.rank);
         return;

@@ -43,5 +43,7 @@ function entry(job: JobRecord, position: number | null): QueueEntry {
     timeLimit: job.submit.timeout ?? null,
     createdAt: new Date(job.createdAt).toISOString(),
     startedAt: iso(job.startedAt),
+    attempt: job.attempt,
+    maxRestarts: job.submit.maxRestarts ?? 0,
   };
 }

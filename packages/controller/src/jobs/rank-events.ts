@@ -89,7 +89,7 @@ export class RankEvents {
     const reported = new Set<string>();
     for (const held of m.ranks) {
       reported.add(`${held.jobId}/${held.rank}`);
-      const live = this.jobs.lifecycle.get(held.jobId);
+      const live = this.jobs.lifecycle.attempt(held.jobId);
       if (!live) {
         // An orphan: its job ended (or never existed here). End it; drop its spool.
         // Recorded, because it tells what a node did while it was cut off.
@@ -113,7 +113,7 @@ export class RankEvents {
       const r = live.ranks[held.rank];
       if (!r || r.node !== node) continue;
       if (live.stopping && held.state === 'running') {
-        this.agents.send(node, { type: 'job.abort', jobId: held.jobId, graceMs: 0, reason: live.stopping.reason });
+        this.agents.send(node, { type: 'job.abort', jobId: live.attemptId, graceMs: 0, reason: live.stopping.reason });
       }
       this.resume(node, live, r);
     }
@@ -128,11 +128,11 @@ export class RankEvents {
   private resume(node: string, live: LiveJobView, r: Readonly<RankRecord>): void {
     this.agents.send(node, {
       type: 'job.resume',
-      jobId: live.job.id,
+      jobId: live.attemptId,
       rank: r.rank,
       offsets: {
-        stdout: this.jobs.logs.size(live.job.id, r.rank, 'stdout'),
-        stderr: this.jobs.logs.size(live.job.id, r.rank, 'stderr'),
+        stdout: this.jobs.logs.size(live.attemptId, r.rank, 'stdout'),
+        stderr: this.jobs.logs.size(live.attemptId, r.rank, 'stderr'),
       },
     });
   }
@@ -144,7 +144,7 @@ export class RankEvents {
     rank: number,
     type: string,
   ): { live: LiveJobView; r: Readonly<RankRecord> } | typeof FOREIGN | null {
-    const live = this.jobs.lifecycle.get(jobId);
+    const live = this.jobs.lifecycle.attempt(jobId);
     const r = live?.ranks[rank];
     if (!live || !r) return null;
     if (r.node !== node) {

@@ -1,6 +1,7 @@
 // What an agent is told to start: each pending rank of a live job as a RankLaunch, by node.
 import type { RankLaunch, StdinTarget } from '@rankd/protocol';
 import { plannedCpus } from './job-view.js';
+import type { JobRecord } from './job-records.js';
 import type { LiveJob } from './live-job.js';
 
 /** The launches of the job's pending ranks (on `onlyNode` alone, when given), grouped by node in rank order. */
@@ -13,8 +14,8 @@ export function rankLaunches(live: LiveJob, onlyNode?: string): Map<string, Rank
     const launch: RankLaunch = {
       rank: r.rank,
       argv: job.submit.command,
-      // the submit's variables win over the planner's; RANKD_JOB_ID is always the job's
-      env: { ...entry.env, ...job.submit.env, RANKD_JOB_ID: job.id },
+      // the submit's variables win over the planner's; the job's identity and attempt are always rankd's
+      env: { ...entry.env, ...job.submit.env, ...attemptEnv(job) },
       cpus: plannedCpus(entry),
       memNodes: entry.memNodes,
       ...(job.submit.cwd ? { cwd: job.submit.cwd } : {}),
@@ -27,6 +28,24 @@ export function rankLaunches(live: LiveJob, onlyNode?: string): Map<string, Rank
     list.push(launch);
   }
   return byNode;
+}
+
+/**
+ * Who the job is and which attempt this is, in rankd's names and in torchelastic's, so that
+ * a training script written for `torchrun --max-restarts` resumes from its checkpoint
+ * unchanged (TORCHELASTIC_RUN_ID names the job, as torchrun's --rdzv-id does).
+ */
+export function attemptEnv(job: Pick<JobRecord, 'id' | 'attempt' | 'submit'>): Record<string, string> {
+  const max = String(job.submit.maxRestarts ?? 0);
+  const attempt = String(job.attempt);
+  return {
+    RANKD_JOB_ID: job.id,
+    RANKD_ATTEMPT: attempt,
+    RANKD_MAX_RESTARTS: max,
+    TORCHELASTIC_RUN_ID: job.id,
+    TORCHELASTIC_RESTART_COUNT: attempt,
+    TORCHELASTIC_MAX_RESTARTS: max,
+  };
 }
 
 /** Whether `rank` reads the job's stdin (srun --input: one rank, or all). */

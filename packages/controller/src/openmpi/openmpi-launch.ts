@@ -222,7 +222,7 @@ export class OpenMpiLaunch {
     else if (m.code !== 0 || m.signal) this.fail(live, `mpirun on ${node} ${ended(m)}${lastLines(m.output)}`);
     // mpirun is gone: no rank can start any more; the nodes report those that never did,
     // and end any daemon still there
-    if (this.lifecycle.has(m.jobId))
+    if (this.lifecycle.attempt(m.jobId))
       this.mode.stopping(live, 'mpirun ended', Math.round(graceSeconds(live.job) * 1000));
     this.lifecycle.recheck(m.jobId);
   }
@@ -240,7 +240,7 @@ export class OpenMpiLaunch {
     stale: () => void = () => {},
     restarted?: R,
   ): { live: LiveJobView; state: R extends true ? OmpiAttempt | undefined : OmpiAttempt } | null {
-    const live = this.lifecycle.get(m.jobId);
+    const live = this.lifecycle.attempt(m.jobId);
     const state = this.mode.attempt(m.jobId);
     if (!live) {
       this.refusals.stale(node, { type: m.type, code: ErrorCode.ForeignJob, message: `job ${m.jobId} is not live` });
@@ -266,7 +266,7 @@ export class OpenMpiLaunch {
   }
 
   private fail(live: LiveJobView, reason: string): void {
-    this.lifecycle.fail(live.job.id, reason);
+    this.lifecycle.fail(live.attemptId, reason);
   }
 }
 

@@ -37,20 +37,20 @@ export class OpenMpiMode implements MpiStrategy {
   }
 
   startRanks(live: LiveJobView, byNode: ReadonlyMap<string, RankLaunch[]>, leaseMs: number): string | null {
-    const { job } = live;
+    const { job, attemptId } = live;
     const launcherNode = job.rankMap!.ranks[0]!.node;
-    let attempt = this.attempts.get(job.id);
+    let attempt = this.attempts.get(attemptId);
     const first = !attempt;
     if (!attempt) {
       attempt = { launcherNode, launcher: 'pending', daemons: new Map(), launch: null };
-      this.attempts.set(job.id, attempt);
+      this.attempts.set(attemptId, attempt);
     }
     const exportEnv = job.submit.exportEnv;
     for (const [node, ranks] of byNode) {
       const launcher = first && node === launcherNode ? launcherOf(job) : undefined;
       const start: OmpiStart = {
         type: 'ompi.start',
-        jobId: job.id,
+        jobId: attemptId,
         leaseMs,
         ranks,
         ...(exportEnv ? { exportEnv } : {}),
@@ -61,21 +61,21 @@ export class OpenMpiMode implements MpiStrategy {
         return `node ${node} is not connected`;
       }
     }
-    this.events.append('ompi.launcher', job.id, { state: 'requested', node: launcherNode });
+    this.events.append('ompi.launcher', attemptId, { state: 'requested', node: launcherNode });
     return null;
   }
 
   /** Asks every node of the job to end its mpirun and daemons (once the job has any here). */
   stopping(live: LiveJobView, reason: string, graceMs: number): void {
-    if (!this.attempts.has(live.job.id)) return;
+    if (!this.attempts.has(live.attemptId)) return;
     for (const node of nodesOf(live)) {
-      this.agents.send(node, { type: 'ompi.abort', jobId: live.job.id, graceMs, reason });
+      this.agents.send(node, { type: 'ompi.abort', jobId: live.attemptId, graceMs, reason });
     }
   }
 
   /** A job whose ranks have all ended stays live while mpirun or a daemon of it still runs on a connected node. */
   holdsEnd(live: LiveJobView): boolean {
-    const attempt = this.attempts.get(live.job.id);
+    const attempt = this.attempts.get(live.attemptId);
     if (!attempt) return false;
     if (attempt.launcher !== 'ended' && this.connected(attempt.launcherNode)) return true;
     for (const d of attempt.daemons.values()) if (d.state !== 'ended' && this.connected(d.host)) return true;

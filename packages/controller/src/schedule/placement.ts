@@ -28,6 +28,12 @@ export interface QueuedJob {
   demand: Demand;
   /** Its --timeout: how long it may run, for backfill; null without one. */
   timeLimitMs: number | null;
+  /** Nodes its failed attempts left out: never chosen for it. */
+  excluded?: ReadonlySet<string>;
+  /** A restart of a job that ran: its waiting reason speaks of replacement nodes. */
+  restarting?: boolean;
+  /** Not started before this time (epoch ms): a restart's --restart-delay. */
+  notBefore?: number;
 }
 
 export type Placement = { ok: true; rankMap: RankMap; alloc: Allocation } | { ok: false; reason: string };
@@ -64,6 +70,8 @@ export class PlacementContext {
   }
 }
 
+const NONE: ReadonlySet<string> = new Set();
+
 export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementContext): Placement {
   const mode = allocationMode(job.spec);
   const d = job.demand;
@@ -83,10 +91,12 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     return `${n.name} has ${has}; the job needs ${describePerNode(d)} there`;
   };
 
+  const excluded = job.excluded ?? NONE;
   let chosen: PlannerNode[];
   if (job.spec.nodelist) {
     chosen = [];
     for (const name of job.spec.nodelist) {
+      if (excluded.has(name)) return { ok: false, reason: `${name} failed an earlier attempt and is left out` };
       const node = ctx.byName.get(name);
       if (!node)
         return {
@@ -102,8 +112,12 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     const pool = job.spec.group ? ctx.inGroup(job.spec.group) : ctx.nodes;
     chosen = [];
     for (const node of pool) {
-      if (room(node) === null) chosen.push(node);
+      if (!excluded.has(node.name) && room(node) === null) chosen.push(node);
       if (chosen.length === d.nodes) break;
+    }
+    if (chosen.length < d.nodes && job.restarting && mode === 'normal') {
+      const missing = d.nodes - chosen.length;
+      return { ok: false, reason: `waiting for ${plural(missing, 'replacement node')} with ${describePerNode(d)}` };
     }
     if (chosen.length < d.nodes) {
       const what =

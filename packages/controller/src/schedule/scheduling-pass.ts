@@ -82,6 +82,10 @@ export function schedulingPass(input: PassInput): PassResult {
   // placement that failed for one spec fails again for every later job of that spec.
   const failed = new Map<string, string>();
   for (const job of input.queue) {
+    if (job.notBefore !== undefined && job.notBefore > input.now) {
+      waits.set(job.id, `next attempt at ${new Date(job.notBefore).toISOString()} (--restart-delay)`);
+      continue;
+    }
     const limit = overLimit(job.owner, job.demand.cores, usage.get(ownerKey(job.owner)), input.limits);
     if (limit) {
       waits.set(job.id, limit);

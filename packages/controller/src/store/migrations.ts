@@ -195,4 +195,65 @@ export const migrations: readonly string[] = [
   DROP INDEX jobs_state;
   CREATE INDEX jobs_state_created ON jobs(state, created_at);
   `,
+  `
+  -- Gang restarts (rankd run --max-restarts): a job runs as attempts 0, 1, …, each with ranks
+  -- of its own, so a rank row is keyed by its attempt too. The jobs row keeps the current
+  -- attempt, the nodes the failed attempts left out, and when a delayed restart is due: all
+  -- written in the transaction that ends an attempt, so a controller killed at any moment
+  -- comes back knowing exactly how many attempts ran and what comes next.
+  ALTER TABLE jobs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE jobs ADD COLUMN excluded TEXT NOT NULL DEFAULT '[]';
+  ALTER TABLE jobs ADD COLUMN restart_at INTEGER;
+  CREATE TABLE ranks_by_attempt (
+    job_id        TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    attempt       INTEGER NOT NULL DEFAULT 0,
+    rank          INTEGER NOT NULL,
+    node          TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    pid           INTEGER,
+    started_at    INTEGER,
+    ended_at      INTEGER,
+    exit_code     INTEGER,
+    signal        TEXT,
+    binding       TEXT,
+    error         TEXT,
+    warnings      TEXT NOT NULL DEFAULT '[]',
+    stdout_bytes  INTEGER NOT NULL DEFAULT 0,
+    stderr_bytes  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_id, attempt, rank)
+  );
+  INSERT INTO ranks_by_attempt (job_id, rank, node, state, pid, started_at, ended_at, exit_code, signal, binding,
+      error, warnings, stdout_bytes, stderr_bytes)
+    SELECT job_id, rank, node, state, pid, started_at, ended_at, exit_code, signal, binding,
+      error, warnings, stdout_bytes, stderr_bytes FROM ranks;
+  DROP TABLE ranks;
+  ALTER TABLE ranks_by_attempt RENAME TO ranks;
+  CREATE INDEX ranks_node ON ranks(node, state);
+  -- One row per attempt that started: its nodes, how it ended, its first failure (JSON) and
+  -- the nodes that failure left out of the next attempts (JSON).
+  CREATE TABLE attempts (
+    job_id         TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    attempt        INTEGER NOT NULL,
+    state          TEXT NOT NULL,
+    reason         TEXT NOT NULL DEFAULT '',
+    nodes          TEXT NOT NULL,
+    started_at     INTEGER NOT NULL,
+    ended_at       INTEGER,
+    exit_code      INTEGER,
+    first_failure  TEXT,
+    excluded       TEXT NOT NULL DEFAULT '[]',
+    restart_delay  INTEGER,
+    PRIMARY KEY (job_id, attempt)
+  );
+  -- A node that failed an attempt (lost, or a rank killed by SIGBUS/SIGSEGV), for the
+  -- controller's --exclude-after: K such failures within an hour drain the node.
+  CREATE TABLE node_failures (
+    node     TEXT NOT NULL,
+    at       INTEGER NOT NULL,
+    job_id   TEXT NOT NULL,
+    attempt  INTEGER NOT NULL,
+    reason   TEXT NOT NULL
+  );
+  CREATE INDEX node_failures_node ON node_failures(node, at);
+  `,
 ];

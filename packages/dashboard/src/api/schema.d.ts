@@ -1631,6 +1631,8 @@ export interface paths {
                                 createdAt: string;
                                 startedAt: string | null;
                                 endedAt: string | null;
+                                attempt: number;
+                                maxRestarts: number;
                             }[];
                             more: boolean;
                         };
@@ -1730,6 +1732,9 @@ export interface paths {
                         priority?: number;
                         immediate?: boolean;
                         stdin?: "all" | number;
+                        maxRestarts?: number;
+                        restartOn?: "any" | "node-lost" | number[];
+                        restartDelay?: number;
                     };
                 };
             };
@@ -1829,6 +1834,31 @@ export interface paths {
                                 error: string | null;
                                 warnings: string[];
                             }[];
+                            attempt: number;
+                            maxRestarts: number;
+                            restartOn: "any" | "node-lost" | number[];
+                            restartDelay: number;
+                            attempts: {
+                                attempt: number;
+                                state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                                reason: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                nodes: string[];
+                                exitCode: number | null;
+                                firstFailure: {
+                                    rank: number;
+                                    node: string;
+                                    state: "pending" | "running" | "exited" | "failed-to-start" | "unknown";
+                                    exitCode: number | null;
+                                    signal: string | null;
+                                    reason: string;
+                                    lastLines: string[];
+                                } | null;
+                                excluded: string[];
+                                restartDelay: number | null;
+                            }[];
+                            excluded: string[];
                         };
                     };
                 };
@@ -1927,6 +1957,31 @@ export interface paths {
                                 error: string | null;
                                 warnings: string[];
                             }[];
+                            attempt: number;
+                            maxRestarts: number;
+                            restartOn: "any" | "node-lost" | number[];
+                            restartDelay: number;
+                            attempts: {
+                                attempt: number;
+                                state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                                reason: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                nodes: string[];
+                                exitCode: number | null;
+                                firstFailure: {
+                                    rank: number;
+                                    node: string;
+                                    state: "pending" | "running" | "exited" | "failed-to-start" | "unknown";
+                                    exitCode: number | null;
+                                    signal: string | null;
+                                    reason: string;
+                                    lastLines: string[];
+                                } | null;
+                                excluded: string[];
+                                restartDelay: number | null;
+                            }[];
+                            excluded: string[];
                         };
                     };
                 };
@@ -2072,6 +2127,31 @@ export interface paths {
                                 error: string | null;
                                 warnings: string[];
                             }[];
+                            attempt: number;
+                            maxRestarts: number;
+                            restartOn: "any" | "node-lost" | number[];
+                            restartDelay: number;
+                            attempts: {
+                                attempt: number;
+                                state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                                reason: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                nodes: string[];
+                                exitCode: number | null;
+                                firstFailure: {
+                                    rank: number;
+                                    node: string;
+                                    state: "pending" | "running" | "exited" | "failed-to-start" | "unknown";
+                                    exitCode: number | null;
+                                    signal: string | null;
+                                    reason: string;
+                                    lastLines: string[];
+                                } | null;
+                                excluded: string[];
+                                restartDelay: number | null;
+                            }[];
+                            excluded: string[];
                         };
                     };
                 };
@@ -2221,6 +2301,31 @@ export interface paths {
                                 error: string | null;
                                 warnings: string[];
                             }[];
+                            attempt: number;
+                            maxRestarts: number;
+                            restartOn: "any" | "node-lost" | number[];
+                            restartDelay: number;
+                            attempts: {
+                                attempt: number;
+                                state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                                reason: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                nodes: string[];
+                                exitCode: number | null;
+                                firstFailure: {
+                                    rank: number;
+                                    node: string;
+                                    state: "pending" | "running" | "exited" | "failed-to-start" | "unknown";
+                                    exitCode: number | null;
+                                    signal: string | null;
+                                    reason: string;
+                                    lastLines: string[];
+                                } | null;
+                                excluded: string[];
+                                restartDelay: number | null;
+                            }[];
+                            excluded: string[];
                         };
                     };
                 };
@@ -2393,6 +2498,31 @@ export interface paths {
                                 error: string | null;
                                 warnings: string[];
                             }[];
+                            attempt: number;
+                            maxRestarts: number;
+                            restartOn: "any" | "node-lost" | number[];
+                            restartDelay: number;
+                            attempts: {
+                                attempt: number;
+                                state: "queued" | "pending" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "timed-out" | "lost";
+                                reason: string;
+                                startedAt: string;
+                                endedAt: string | null;
+                                nodes: string[];
+                                exitCode: number | null;
+                                firstFailure: {
+                                    rank: number;
+                                    node: string;
+                                    state: "pending" | "running" | "exited" | "failed-to-start" | "unknown";
+                                    exitCode: number | null;
+                                    signal: string | null;
+                                    reason: string;
+                                    lastLines: string[];
+                                } | null;
+                                excluded: string[];
+                                restartDelay: number | null;
+                            }[];
+                            excluded: string[];
                         };
                     };
                 };
@@ -2491,6 +2621,8 @@ export interface paths {
                                 timeLimit: number | null;
                                 createdAt: string;
                                 startedAt: string | null;
+                                attempt: number;
+                                maxRestarts: number;
                             }[];
                             lastPassMs: number;
                         };
@@ -2525,6 +2657,7 @@ export interface paths {
                     follow?: boolean;
                     format?: "text" | "ndjson" | "sse" | "frames";
                     order?: "stream" | "time";
+                    attempt?: number;
                 };
                 header?: never;
                 path: {
@@ -2561,6 +2694,29 @@ export interface paths {
                                 node: string;
                                 ranks: number[];
                                 message: string;
+                            };
+                        } | {
+                            attempt: {
+                                attempt: number;
+                                nodes: string[];
+                                startedAt: string;
+                            };
+                        } | {
+                            restart: {
+                                attempt: number;
+                                maxRestarts: number;
+                                failure: {
+                                    rank: number;
+                                    node: string;
+                                    state: "pending" | "running" | "exited" | "failed-to-start" | "unknown";
+                                    exitCode: number | null;
+                                    signal: string | null;
+                                    reason: string;
+                                    lastLines: string[];
+                                } | null;
+                                reason: string;
+                                excluded: string[];
+                                delay: number;
                             };
                         } | {
                             end: {

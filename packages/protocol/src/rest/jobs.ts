@@ -4,7 +4,9 @@ import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_GROUPS, MAX_JOB_LIST_LIMIT, type JobS
 import type { MpiMode } from '../mpi-modes.js';
 import {
   JOB_GRACE_SECONDS,
+  JOB_MAX_RESTARTS,
   JOB_NAME_CHARS,
+  JOB_RESTART_DELAY_SECONDS,
   JOB_TIMEOUT_SECONDS,
   PRIORITY,
   schemaBounds,
@@ -28,6 +30,17 @@ void sameModes;
 /** The ranks that read a job's stdin: one rank, or every rank. */
 export const StdinTarget = Type.Union([Type.Literal('all'), Type.Integer({ minimum: 0, maximum: 1 << 24 })]);
 export type StdinTarget = Type.Static<typeof StdinTarget>;
+
+/**
+ * Which failures start the job's next attempt (rankd run --restart-on): any failure or lost
+ * node, only a lost node, or a first failure whose exit status is one of these.
+ */
+export const RestartOn = Type.Union([
+  Type.Literal('any'),
+  Type.Literal('node-lost'),
+  Type.Array(Type.Integer({ minimum: 0, maximum: 255 }), { minItems: 1, maxItems: 256 }),
+]);
+export type RestartOn = Type.Static<typeof RestartOn>;
 
 export const DEFAULT_PRIORITY = 0;
 export const MIN_PRIORITY = PRIORITY.min;
@@ -86,6 +99,15 @@ export const JobSubmit = Type.Object(
      * (STDIN_PATH) and end with it.
      */
     stdin: Type.Optional(StdinTarget),
+    /**
+     * Attempts after the first (default 0): a failed attempt's ranks are all ended, then the
+     * job starts again under the same id, on a new rank map without the nodes that failed it.
+     */
+    maxRestarts: Type.Optional(Type.Integer(schemaBounds(JOB_MAX_RESTARTS))),
+    /** Which failures restart the job; default `any`. */
+    restartOn: Type.Optional(RestartOn),
+    /** Seconds before the next attempt; restarts within a minute of each other back off from it. */
+    restartDelay: Type.Optional(Type.Number(schemaBounds(JOB_RESTART_DELAY_SECONDS))),
   },
   { additionalProperties: false },
 );
@@ -138,6 +160,41 @@ export const RankView = Type.Object({
 });
 export type RankView = Type.Static<typeof RankView>;
 
+/** The first failure of an attempt: what ended it. */
+export const AttemptFailure = Type.Object({
+  rank: Type.Integer({ minimum: 0 }),
+  node: Type.String(),
+  state: RankState,
+  exitCode: Nullable(Type.Integer()),
+  signal: Nullable(Type.String()),
+  /** The sentence that says how the rank ended. */
+  reason: Type.String(),
+  /** The last lines the rank wrote to stderr (up to 3), oldest first. */
+  lastLines: Type.Array(Type.String()),
+});
+export type AttemptFailure = Type.Static<typeof AttemptFailure>;
+
+/** One start of a job's ranks: the first, or a restart (rankd run --max-restarts). */
+export const AttemptView = Type.Object({
+  /** 0 for the first; RANKD_ATTEMPT of its ranks. */
+  attempt: Type.Integer({ minimum: 0 }),
+  /** running while its ranks run; how it ended otherwise. */
+  state: JobState,
+  reason: Type.String(),
+  startedAt: Type.String(),
+  endedAt: Nullable(Type.String()),
+  /** The nodes of its rank map, in node order. */
+  nodes: Type.Array(Type.String()),
+  /** Its exit status: 0, the first failure's, or null while it runs. */
+  exitCode: Nullable(Type.Integer()),
+  firstFailure: Nullable(AttemptFailure),
+  /** Nodes its failure excluded from the job's later attempts. */
+  excluded: Type.Array(Type.String()),
+  /** Seconds it waited before the next attempt was queued; null for the last attempt. */
+  restartDelay: Nullable(Type.Number()),
+});
+export type AttemptView = Type.Static<typeof AttemptView>;
+
 export const JobView = Type.Object({
   id: Type.String(),
   name: Nullable(Type.String()),
@@ -161,7 +218,17 @@ export const JobView = Type.Object({
   priority: Type.Integer(),
   /** Null while queued: the plan is made when the job starts, on what is free then. */
   rankMap: Nullable(RankMap),
+  /** The ranks of its current (or last) attempt. */
   ranks: Type.Array(RankView),
+  /** The current (or last) attempt, 0-based. */
+  attempt: Type.Integer({ minimum: 0 }),
+  maxRestarts: Type.Integer({ minimum: 0 }),
+  restartOn: RestartOn,
+  restartDelay: Type.Number(),
+  /** Every attempt that started, oldest first. */
+  attempts: Type.Array(AttemptView),
+  /** Nodes its failed attempts left out: its next attempts are planned without them. */
+  excluded: Type.Array(Type.String()),
 });
 export type JobView = Type.Static<typeof JobView>;
 
@@ -179,6 +246,9 @@ export const JobSummary = Type.Object({
   /** When its ranks were started; null while queued, and for a job that ended before it started. */
   startedAt: Nullable(Type.String()),
   endedAt: Nullable(Type.String()),
+  /** The current (or last) attempt, 0-based, and how many restarts it may take. */
+  attempt: Type.Integer({ minimum: 0 }),
+  maxRestarts: Type.Integer({ minimum: 0 }),
 });
 export type JobSummary = Type.Static<typeof JobSummary>;
 
@@ -250,6 +320,11 @@ export const LogQuery = Type.Object({
    * `time` (what `rankd logs` reads).
    */
   order: Type.Optional(Type.Union([Type.Literal('stream'), Type.Literal('time')])),
+  /**
+   * One attempt's output (0-based). Absent: every attempt in turn, each opened by an
+   * `attempt` line; a followed job goes on into its next attempts as they start.
+   */
+  attempt: Type.Optional(Type.Integer({ minimum: 0, maximum: JOB_MAX_RESTARTS.max })),
 });
 
 export const LOG_FRAMES_CONTENT_TYPE = 'application/vnd.rankd.log-frames';

@@ -4,7 +4,7 @@
 // whose data is the value.
 import Type from 'typebox';
 import { Nullable } from '../nullable.js';
-import { JobState, LogRecord } from './jobs.js';
+import { AttemptFailure, JobState, LogRecord } from './jobs.js';
 
 /** A followed job waits in the queue: sent at first and again whenever the reason changes. */
 export const LogQueued = Type.Object({ reason: Type.String() });
@@ -30,6 +30,36 @@ export const LogEnd = Type.Object({ state: JobState, reason: Type.String(), exit
 export type LogEnd = Type.Static<typeof LogEnd>;
 
 /**
+ * An attempt's output begins (0-based `attempt`): sent before each attempt's records when
+ * the stream covers more than one, so that readers can head them.
+ */
+export const LogAttempt = Type.Object({
+  attempt: Type.Integer({ minimum: 0 }),
+  nodes: Type.Array(Type.String()),
+  startedAt: Type.String(),
+});
+export type LogAttempt = Type.Static<typeof LogAttempt>;
+
+/**
+ * A followed job's attempt failed and the job will start again: sent once per failed
+ * attempt, before the next attempt's `queued`, `started` and records (whose offsets start
+ * again at 0: they are the new attempt's files).
+ */
+export const LogRestart = Type.Object({
+  /** The attempt that failed, 0-based. */
+  attempt: Type.Integer({ minimum: 0 }),
+  maxRestarts: Type.Integer({ minimum: 0 }),
+  failure: Nullable(AttemptFailure),
+  /** How the attempt ended. */
+  reason: Type.String(),
+  /** Nodes left out of the next attempts because of this failure. */
+  excluded: Type.Array(Type.String()),
+  /** Seconds until the next attempt is queued. */
+  delay: Type.Number(),
+});
+export type LogRestart = Type.Static<typeof LogRestart>;
+
+/**
  * The stream was cut because the token, user or dashboard session that opened it was revoked
  * or removed: its last line instead of `end`. `code` is RANKD_CREDENTIAL_REVOKED.
  */
@@ -42,6 +72,8 @@ export const LogLine = Type.Union([
   Type.Object({ queued: LogQueued }),
   Type.Object({ started: LogStarted }),
   Type.Object({ warning: LogWarning }),
+  Type.Object({ attempt: LogAttempt }),
+  Type.Object({ restart: LogRestart }),
   Type.Object({ end: LogEnd }),
   Type.Object({ revoked: LogRevoked }),
 ]);

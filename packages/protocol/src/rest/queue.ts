@@ -31,6 +31,9 @@ export const QueueEntry = Type.Object({
   timeLimit: Nullable(Type.Number()),
   createdAt: Type.String(),
   startedAt: Nullable(Type.String()),
+  /** The current attempt, 0-based: above 0, the job is restarting (or running again). */
+  attempt: Type.Integer({ minimum: 0 }),
+  maxRestarts: Type.Integer({ minimum: 0 }),
 });
 export type QueueEntry = Type.Static<typeof QueueEntry>;
 

@@ -1,0 +1,27 @@
+// The last lines a rank wrote to a stream: what `rankd run` quotes when an attempt fails.
+import type { LogStore } from './log-store.js';
+
+/** Enough for a few long lines (a Python traceback's last frame and its error). */
+const TAIL_BYTES = 4096;
+
+/** Up to `count` last non-empty lines of the stream, oldest first, each cut at 200 characters. */
+export function lastLines(
+  logs: Pick<LogStore, 'read' | 'size'>,
+  id: string,
+  rank: number,
+  stream: 'stdout' | 'stderr',
+  count = 3,
+): string[] {
+  const size = logs.size(id, rank, stream);
+  if (size === 0) return [];
+  const from = Math.max(0, size - TAIL_BYTES);
+  const text = logs.read(id, rank, stream, from, size - from).toString('utf8');
+  // a cut first line is not a line: drop it unless the tail holds the whole file
+  const lines = text.split(/\r?\n/);
+  if (from > 0) lines.shift();
+  return lines
+    .map((l) => l.trimEnd())
+    .filter((l) => l.length > 0)
+    .slice(-count)
+    .map((l) => (l.length > 200 ? `${l.slice(0, 199)}…` : l));
+}
