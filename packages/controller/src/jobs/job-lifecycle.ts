@@ -140,6 +140,9 @@ export class JobLifecycle {
     live.attemptStartedAt = stored?.startedAt ?? job.startedAt ?? this.deps.clock.now();
     this.deps.ports.hold(job.rankMap!.ranks[0]!.node, job.rankMap!.masterPort);
     this.armTimeout(live);
+    // its last rank's end was stored but the controller stopped before it judged the attempt:
+    // judge it now, once (no agent report would bring it back)
+    this.maybeFinish(live);
   }
 
   /** An agent started a rank; a binding other than the plan's fails the job. */
@@ -387,8 +390,8 @@ export class JobLifecycle {
   private finish(live: LiveJob, state: JobState, reason: string): void {
     const { job } = live;
     const now = this.deps.clock.now();
-    const exitCode = state === 'succeeded' ? 0 : (live.firstFailure ?? 1);
     const failure = this.failureOf(live);
+    const exitCode = state === 'succeeded' ? 0 : (live.firstFailure ?? failureStatus(live, failure) ?? 1);
     const plan = job.rankMap!;
     const attempt: AttemptRecord = {
       ...newAttempt(job, plan, live.attemptStartedAt),
@@ -477,7 +480,8 @@ export class JobLifecycle {
 
   /** The first failure of an attempt, with the last lines its rank wrote to stderr; null when no rank failed it. */
   private failureOf(live: LiveJob): AttemptFailure | null {
-    const r = live.firstFailedRank === null ? undefined : live.ranks[live.firstFailedRank];
+    // after a controller restart the order of arrival is gone: the first failed rank to end stands in
+    const r = live.firstFailedRank === null ? firstToFail(live.ranks) : live.ranks[live.firstFailedRank];
     if (!r) return null;
     const { rank, node, state, exitCode, signal } = r;
     const lines = lastLines(this.deps.logs, live.attemptId, rank, 'stderr');
@@ -491,6 +495,22 @@ export class JobLifecycle {
     const fire = () => this.stopLive(live, 'timed-out', `timed out after ${seconds} s`);
     live.cancelTimeout = this.deps.clock.after(Math.max(0, remaining), fire);
   }
+}
+
+/** The failed rank that ended first, by its recorded end. */
+function firstToFail(ranks: readonly RankRecord[]): RankRecord | undefined {
+  let first: RankRecord | undefined;
+  for (const r of ranks) {
+    if (!isTerminal(r) || exitStatus(r) === 0) continue;
+    if (!first || (r.endedAt ?? Infinity) < (first.endedAt ?? Infinity)) first = r;
+  }
+  return first;
+}
+
+/** The status of the failure's rank, when the attempt has one. */
+function failureStatus(live: LiveJob, failure: AttemptFailure | null): number | undefined {
+  const r = failure ? live.ranks[failure.rank] : undefined;
+  return r ? exitStatus(r) : undefined;
 }
 
 /** The row of an attempt that starts now on `rankMap`. */
