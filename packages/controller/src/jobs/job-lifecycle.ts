@@ -85,6 +85,12 @@ export class JobLifecycle {
   private readonly live = new Map<string, LiveJob>();
   /** The same, by the id their agents know the current attempt by. */
   private readonly byAttempt = new Map<string, LiveJob>();
+  /**
+   * The MASTER_PORT of a restarting job's last attempt, held until its next attempt is
+   * planned: that attempt gets a fresh rendezvous port, never one a dying TCPStore of the
+   * last may still hold in TIME_WAIT.
+   */
+  private readonly lastPorts = new Map<string, { node: string; port: number }>();
 
   constructor(private readonly deps: LifecycleDeps) {}
 
@@ -130,7 +136,16 @@ export class JobLifecycle {
     live.attemptStartedAt = attempt.startedAt;
     this.deps.logs.begin(live.attemptId);
     this.deps.ports.hold(rankMap.ranks[0]!.node, rankMap.masterPort);
+    this.forgetLastPort(job.id);
     this.dispatch(live);
+  }
+
+  /** A restarting job was planned again, or ended while it waited: its last attempt's port is free. */
+  forgetLastPort(jobId: string): void {
+    const last = this.lastPorts.get(jobId);
+    if (!last) return;
+    this.lastPorts.delete(jobId);
+    this.deps.ports.release(last.node, last.port);
   }
 
   /** A job that was live when the controller stopped, with its stored ranks: its agents report and resume it. */
@@ -459,7 +474,9 @@ export class JobLifecycle {
     const { job, attemptId } = live;
     this.live.delete(job.id);
     this.byAttempt.delete(attemptId);
-    this.deps.ports.release(plan.ranks[0]!.node, plan.masterPort);
+    const port = { node: plan.ranks[0]!.node, port: plan.masterPort };
+    if (job.state === 'queued') this.lastPorts.set(job.id, port);
+    else this.deps.ports.release(port.node, port.port);
     // its last rank's exit is recorded: what it held is free, and queued jobs may start
     this.deps.events.append('job.released', job.id, { attempt: live.ranks[0]!.attempt });
     this.deps.hooks.released(job.id);

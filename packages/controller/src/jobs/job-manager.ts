@@ -337,6 +337,7 @@ export class JobManager extends EventEmitter<JobEvents> {
     // cancelled during a --restart-delay: nothing starts
     this.restartTimers.get(job.id)?.();
     this.restartTimers.delete(job.id);
+    this.lifecycle.forgetLastPort(job.id);
     const now = this.clock.now();
     const where = job.attempt > 0 ? `while waiting for ${restartLabel(job)}` : 'while queued';
     Object.assign(job, { state: 'cancelled', reason: `${why} ${where}`, exitCode: 130, endedAt: now, restartAt: null });
