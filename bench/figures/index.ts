@@ -10,6 +10,7 @@ import { launchFigure } from './launch.js';
 import { logsFigure } from './logs.js';
 import { mpiLaunchFigure } from './mpi-launch.js';
 import { planFigure } from './plan.js';
+import { restartFigure } from './restart.js';
 import { pmiFenceFigure } from './pmi-fence.js';
 import { scaleFigure } from './scale.js';
 import { scaleLaunchFigure } from './scale-launch.js';
@@ -30,4 +31,5 @@ export const figures: readonly FigureDescriptor[] = [
   pmiFenceFigure,
   agentRestFigure,
   dashboardFigure,
+  restartFigure,
 ];

@@ -28,6 +28,7 @@ export const PEER_PACKAGES: Record<PeerCommand, { pkgs: string[]; binaries: stri
   },
   srun: { pkgs: ['slurm-wlm'], binaries: ['srun', 'slurmctld', 'slurmd'] },
   ansible: { pkgs: ['ansible-core'], binaries: ['ansible'] },
+  torchrun: { pkgs: ['python3-torch'], binaries: ['torchrun'] },
 };
 
 export interface PeerAvailability {

@@ -14,6 +14,8 @@ const PROBES: Record<string, { argv: string[]; pick: RegExp }> = {
   // srun --version wants a config file; slurmd -V does not, and ships in the same build.
   srun: { argv: ['slurmd', '-V'], pick: /slurm(?:-wlm)?\s+(\S+)/ },
   ansible: { argv: ['ansible', '--version'], pick: /core\s+([\d.]+)/ },
+  // torchrun prints no version; the package that ships it does
+  torchrun: { argv: ['dpkg-query', '-W', '-f=${Version}', 'python3-torch'], pick: /^(\S+)/ },
 };
 
 const LABELS: Record<string, string> = {
@@ -22,6 +24,7 @@ const LABELS: Record<string, string> = {
   'mpiexec.hydra': 'MPICH (mpiexec.hydra)',
   srun: 'Slurm (srun)',
   ansible: 'ansible-core',
+  torchrun: 'torch (torchrun, Debian python3-torch)',
   systeminformation: 'systeminformation (npm)',
 };
 
