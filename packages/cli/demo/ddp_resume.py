@@ -14,7 +14,8 @@ Why a resumed run ends where an uninterrupted one does:
 - the world size must be the one that wrote the checkpoint (gloo's sums are in rank order).
 Only rank 0 touches the checkpoint directory: it writes each checkpoint atomically (temp
 file, fsync, rename, fsync of the directory) and, at start, reads the newest one and
-broadcasts it, so the other ranks need no shared file system.
+broadcasts it to the other ranks. A restart may put rank 0 on another node (a failed one is
+left out), so on a real cluster the directory is on storage every node sees.
 
 Every line is tagged (as test/cluster/ddp_demo.py's are):
 
