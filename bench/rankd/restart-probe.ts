@@ -81,13 +81,20 @@ export async function timeRestart(opts: {
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  const exit = new Promise<void>((resolve) =>
+  const exit = new Promise<void>((resolve) => {
     child.once('close', (code, signal) => {
       exited = { code, signal };
       wake();
       resolve();
-    }),
-  );
+    });
+    // a launcher that cannot be spawned: its error goes into the tail the waits report
+    child.once('error', (err) => {
+      keep(Buffer.from(`spawn ${argv[0]}: ${err.message}\n`));
+      exited = { code: null, signal: null };
+      wake();
+      resolve();
+    });
+  });
   const killGroup = () => {
     if (exited || child.pid === undefined) return;
     try {
