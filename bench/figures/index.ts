@@ -12,6 +12,7 @@ import { mpiLaunchFigure } from './mpi-launch.js';
 import { planFigure } from './plan.js';
 import { restartFigure } from './restart.js';
 import { pmiFenceFigure } from './pmi-fence.js';
+import { restartHostsFigure } from './restart-hosts.js';
 import { scaleFigure } from './scale.js';
 import { scaleLaunchFigure } from './scale-launch.js';
 import { scheduleFigure } from './schedule.js';
@@ -28,6 +29,7 @@ export const figures: readonly FigureDescriptor[] = [
   execFigure,
   scaleFigure,
   scaleLaunchFigure,
+  restartHostsFigure,
   pmiFenceFigure,
   agentRestFigure,
   dashboardFigure,
