@@ -13,6 +13,7 @@ import { planFigure } from './plan.js';
 import { restartFigure } from './restart.js';
 import { pmiFenceFigure } from './pmi-fence.js';
 import { restartHostsFigure } from './restart-hosts.js';
+import { restartScaleFigure } from './restart-scale.js';
 import { scaleFigure } from './scale.js';
 import { scaleLaunchFigure } from './scale-launch.js';
 import { scheduleFigure } from './schedule.js';
@@ -30,6 +31,7 @@ export const figures: readonly FigureDescriptor[] = [
   scaleFigure,
   scaleLaunchFigure,
   restartHostsFigure,
+  restartScaleFigure,
   pmiFenceFigure,
   agentRestFigure,
   dashboardFigure,

@@ -27,6 +27,11 @@
 // tests use both). Ranks of `true`, `false` and `echo …` always end on their own, with
 // their output and exit code (sim-jobs.ts), SIM_EXIT_DELAY_MS after their start (default 0:
 // at once).
+// {"cmd":"lose","node":NAME} takes one node down as a lost machine goes: its link is cut
+// without a close frame, it sends nothing more (no heartbeat, no reconnect) and its ranks
+// are gone; {"cmd":"revive","node":NAME} brings it back, reconnecting as a restarted agent.
+// Every process answers ({"event":"lost"|"revived","node":…,"mine":bool,"at":T}); only the
+// one that holds the name acts.
 import https from 'node:https';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
@@ -63,6 +68,8 @@ if (!Number.isFinite(exitDelayMs) || exitDelayMs < 0) {
   process.exit(64);
 }
 const jobs = new SimJobs(emit, process.env['SIM_SLEEP_RANKS'] === '1', exitDelayMs);
+/** Each node's link by name: a figure may take one down (a lost node) and bring it back. */
+const links = new Map<string, { lose(): void; revive(): void }>();
 
 interface Identity {
   name: string;
@@ -124,6 +131,9 @@ function connect(ca: string, id: Identity): Promise<void> {
     let first = true;
     let heartbeat: NodeJS.Timeout | undefined;
     let simNode: SimNode | undefined;
+    /** Taken down by the figure: nothing is sent and no reconnect follows until it is revived. */
+    let down = false;
+    let current: WebSocket | undefined;
     const open = (): void => {
       // mTLS: the node's own certificate, the controller verified against the pinned CA
       const ws = new WebSocket(wsUrl, [SUBPROTOCOL], {
@@ -135,6 +145,7 @@ function connect(ca: string, id: Identity): Promise<void> {
         handshakeTimeout: 60_000,
       });
       sockets.add(ws);
+      current = ws;
       // one simulated node across its links: a reconnect re-points it at the new socket
       if (simNode) simNode.ws = ws;
       else simNode = jobs.addNode(id.name, ws);
@@ -217,13 +228,28 @@ function connect(ca: string, id: Identity): Promise<void> {
         clearTimeout(heartbeat);
         clearInterval(heartbeat);
         if (stopping || first) return;
-        if (up) {
-          live--;
-          lost = true;
-        }
+        if (up) live--;
+        if (down) return;
+        if (up) lost = true;
         setTimeout(open, backoff.next());
       });
     };
+    links.set(id.name, {
+      lose: () => {
+        down = true;
+        clearTimeout(heartbeat);
+        clearInterval(heartbeat);
+        // no close frame: the controller hears nothing more, as from a machine that lost power
+        current?.terminate();
+        jobs.forget(simNode!);
+      },
+      revive: () => {
+        if (!down) return;
+        down = false;
+        backoff.reset();
+        open();
+      },
+    });
     open();
   });
 }
@@ -265,6 +291,13 @@ commands.on('line', (line) => {
     connecting = true;
     const { ca, identities } = enrolled;
     connectAll(ca, identities).then(() => emit({ event: 'ready', welcomed }), fail);
+    return;
+  }
+  if (c.cmd === 'lose' || c.cmd === 'revive') {
+    const link = links.get(c.node);
+    if (c.cmd === 'lose') link?.lose();
+    else link?.revive();
+    emit({ event: c.cmd === 'lose' ? 'lost' : 'revived', node: c.node, mine: link !== undefined, at: now() });
     return;
   }
   void jobs.command(c);

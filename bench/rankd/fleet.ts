@@ -61,8 +61,11 @@ export async function whyNoFleet(ctx: BenchContext): Promise<string | null> {
 
 export async function startFleet(
   ctx: BenchContext,
-  /** controllerEnv: the controller's environment (NODE_OPTIONS for a profile), at every start; the bench's own by default. */
-  opts: { agents: number; prefix: string; controllerEnv?: NodeJS.ProcessEnv },
+  /**
+   * controllerEnv: the controller's environment (NODE_OPTIONS for a profile), at every start; the bench's own by
+   * default. controllerArgs: more flags for `rankd controller` (--heartbeat-ms), at every start.
+   */
+  opts: { agents: number; prefix: string; controllerEnv?: NodeJS.ProcessEnv; controllerArgs?: readonly string[] },
 ): Promise<Fleet> {
   const dir = path.join(ctx.tmpDir, `fleet-${opts.prefix}`);
   const dataDir = path.join(dir, 'controller');
@@ -88,6 +91,7 @@ export async function startFleet(
             dataDir,
             '--max-conns-per-source',
             '100000',
+            ...(opts.controllerArgs ?? []),
           ]),
         ],
         {

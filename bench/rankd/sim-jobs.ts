@@ -38,7 +38,9 @@ const FETCH_TIMEOUT_MS = 30_000;
 export type Command =
   | { cmd: 'fence'; jobId: string; epoch: number }
   | { cmd: 'pull'; jobId: string; epoch: number; chunks: number; nodes: number; verify: boolean }
-  | { cmd: 'exit'; jobId: string };
+  | { cmd: 'exit'; jobId: string }
+  /** agent-sim.ts takes the node's link down (a lost node) or brings it back. */
+  | { cmd: 'lose' | 'revive'; node: string };
 
 interface RankLaunchLite {
   rank: number;
@@ -104,6 +106,11 @@ export class SimJobs {
     const node: SimNode = { name, ws, jobs: new Map() };
     this.nodes.push(node);
     return node;
+  }
+
+  /** The node is lost: its ranks are gone with it, and it reports nothing of them. */
+  forget(node: SimNode): void {
+    node.jobs.clear();
   }
 
   /** job.start: every rank is "running" at once; the cards are made now, not at fence time. */
@@ -208,7 +215,7 @@ export class SimJobs {
     try {
       if (c.cmd === 'fence') await this.fence(c.jobId, c.epoch);
       else if (c.cmd === 'pull') await this.pull(c);
-      else this.exit(c.jobId);
+      else if (c.cmd === 'exit') this.exit(c.jobId);
     } catch (err) {
       this.emit({ event: 'error', cmd: c.cmd, message: (err as Error).message });
     }
