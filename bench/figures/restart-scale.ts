@@ -27,6 +27,15 @@ import {
   type Goal,
   type Row,
 } from '../lib/figure.js';
+import {
+  armedNodeOptions,
+  formatFrames,
+  saveProfile,
+  startProfile,
+  summarizeProfile,
+  type ProfileSummary,
+  type Session,
+} from '../lib/node-profile.js';
 import { clockTicksPerSecond, readProc } from '../lib/proc-sampling.js';
 import { summarize, type Stat } from '../lib/stats.js';
 import { lastControllerError, startFleet, whyNoFleet, type Fleet } from '../rankd/fleet.js';
@@ -54,6 +63,9 @@ const SETTLE_MS = 15_000;
 const QUIET_LIMIT_MS = 60_000;
 /** Quiet: under this share of one core over a second (heartbeats of 2,000 nodes cost a few %). */
 const QUIET_CPU = 0.15;
+
+const PROFILE_INTERVAL_US = 250;
+const TOP = 12;
 
 const GOAL: Goal = { on: 'rankd', op: '<', value: 2000, text: '< 2 s' };
 
@@ -126,10 +138,12 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 
   let fleet: Fleet;
   try {
+    // the inspector port armed (closed until SIGUSR1) so that one restart can be profiled
     fleet = await startFleet(ctx, {
       agents: 0,
       prefix: 'restart',
       controllerArgs: ['--heartbeat-ms', String(HEARTBEAT_MS)],
+      controllerEnv: { ...process.env, NODE_OPTIONS: armedNodeOptions(process.env) },
     });
   } catch (err) {
     return notRun(`the controller did not start: ${(err as Error).message}`);
@@ -155,9 +169,10 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
       rounds.push(r);
       ctx.log(`restart-scale: round ${i + 1}/${ctx.rounds} ${r.jobId}: ${describe(r)}`);
     }
+    const profiled = await profiledRestart(ctx, step, ctx.rounds + 1);
     const stat = (pick: (r: Restart) => number) => summarize(rounds.map(pick));
-    limits = limitsText(stat);
-    notes.push(...notesText(stat, rounds.length, factsNote, loadAtStart), enrollmentNote(sims));
+    limits = limitsText(stat, profiled.summary);
+    notes.push(...notesText(stat, rounds.length, factsNote, loadAtStart), profiled.note, enrollmentNote(sims));
     return report(
       rowsOf((key) => {
         switch (key) {
@@ -202,6 +217,55 @@ interface Step {
   placement: Record<string, unknown>;
 }
 
+/**
+ * One more restart, not counted, with the controller under V8's sampling profiler (its
+ * inspector opened on loopback by SIGUSR1) from the link's cut to attempt 1 running: what
+ * bounds the restart, by function. The wait for the loss to be noticed is idle time there.
+ */
+async function profiledRestart(
+  ctx: BenchContext,
+  step: Step,
+  round: number,
+): Promise<{ summary: ProfileSummary | null; note: string }> {
+  let session: Session | null = null;
+  let summary: ProfileSummary | null = null;
+  const stop = async () => {
+    if (!session) return;
+    const raw = await session.stop();
+    session = null;
+    summary = summarizeProfile(raw, TOP, (url) => url.includes('/packages/'));
+    const file = path.join(os.tmpdir(), `rankd-restart-scale-${Date.now()}.cpuprofile`);
+    saveProfile(raw, file);
+    ctx.log(`restart-scale: CPU profile of the controller over one restart in ${file}`);
+  };
+  try {
+    const pid = step.fleet.controller.pid;
+    const log = step.fleet.controller.logFile;
+    const r = await restartOnce(ctx, step, round, {
+      cut: async () => void (session = await startProfile(pid, log, PROFILE_INTERVAL_US)),
+      running: stop,
+    });
+    ctx.log(`restart-scale: profiled ${r.jobId}: ${describe(r)}`);
+    if (!summary) return { summary: null, note: 'No CPU profile: the profiler gave nothing.' };
+    const p: ProfileSummary = summary;
+    ctx.log(`restart-scale: self time: ${formatFrames(p.self)}`);
+    ctx.log(`restart-scale: total time: ${formatFrames(p.total)}`);
+    return {
+      summary: p,
+      note:
+        `CPU profile of one more restart (not counted; V8's sampling profiler every ${PROFILE_INTERVAL_US} µs from ` +
+        `the cut to attempt 1 running; every rank started ${ms(r.startedMs)} after the loss under the profiler): ` +
+        `${ms(p.busyMs)} busy. Self time, top ${TOP}: ${formatFrames(p.self)}. rankd's own functions including ` +
+        `their callees: ${formatFrames(p.total)}. Self time by package: ${formatFrames(p.packages)}.`,
+    };
+  } catch (err) {
+    ctx.log(`restart-scale: no profile: ${(err as Error).message}`);
+    return { summary: null, note: `No CPU profile: ${(err as Error).message}.` };
+  } finally {
+    await stop().catch(() => undefined);
+  }
+}
+
 /** Polls the history every POLL_MS until `found` gives a value; throws with `what` after STEP_TIMEOUT_MS. */
 async function until<T>(what: string, found: () => T | undefined): Promise<T> {
   let value: T | undefined;
@@ -220,7 +284,13 @@ function secondRun(states: StateEvent[]): StateEvent | undefined {
  * Submits the job, waits until it runs, loses one of its nodes, times attempt 1's start,
  * then ends the job and revives the node.
  */
-async function restartOnce(ctx: BenchContext, s: Step, round: number): Promise<Restart> {
+async function restartOnce(
+  ctx: BenchContext,
+  s: Step,
+  round: number,
+  /** Run once the node's link is cut, and once attempt 1 runs (a profile's start and stop). */
+  hooks: { cut?: () => Promise<void>; running?: () => Promise<void> } = {},
+): Promise<Restart> {
   const { fleet, sims, history } = s;
   const answer = await httpsRequest(`${fleet.url}/v1/jobs`, {
     ca: fleet.ca,
@@ -246,6 +316,7 @@ async function restartOnce(ctx: BenchContext, s: Step, round: number): Promise<R
   sims.send({ cmd: 'lose', node });
   const cut = (await sims.collect('lost', 30_000)).find((e) => e.mine);
   if (!cut) throw new Error(`no simulator holds node ${node}`);
+  await hooks.cut?.();
   const lost = await until(`node ${node} declared lost`, () =>
     history.nodeStates(node, mark).find((x) => x.to === 'lost'),
   );
@@ -257,6 +328,7 @@ async function restartOnce(ctx: BenchContext, s: Step, round: number): Promise<R
     return secondRun(all);
   });
   const cpuAtRun = readProc(fleet.controller.pid);
+  await hooks.running?.();
   const attempt1 = `${id}-1`;
   const started = history.rankSpan(attempt1, 'rank.started');
   const exited = history.rankSpan(id, 'rank.exited');
@@ -318,7 +390,7 @@ function describe(r: Restart): string {
   );
 }
 
-function limitsText(stat: (pick: (r: Restart) => number) => Stat): string {
+function limitsText(stat: (pick: (r: Restart) => number) => Stat, profile: ProfileSummary | null): string {
   const med = (pick: (r: Restart) => number) => ms(stat(pick).median);
   const parts = [
     `Once the controller declares the node lost, one controller process on one core does, in order: it writes off ` +
@@ -330,6 +402,7 @@ function limitsText(stat: (pick: (r: Restart) => number) => Stat): string {
       `(median ${med((r) => r.cpuMs)}) is nearly all of it: twice the frames of a launch (scale-launch), ` +
       'the ends of one attempt and the starts of the next.',
   ];
+  if (profile) parts.push(`The profile's top frames by self time: ${formatFrames(profile.self.slice(0, 6))}.`);
   const started = stat((r) => r.startedMs).median;
   if (started >= GOAL.value)
     parts.push(`Missed: every rank of attempt 1 started ${ms(started - GOAL.value)} over the 2-s goal.`);
