@@ -399,8 +399,9 @@ function limitsText(stat: (pick: (r: Restart) => number) => Stat, profile: Profi
       `attempt 0 and queues the job again (${med((r) => r.requeuedMs)}), plans attempt 1 on ${n(NODES)} nodes and ` +
       `sends their job.starts (${med((r) => r.allocatedMs)}), then handles ${n(WORLD)} rank.started frames ` +
       `(${med((r) => r.startedMs)}). The simulators answer as fast as they read, so the controller's CPU time ` +
-      `(median ${med((r) => r.cpuMs)}) is nearly all of it: twice the frames of a launch (scale-launch), ` +
-      'the ends of one attempt and the starts of the next.',
+      `over that span (median ${med((r) => r.cpuMs)}: twice the frames of a launch, the ends of one attempt and ` +
+      'the starts of the next) is the floor of the wall time; the rest is waiting for a core shared with the ' +
+      'simulators, the bench, and whatever else runs on the machine (see the load average in the notes).',
   ];
   if (profile) parts.push(`The profile's top frames by self time: ${formatFrames(profile.self.slice(0, 6))}.`);
   const started = stat((r) => r.startedMs).median;
