@@ -141,13 +141,13 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
 function limitsText(stat: (pick: (r: Restart) => number) => Stat): string {
   const med = (pick: (r: Restart) => number) => `${Math.round(stat(pick).median)} ms`;
   return (
-    `From the failed rank's exit the controller hears of it from the agent (${med((r) => r.abortedMs)} to ` +
-    'job.stopping), asks the three agents to end the other ranks (SIGTERM to `sleep`) and closes attempt 0 once ' +
-    `every exit is in (${med((r) => r.requeuedMs)}), queues the job again and plans attempt 1 ` +
-    `(${med((r) => r.allocatedMs)}), then each agent starts its two ranks (bash, no Python) and reports them ` +
-    `(${med((r) => r.startedMs)}). What bounds it on this 2-core machine is process start-up and the round trips ` +
-    'between four namespaces over one bridge; nothing waits on a timer (--restart-delay is 0 and the first restart ' +
-    'has no backoff).'
+    "Counted from the failed rank's exit, the controller hears of it from the agent and stops the attempt " +
+    `(job.stopping at ${med((r) => r.abortedMs)}), asks the three agents to end the other ranks (SIGTERM to ` +
+    `\`sleep\`), closes attempt 0 once every exit is in and queues the job again (at ${med((r) => r.requeuedMs)}), ` +
+    `plans attempt 1 (at ${med((r) => r.allocatedMs)}), then each agent starts its two ranks (bash, no Python) ` +
+    `and reports them (at ${med((r) => r.startedMs)}). What bounds it on this 2-core machine is process start-up ` +
+    'and the round trips between four namespaces over one bridge; nothing waits on a timer (--restart-delay is 0 ' +
+    'and the first restart has no backoff).'
   );
 }
 
@@ -157,7 +157,7 @@ function notesText(rounds: number): string[] {
       `${HOSTS} more, on one bridge (10.77.<n>.0/24, guarded by an unreachable route in the root namespace); all on ` +
       `this machine's CPUs. The job is \`rankd run -q -N ${HOSTS} --ranks-per-node ${RANKS_PER_NODE} ` +
       "--max-restarts 1 -- bash -c SCRIPT`, run from the controller's namespace: each rank echoes $EPOCHREALTIME; " +
-      `in attempt 0 rank ${FAILING_RANK} exits 1 ${FAIL_AFTER_S} s after its start and the others ` +
+      `in attempt 0 rank ${FAILING_RANK} exits 1 after ${FAIL_AFTER_S} s and the others ` +
       '`exec sleep 120`; in attempt 1 every rank exits 0. Each round checked that `rankd run` exited 0 and that the ' +
       `history holds ${WORLD} rank.started of attempt 1.`,
     "Start: the failed rank's end as its agent reported it (ended_at of the ranks row of attempt 0). End: the " +
