@@ -5,18 +5,11 @@
 // bench SIGKILLs one worker and times until both workers of the new attempt said their
 // first line (rankd/restart-probe.ts).
 //
-// The issue's two other restart figures (3 namespace hosts × 2 ranks; 2,000 × 8 simulated)
-// are rows here that say they are not built yet.
+// The issue's two other restart figures are restart-hosts.ts (3 namespace hosts × 2 ranks)
+// and restart-scale.ts (2,000 × 8 simulated).
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
-import {
-  notMeasured,
-  type BenchContext,
-  type FigureDescriptor,
-  type FigureReport,
-  type Goal,
-  type Row,
-} from '../lib/figure.js';
+import { type BenchContext, type FigureDescriptor, type FigureReport, type Goal, type Row } from '../lib/figure.js';
 import { compareArms, comparisonRow, type Candidate } from '../lib/rows.js';
 import {
   DEBIAN_PYTHON,
@@ -47,8 +40,6 @@ const ARM = {
 } as const;
 const LABEL = `restart on one host, ${RANKS} ranks: SIGKILL of a worker → both workers of the next attempt started`;
 const TORCHRUN_GOAL: Goal = { on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× torchrun' };
-const CLUSTER_GOAL: Goal = { on: 'rankd', op: '<', value: 1000, text: '< 1 s' };
-const SIM_GOAL: Goal = { on: 'rankd', op: '<', value: 2000, text: '< 2 s' };
 
 export const restartFigure: FigureDescriptor = {
   name: 'restart',
@@ -123,32 +114,11 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
     const rows: Row[] = [
       comparisonRow(c, LABEL, ARM.rankd, { arm: ARM.torchrun, label: ARM.torchrun }, [TORCHRUN_GOAL]),
       comparisonRow(c, LABEL, ARM.rankd, { arm: ARM.torchrunTuned, label: ARM.torchrunTuned }, [TORCHRUN_GOAL]),
-      ...notBuiltRows(),
     ];
     return { rows, notes: notes(bundleNote), limits: LIMITS, peersUsed: noTorchrun ? [] : ['torchrun'] };
   } finally {
     if ('fleet' in rankd) await rankd.fleet.stop();
   }
-}
-
-/** The issue's other two restart figures: rows that say what is missing, never a number. */
-function notBuiltRows(): Row[] {
-  return [
-    {
-      figure: "restart, 3 namespace hosts × 2 ranks: a failed rank's exit → every rank of the next attempt started",
-      rankd: notMeasured(
-        'not built yet: the bench has no namespace cluster (test/cluster/harness builds one for the tests)',
-      ),
-      goals: [CLUSTER_GOAL],
-    },
-    {
-      figure: 'restart, a 2,000 × 8 simulated job after a node loss: the next attempt fully started',
-      rankd: notMeasured(
-        'not built yet: the simulated agents (rankd/agent-sim.ts) do not yet end a lost node nor start attempt 1',
-      ),
-      goals: [SIM_GOAL],
-    },
-  ];
 }
 
 function notes(bundleNote: string): string[] {
