@@ -51,6 +51,7 @@ import {
 import { AccessControl } from './api/auth.js';
 import { OpenStreams } from './streams/open-streams.js';
 import { ControllerMetrics } from './metrics/controller-metrics.js';
+import { AutoDrain, DEFAULT_EXCLUDE_AFTER } from './nodes/auto-drain.js';
 import type { UserLimits } from './schedule/limits.js';
 
 export interface ControllerOptions {
@@ -75,6 +76,8 @@ export interface ControllerOptions {
   connections?: Partial<ConnectionLimits>;
   /** The audit log's retention and file rotation. */
   audit?: AuditOptions;
+  /** A node that failed this many attempts (of any jobs) within an hour is drained (default 2; 0: never). */
+  excludeAfter?: number;
   /** Told when a stale lock (a controller that died) was taken over; default: a warning in the log. */
   onStaleLock?: (notice: string) => void;
 }
@@ -184,6 +187,18 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     (seconds) => metrics.fence(seconds),
   );
   jobs.on('attemptEnded', (attemptId) => fences.endJob(attemptId));
+  const excludeAfter = options.excludeAfter ?? DEFAULT_EXCLUDE_AFTER;
+  if (excludeAfter > 0) {
+    const autoDrain = new AutoDrain(excludeAfter, {
+      failuresSince: (node, since) => jobsRepo.attempts.failuresSince(node, since),
+      lastResumed: (node) => events.lastAt(node, 'node.resumed'),
+      registry,
+      audit,
+      log,
+      drained: () => metrics.autoDrained(),
+    });
+    jobs.on('nodesFailed', (failures) => autoDrain.nodesFailed(failures));
+  }
 
   let gateway: AgentGateway | null = null;
   const app = await buildApi({
@@ -251,6 +266,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
       timing,
       caHash: tls.caHash,
       defaultCpusPerRank: options.defaultCpusPerRank ?? 'share',
+      excludeAfter,
     },
     'controller listening (TLS)',
   );

@@ -26,6 +26,7 @@ interface ControllerFlags {
   auditFileSize?: number;
   auditFileKeep?: number;
   defaultCpusPerRank: 'share' | number;
+  excludeAfter?: number;
 }
 
 /** `share`, or a whole number of cores from 1 (the planner's -c range). */
@@ -97,6 +98,12 @@ export function register(program: Command): void {
       cpuDefault,
       'share',
     )
+    .option(
+      '--exclude-after <k>',
+      'drain a node that failed K attempts (of any jobs) within an hour (default 2; 0: never); ' +
+        'rankd node resume brings it back',
+      nonNegativeInt,
+    )
     .action(async (opts: ControllerFlags) => {
       if (!USER_NAME.test(opts.admin))
         throw new CliError(
@@ -127,6 +134,7 @@ export function register(program: Command): void {
           ...(opts.maxCoresPerUser !== undefined ? { maxCores: opts.maxCoresPerUser } : {}),
         },
         defaultCpusPerRank: opts.defaultCpusPerRank,
+        ...(opts.excludeAfter !== undefined ? { excludeAfter: opts.excludeAfter } : {}),
         onStaleLock: (notice) => process.stderr.write(`rankd: ${notice}\n`),
         ...(opts.maxConnsPerSource !== undefined ? { connections: { perSource: opts.maxConnsPerSource } } : {}),
         audit: {

@@ -10,7 +10,7 @@ import { clientConfigPath, rankdHome, type ClientConfig } from '../client/config
 import { call } from '../client/rest.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
-import { positiveInt } from '../options.js';
+import { nonNegativeInt, positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
 import { renderTable } from '../table.js';
 import { DaemonProcess } from '../up/daemon-process.js';
@@ -21,6 +21,7 @@ interface UpFlags {
   listen: string;
   name: string;
   heartbeatMs?: number;
+  excludeAfter?: number;
   demo?: boolean;
 }
 
@@ -34,6 +35,11 @@ export function register(program: Command): void {
     .option('--listen <addr>', 'controller address', '127.0.0.1:7480')
     .option('--name <name>', 'name of the local node', hostname().split('.')[0])
     .option('--heartbeat-ms <ms>', 'agent heartbeat interval', positiveInt)
+    .option(
+      '--exclude-after <k>',
+      "the controller's: drain a node that failed K attempts within an hour (default 2; 0: never)",
+      nonNegativeInt,
+    )
     .option('--demo', 'then run a demo job: 2 pinned ranks computing π together over TCP')
     .action(async (flags: UpFlags) => {
       const home = rankdHome();
@@ -83,12 +89,16 @@ export async function startLocalCluster(home: string, flags: UpFlags): Promise<L
   const stateFile = join(controllerDir, 'controller.json');
   rmSync(stateFile, { force: true });
 
-  const heartbeat = flags.heartbeatMs ? ['--heartbeat-ms', String(flags.heartbeatMs)] : [];
+  // the controller options `rankd up` passes on
+  const passed = [
+    ...(flags.heartbeatMs ? ['--heartbeat-ms', String(flags.heartbeatMs)] : []),
+    ...(flags.excludeAfter !== undefined ? ['--exclude-after', String(flags.excludeAfter)] : []),
+  ];
   // the person running `rankd up` is the cluster's first admin, under their login name
   const admin = adminName();
   const controller = new DaemonProcess(
     'controller',
-    ['controller', '--listen', flags.listen, '--data-dir', controllerDir, '--admin', admin, ...heartbeat],
+    ['controller', '--listen', flags.listen, '--data-dir', controllerDir, '--admin', admin, ...passed],
     join(home, 'controller.log'),
   );
   const state = await untilReady(

@@ -25,6 +25,7 @@ export class EventsRepo {
   private readonly rankOutputsStmt;
   private readonly jobOutputsStmt;
   private readonly lastStmt;
+  private readonly lastOfStmt;
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO events (at, kind, subject, data) VALUES (?, ?, ?, ?)');
@@ -39,6 +40,7 @@ export class EventsRepo {
       "SELECT id, at, subject, data FROM events WHERE id > ? AND +subject >= ? AND +subject < ? AND kind = 'rank.output' ORDER BY id LIMIT ?",
     );
     this.lastStmt = db.prepare('SELECT max(id) AS id FROM events');
+    this.lastOfStmt = db.prepare('SELECT at FROM events WHERE subject = ? AND kind = ? ORDER BY id DESC LIMIT 1');
   }
 
   append(kind: string, subject: string, data: Record<string, unknown> = {}, at = Date.now()): void {
@@ -48,6 +50,11 @@ export class EventsRepo {
   /** The id of the newest event, 0 when there is none. */
   lastId(): number {
     return (this.lastStmt.get() as { id: number | null }).id ?? 0;
+  }
+
+  /** When the newest event of this kind about this subject happened (a node's last resume), or null. */
+  lastAt(subject: string, kind: string): number | null {
+    return (this.lastOfStmt.get(subject, kind) as { at: number } | undefined)?.at ?? null;
   }
 
   /** One rank's stored output chunks with ids in (afterId, upTo], oldest first. */
