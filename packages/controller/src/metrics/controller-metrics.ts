@@ -10,10 +10,13 @@ import { isTerminal, type JobManager } from '../jobs/job-manager.js';
 import { STREAMS } from '../jobs/log-store.js';
 import { AgentLinkRtt } from './agent-link-rtt.js';
 import { registerNodeGauges } from './node-gauges.js';
+import { restartCause } from './restart-cause.js';
 
 /** Node states always present in the output, at 0 when no node is in them, so a dashboard's series never vanish. */
 const NODE_STATES = ['ready', 'unreachable', 'lost'] as const;
 const LIVE_JOB_STATES = ['queued', 'pending', 'starting', 'running'] as const;
+/** Why a job restarted (restart-cause.ts), always present so a rate over them never starts from nothing. */
+const RESTART_CAUSES = ['node-lost', 'signal', 'exit-code', 'failed'] as const;
 /** Of prom-client's default metrics: the controller process's own. */
 const CONTROLLER_PREFIX = 'rankd_controller_';
 
@@ -22,6 +25,8 @@ export class ControllerMetrics {
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly requestSeconds: Histogram<'method' | 'route'>;
   private readonly jobsEnded: Counter<'state'>;
+  private readonly jobRestarts: Counter<'reason'>;
+  private readonly autoDrains: Counter;
   private readonly fenceSeconds: Histogram;
   private readonly linkRtt: AgentLinkRtt;
 
@@ -123,6 +128,28 @@ export class ControllerMetrics {
       registers,
     });
     jobs.on('ended', (_id, state) => this.jobsEnded.inc({ state }));
+    this.jobRestarts = new Counter({
+      name: 'rankd_job_restarts_total',
+      help: 'Failed attempts of jobs queued to start again (rankd run --max-restarts), by why the attempt failed.',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of RESTART_CAUSES) this.jobRestarts.inc({ reason }, 0);
+    // the attempt that just ended is the view's last: a restart is rare, the view is cheap enough
+    jobs.on('restarting', (id) => this.jobRestarts.inc({ reason: restartCause(jobs.view(id)?.attempts.at(-1)) }));
+    new Gauge({
+      name: 'rankd_jobs_restarting',
+      help: 'Jobs in the queue waiting for their next attempt (for its --restart-delay, or for replacement nodes).',
+      registers,
+      collect() {
+        this.set(jobs.queue().filter((q) => q.job.attempt > 0).length);
+      },
+    });
+    this.autoDrains = new Counter({
+      name: 'rankd_node_auto_drains_total',
+      help: 'Nodes the controller drained because they failed --exclude-after attempts within an hour.',
+      registers,
+    });
     this.requests = new Counter({
       name: 'rankd_http_requests_total',
       help: 'REST requests answered, by method, route pattern and status (refusals included).',
@@ -142,6 +169,11 @@ export class ControllerMetrics {
       buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers,
     });
+  }
+
+  /** The controller drained a node that failed too many attempts (nodes/auto-drain.ts). */
+  autoDrained(): void {
+    this.autoDrains.inc();
   }
 
   /** A REST answer; `route` is the matched pattern (never the raw URL, which would make one series per job id). */
