@@ -6,6 +6,7 @@ import { api, must, type JobView, type SessionView } from '../api/client';
 import { Topology } from '../components/Topology';
 import { LogView } from '../components/LogView';
 import { RankTable } from '../components/RankTable';
+import { AttemptTimeline } from '../components/AttemptTimeline';
 import { useResource, useTick } from '../hooks';
 import { overlayFor } from '../topology/overlay';
 import { StateBadge, count, duration, shellWords } from '../format';
@@ -62,6 +63,7 @@ export function JobPage({ id, session }: { id: string; session: SessionView }) {
         )}
         {message && <span role="status">{message}</span>}
       </div>
+      {(view.maxRestarts > 0 || view.attempts.length > 1) && <AttemptTimeline job={view} now={now} />}
       {view.rankMap ? <RankMapView job={view} /> : <p>Queued: {view.reason}. The rank map is made when it starts.</p>}
       <h2>Output</h2>
       <LogView jobId={view.id} worldSize={view.rankMap?.worldSize ?? 0} />

@@ -3,6 +3,7 @@ import { api, must } from '../api/client';
 import { useResource, useTick } from '../hooks';
 import { href } from '../router';
 import { StateBadge, count, duration, shellWords, when } from '../format';
+import { attemptLabel } from '../components/AttemptTimeline';
 
 export function Jobs() {
   const jobs = useResource(
@@ -48,6 +49,7 @@ export function Jobs() {
                   <td>{q.position}</td>
                   <td>
                     <a href={href.job(q.id)}>{q.name ?? q.id}</a>
+                    {q.attempt > 0 && <span class="restarting"> restarting ({attemptLabel(q)})</span>}
                   </td>
                   <td>{q.owner ?? ''}</td>
                   <td>{q.priority}</td>
@@ -88,6 +90,7 @@ export function Jobs() {
                 </td>
                 <td>
                   <StateBadge state={j.state} />
+                  {j.maxRestarts > 0 && <span class="attempt-of"> {attemptLabel(j)}</span>}
                 </td>
                 <td>{j.owner ?? ''}</td>
                 <td>{j.worldSize}</td>
