@@ -122,3 +122,73 @@ t.test('rankd controller --exclude-after refuses what is not a whole number', as
     t.notOk(existsSync(join(dataDir, 'controller.json')), 'and no controller started');
   }
 });
+
+t.test(
+  'nodes lost during attempts count too: two lost attempts drain the node; the jobs go on elsewhere',
+  async (t) => {
+    // 200 ms heartbeats: a silent node is lost after 2.4 s
+    const controller = await startController({ heartbeatMs: 200 });
+    t.teardown(() => controller.stop());
+    const n2 = startAgent(controller, { name: 'n2' });
+    t.teardown(() => n2.stop());
+    await waitForNode(controller, 'n2', 'ready');
+    const drain = async () =>
+      (await controller.api<{ nodes: NodeLike[] }>('/v1/nodes')).body.nodes.find((n) => n.name === 'n1')!.drain;
+    const scrape = async () => (await controller.api<string>('/metrics')).body;
+
+    // each round: a job placed on n1 (the first candidate), whose agent is then SIGKILLed; its
+    // rank (a bounded sleep) is left alone, as ranks outlive their agent by design
+    const loseAttemptOnN1 = async (round: number) => {
+      const n1 = startAgent(controller, { name: 'n1' });
+      t.teardown(() => n1.stop('SIGKILL'));
+      await waitForNode(controller, 'n1', 'ready');
+      const job = await controller.api<{ id: string }>('/v1/jobs', {
+        method: 'POST',
+        body: {
+          name: `lost-${round}`,
+          command: ['sh', '-c', '[ "$RANKD_ATTEMPT" = 1 ] && exit 0; sleep 8'],
+          cwd: '/tmp',
+          placement: { ntasks: 1, nodes: 1 },
+          maxRestarts: 1,
+        },
+      });
+      t.equal(job.status, 201, JSON.stringify(job.body));
+      const id = job.body.id;
+      const view = async () =>
+        (await controller.api<{ state: string; attempts: Array<{ nodes: string[]; state: string }> }>(`/v1/jobs/${id}`))
+          .body;
+      await waitUntil(`round ${round}: the job to run on n1`, 15_000, async () => {
+        const v = await view();
+        return v.state === 'running' && v.attempts[0]?.nodes[0] === 'n1';
+      });
+      await n1.stop('SIGKILL');
+      const done = await waitUntil(`round ${round}: the job to end`, 20_000, async () => {
+        const v = await view();
+        return v.state === 'succeeded' || v.state === 'failed' ? v : undefined;
+      });
+      t.equal(done.state, 'succeeded', `round ${round}: attempt 1 succeeded`);
+      t.match(
+        done.attempts,
+        [
+          { state: 'lost', nodes: ['n1'] },
+          { state: 'succeeded', nodes: ['n2'] },
+        ],
+        'elsewhere',
+      );
+      return id;
+    };
+
+    const first = await loseAttemptOnN1(1);
+    t.equal(await drain(), null, 'one lost attempt does not drain n1');
+    const second = await loseAttemptOnN1(2);
+    const drained = await waitUntil('n1 to be drained', 10_000, async () => (await drain()) ?? undefined);
+    t.equal(drained.by, 'controller');
+    t.match(
+      drained.reason,
+      new RegExp(`^auto-drained: failed 2 attempts within an hour \\(job ${first}: .+; job ${second}: `),
+    );
+    const text = await scrape();
+    t.equal(metric(text, 'rankd_node_auto_drains_total'), 1);
+    t.equal(metric(text, 'rankd_job_restarts_total{reason="node-lost"}'), 2, 'both restarts counted as node-lost');
+  },
+);
