@@ -4,12 +4,15 @@
 // same drain as `rankd node drain` (stored, in the history and the audit log, the controller
 // as the actor, counted in /metrics); `rankd node resume` brings it back, and the failures
 // from before the resume do not drain it again at the next single one. 0 turns it off.
+// Lost nodes count as failures too, and the count is the store's: it survives a SIGKILLed
+// controller.
 import t from 'tap';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { localCluster } from '../helpers/cluster.js';
+import { drainReason } from '#controller/nodes/auto-drain';
 
 interface NodeLike {
   name: string;
@@ -192,3 +195,37 @@ t.test(
     t.equal(metric(text, 'rankd_job_restarts_total{reason="node-lost"}'), 2, 'both restarts counted as node-lost');
   },
 );
+
+t.test('the failures are counted from the store: a controller SIGKILLed between them still drains', async (t) => {
+  let controller = await startController();
+  t.teardown(() => controller.stop());
+  const agent = startAgent(controller, { name: 'n1' });
+  t.teardown(() => agent.stop());
+  await waitForNode(controller, 'n1', 'ready');
+  const env = () => ({ ...controller.clientEnv, RANKD_HOME: controller.dataDir });
+  const drain = async () =>
+    (await controller.api<{ nodes: NodeLike[] }>('/v1/nodes')).body.nodes.find((n) => n.name === 'n1')!.drain;
+
+  t.equal((await runCli(SIGBUS_ON_N1, env())).code, 135);
+  t.equal(await drain(), null, 'one failure');
+  const port = Number(new URL(controller.url).port);
+  await controller.stop('SIGKILL');
+  controller = await startController({ dataDir: controller.dataDir, port });
+  await waitForNode(controller, 'n1', 'ready');
+  t.equal(await drain(), null, 'still one failure after the restart');
+  t.equal((await runCli(SIGBUS_ON_N1, env())).code, 135);
+  t.match(await drain(), { reason: /^auto-drained: failed 2 attempts within an hour/, by: 'controller' }, 'two');
+});
+
+t.test("an auto-drain's reason keeps within the 500 characters a drain's reason may hold", async (t) => {
+  const failure = (i: number) => ({ node: 'n1', at: i, jobId: `j${i}`, attempt: i % 3, reason: 'x'.repeat(80) });
+  const short = drainReason([failure(0), failure(1)]);
+  t.equal(
+    short,
+    `auto-drained: failed 2 attempts within an hour (job j0: ${'x'.repeat(80)}; job j1 attempt 1: ${'x'.repeat(80)})`,
+  );
+  const long = drainReason(Array.from({ length: 20 }, (_, i) => failure(i)));
+  t.equal(long.length, 500);
+  t.match(long, /^auto-drained: failed 20 attempts within an hour \(job j0: /, 'the count is whole');
+  t.match(long, /…\)$/, 'and the cut is marked');
+});
