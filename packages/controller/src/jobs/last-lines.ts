@@ -14,9 +14,11 @@ export function lastLines(
 ): string[] {
   const size = logs.size(id, rank, stream);
   if (size === 0) return [];
-  const from = Math.max(0, size - TAIL_BYTES);
+  // one byte before the tail too: whether the tail's first line is whole or cut
+  const from = Math.max(0, size - TAIL_BYTES - 1);
   const text = logs.read(id, rank, stream, from, size - from).toString('utf8');
-  // a cut first line is not a line: drop it unless the tail holds the whole file
+  // what comes before the first newline is a cut line (or nothing, when that byte is the
+  // newline): drop it unless the tail holds the whole file
   const lines = text.split(/\r?\n/);
   if (from > 0) lines.shift();
   return lines
