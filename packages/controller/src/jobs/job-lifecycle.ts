@@ -248,7 +248,16 @@ export class JobLifecycle {
   /** Ends the job: records why, asks every agent to stop its ranks, closes when they are gone. */
   stop(id: string, state: JobState, reason: string): void {
     const live = this.live.get(id);
-    if (live) this.stopLive(live, state, reason);
+    if (!live) return;
+    // an attempt stopped for a failure would be followed by another: a cancel makes it the last
+    const failing = live.stopping?.state === 'failed' || live.stopping?.state === 'lost';
+    if (failing && state === 'cancelled') {
+      live.stopping = { state, reason };
+      this.setJob(live, { reason: `stopping: ${reason}` });
+      this.deps.events.append('job.stopping', live.job.id, { state, reason, attempt: live.job.attempt });
+      return;
+    }
+    this.stopLive(live, state, reason);
   }
 
   /** Fails a live attempt (the PMI exchange or its MPI mode found it broken); one already stopping keeps its reason. */
