@@ -22,7 +22,7 @@ import type { EventsRepo } from '../store/events-repo.js';
 import type { AgentSender } from '../gateway/agent-sender.js';
 import type { AttemptRecord, NodeFailure } from './attempts-repo.js';
 import type { Clock } from './clock.js';
-import { pendingRanks, type JobRecord, type RankRecord } from './job-records.js';
+import { endsAt, pendingRanks, type JobRecord, type RankRecord } from './job-records.js';
 import { lastLines } from './last-lines.js';
 import { graceSeconds, plannedCpus } from './job-view.js';
 import type { JobsRepo } from './jobs-repo.js';
@@ -431,7 +431,8 @@ export class JobLifecycle {
     const failures = attempt.excluded.map((node) => ({ node, at: now, jobId: job.id, attempt: job.attempt, reason }));
     live.cancelTimeout?.();
     for (const r of live.ranks) this.deps.repo.updateBytes(r);
-    if (restarts(job, state, exitCode)) this.requeue(live, attempt, failures, now);
+    // --timeout bounds the whole job: once it is spent, no attempt follows (it would be stopped at its start)
+    if (restarts(job, state, exitCode) && now < endsAt(job)) this.requeue(live, attempt, failures, now);
     else this.end(live, attempt, failures, now);
     this.close(live, plan);
     if (failures.length > 0) this.deps.hooks.nodesFailed(failures);
