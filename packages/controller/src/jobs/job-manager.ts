@@ -116,6 +116,7 @@ export class JobManager extends EventEmitter<JobEvents> {
         },
         start: (start) => this.startQueued(start),
         waiting: (id, reason) => this.stillQueued(id, reason),
+        now: () => this.clock.now(),
       },
       limits,
     );

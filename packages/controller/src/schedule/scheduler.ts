@@ -21,6 +21,8 @@ export interface SchedulerHost {
   start(start: Start): void;
   /** A queued job's reason to wait, whenever a pass gives one (the host writes only changes). */
   waiting(id: string, reason: string): void;
+  /** The time a pass judges by: the host's clock, which also set the queued jobs' notBefore. */
+  now(): number;
 }
 
 export class Scheduler {
@@ -113,7 +115,7 @@ export class Scheduler {
       options: this.host.planOptions(),
       limits: this.limits,
       usageOf: (id) => this.host.usageOf(id),
-      now: Date.now(),
+      now: this.host.now(),
     });
     this.lastPassMs = performance.now() - t0;
     return result;
