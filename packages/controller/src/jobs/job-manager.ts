@@ -238,6 +238,9 @@ export class JobManager extends EventEmitter<JobEvents> {
       job.id,
       this.clock.after(wait, () => {
         this.restartTimers.delete(job.id);
+        // a timer runs on a monotonic clock, restartAt on the wall's: after a step back the
+        // pass would still hold the job, and no other timer would wake it
+        this.wakeAfterDelay(job);
         this.scheduler.schedule();
       }),
     );
