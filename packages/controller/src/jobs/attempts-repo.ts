@@ -10,7 +10,7 @@ type Row = Record<string, unknown>;
 export interface AttemptRecord {
   jobId: string;
   attempt: number;
-  /** running while its ranks run; how it ended otherwise. */
+  /** running while its ranks run (once stopped, the end it stops for, endedAt still null); how it ended otherwise. */
   state: JobState;
   reason: string;
   nodes: string[];
@@ -18,7 +18,7 @@ export interface AttemptRecord {
   endedAt: number | null;
   exitCode: number | null;
   firstFailure: AttemptFailure | null;
-  /** Nodes its failure left out of the job's next attempts. */
+  /** Nodes its failure left out of the job's next attempts (while it is stopped: the nodes lost so far). */
   excluded: string[];
   /** How long the job waited before its next attempt was queued; null for its last. */
   restartDelayMs: number | null;

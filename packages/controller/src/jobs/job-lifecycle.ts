@@ -153,6 +153,13 @@ export class JobLifecycle {
     const live = this.track(job, ranks);
     const stored = this.deps.repo.attempts.list(job.id).find((a) => a.attempt === job.attempt);
     live.attemptStartedAt = stored?.startedAt ?? job.startedAt ?? this.deps.clock.now();
+    // an attempt that was being stopped goes on stopping for the same end, with the same first failure
+    if (stored && stored.endedAt === null && stored.state !== 'running') {
+      live.stopping = { state: stored.state, reason: stored.reason };
+      live.firstFailure = stored.exitCode;
+      live.firstFailedRank = stored.firstFailure?.rank ?? null;
+      for (const node of stored.excluded) live.lostNodes.add(node);
+    }
     this.deps.ports.hold(job.rankMap!.ranks[0]!.node, job.rankMap!.masterPort);
     this.armTimeout(live);
     // its last rank's end was stored but the controller stopped before it judged the attempt:
@@ -239,6 +246,7 @@ export class JobLifecycle {
       const onNode = live.ranks.filter((r) => r.node === name && !isTerminal(r));
       if (onNode.length === 0) continue;
       live.lostNodes.add(name);
+      if (live.stopping) this.recordStop(live);
       if (!live.stopping) live.firstFailedRank ??= onNode[0]!.rank;
       if (!live.stopping) this.stopLive(live, 'lost', `node ${name} lost`);
       for (const r of onNode) if (this.isLive(live)) this.endRank(live, r, 'unknown', `node ${name} lost`);
@@ -254,6 +262,7 @@ export class JobLifecycle {
     if (failing && state === 'cancelled') {
       live.stopping = { state, reason };
       this.setJob(live, { reason: `stopping: ${reason}` });
+      this.recordStop(live);
       this.deps.events.append('job.stopping', live.job.id, { state, reason, attempt: live.job.attempt });
       return;
     }
@@ -326,6 +335,7 @@ export class JobLifecycle {
     if (live.stopping) return;
     live.stopping = { state, reason };
     this.setJob(live, { reason: `stopping: ${reason}` });
+    this.recordStop(live);
     this.deps.events.append('job.stopping', live.job.id, { state, reason, attempt: live.job.attempt });
     const graceMs = Math.round(graceSeconds(live.job) * 1000);
     this.modeOf(live).stopping(live, reason, graceMs);
@@ -342,6 +352,23 @@ export class JobLifecycle {
       this.endRank(live, r, 'unknown', `not started: ${reason}`);
     }
     this.maybeFinish(live);
+  }
+
+  /**
+   * Stores the end a stopped attempt is stopping for, its first failure and the nodes lost so
+   * far in its row (still without an end): a controller restarted before its last rank's exit
+   * (adopt) ends it the same way, so a cancelled job is not restarted, nor a failure misnamed.
+   */
+  private recordStop(live: LiveJob): void {
+    const { state, reason } = live.stopping!;
+    this.deps.repo.attempts.write({
+      ...newAttempt(live.job, live.job.rankMap!, live.attemptStartedAt),
+      state,
+      reason,
+      exitCode: live.firstFailure,
+      firstFailure: this.failureOf(live),
+      excluded: [...live.lostNodes],
+    });
   }
 
   private applyExit(live: LiveJob, r: RankRecord, exit: PendingExit): void {
