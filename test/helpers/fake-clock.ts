@@ -22,7 +22,7 @@ export class FakeClock implements Clock {
     return this.timers.filter((x) => !x.cancelled).length;
   }
 
-  /** The wall clock steps back by `ms` (as NTP may step it): timers, on a monotonic clock, keep the time they had left. */
+  /** The wall clock steps back by `ms` (as NTP may): timers, on a monotonic clock, keep the time they had left. */
   stepBack(ms: number): void {
     this.at -= ms;
     for (const x of this.timers) x.due -= ms;

@@ -20,7 +20,8 @@ t.test('jobs and ranks written before attempts read back the same after it, as a
   for (let v = 0; v < before; v++) old.exec(migrations[v]!);
   old.pragma(`user_version = ${before}`);
   const insert =
-    old.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, exit_code, created_at, started_at, ended_at, priority, demand)
+    old.prepare(`INSERT INTO jobs (id, name, idempotency_key, owner, state, reason, submit, exit_code, created_at,
+      started_at, ended_at, priority, demand)
     VALUES (?, NULL, NULL, 'alice', ?, 'r', '{"command":["true"]}', ?, ?, ?, NULL, 0, NULL)`);
   insert.run('running', 'running', null, 1, 10);
   insert.run('done', 'failed', 3, 2, 20);

@@ -347,3 +347,45 @@ t.test('a controller restart while attempt 1 runs: it is adopted as attempt 1, a
     ],
   );
 });
+
+t.test(
+  'a controller restart while a cancelled attempt is being stopped: the job ends cancelled, no restart',
+  async (t) => {
+    const first = world(t);
+    const a = first.submit(twoWholeNodes, { maxRestarts: 2 });
+    first.started(a);
+    first.manager.cancel(a);
+    const second = new Controller(t, first.dir, new FakeClock(first.clock.now()), ['n1', 'n2', 'n3']);
+    second.manager.restore();
+    t.equal(second.manager.lifecycle.get(a)!.stopping?.state, 'cancelled', 'it is still being stopped for the cancel');
+    second.fails(a, 0, null, 'SIGTERM');
+    await settle();
+    t.match(second.view(a), { state: 'cancelled', attempt: 0, reason: 'cancelled by request' });
+    t.same(second.history('job.allocated', a), [0], 'no attempt followed');
+  },
+);
+
+t.test('a controller restart while a failed attempt is being stopped: its first failure is kept', async (t) => {
+  const first = world(t);
+  const a = first.submit(twoWholeNodes, { maxRestarts: 2 });
+  first.started(a);
+  const live = first.manager.lifecycle.get(a)!;
+  const exit = { code: 3, signal: null, endedAt: first.clock.now(), outputBytes: { stdout: 0, stderr: 0 } };
+  first.manager.lifecycle.exitReported(live.attemptId, 1, exit);
+  t.equal(live.stopping?.state, 'failed', 'rank 1 failed it: rank 0 is being stopped');
+  // n1 does not come back to the new controller: rank 0's end is never known
+  const second = new Controller(t, first.dir, new FakeClock(first.clock.now()), ['n2', 'n3', 'n4']);
+  second.manager.restore();
+  second.manager.lifecycle.nodeLost('n1');
+  await settle();
+  t.match(second.view(a), { attempt: 1 }, 'the attempt ended with the loss of n1: attempt 1');
+  t.match(second.view(a).attempts[0], {
+    state: 'failed',
+    exitCode: 3,
+    reason: 'rank 1 on n2 exited with code 3',
+    firstFailure: { rank: 1, node: 'n2', exitCode: 3 },
+    excluded: ['n1'],
+  });
+  t.same(second.view(a).excluded, ['n1'], 'n1, lost during the stop, is left out');
+  t.same(second.nodesOf(a), ['n2', 'n3']);
+});
