@@ -389,3 +389,22 @@ t.test('a controller restart while a failed attempt is being stopped: its first 
   t.same(second.view(a).excluded, ['n1'], 'n1, lost during the stop, is left out');
   t.same(second.nodesOf(a), ['n2', 'n3']);
 });
+
+t.test('each attempt gets a fresh rendezvous port; a job cancelled during the delay holds none', async (t) => {
+  const c = world(t);
+  const a = c.submit(twoWholeNodes, { maxRestarts: 2, restartDelay: 30 });
+  const port = (id: string) => c.view(id).rankMap!.masterPort;
+  t.equal(port(a), 29500);
+  c.started(a);
+  c.fails(a, 1, 3);
+  c.clock.advance(30_000);
+  await settle();
+  t.same(c.nodesOf(a), ['n1', 'n2'], 'attempt 1 has rank 0 on the same node');
+  t.equal(port(a), 29501, "not attempt 0's port, where a rank of it may still listen");
+  c.started(a);
+  c.fails(a, 1, 3);
+  await settle();
+  c.manager.cancel(a);
+  const b = c.submit(twoWholeNodes);
+  t.equal(port(b), 29500, 'once the job is cancelled, no port stays held for it');
+});
