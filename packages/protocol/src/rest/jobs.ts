@@ -178,14 +178,14 @@ export type AttemptFailure = Type.Static<typeof AttemptFailure>;
 export const AttemptView = Type.Object({
   /** 0 for the first; RANKD_ATTEMPT of its ranks. */
   attempt: Type.Integer({ minimum: 0 }),
-  /** running while its ranks run; how it ended otherwise. */
+  /** running while its ranks run; once it is stopped, the end it stops for (endedAt still null); how it ended. */
   state: JobState,
   reason: Type.String(),
   startedAt: Type.String(),
   endedAt: Nullable(Type.String()),
   /** The nodes of its rank map, in node order. */
   nodes: Type.Array(Type.String()),
-  /** Its exit status: 0, the first failure's, or null while it runs. */
+  /** Its exit status: 0, the first failure's (known once it is stopped), or null while it runs. */
   exitCode: Nullable(Type.Integer()),
   firstFailure: Nullable(AttemptFailure),
   /** Nodes its failure excluded from the job's later attempts. */
