@@ -536,8 +536,14 @@ export class JobLifecycle {
 
   /** The first failure of an attempt, with the last lines its rank wrote to stderr; null when no rank failed it. */
   private failureOf(live: LiveJob): AttemptFailure | null {
-    // after a controller restart the order of arrival is gone: the first failed rank to end stands in
-    const r = live.firstFailedRank === null ? firstToFail(live.ranks) : live.ranks[live.firstFailedRank];
+    // ranks that ended on their own (--fail-policy wait) but whose order of arrival a controller
+    // restart lost: the first failed rank to end stands in; a stop's own SIGTERMs are no failure
+    const r =
+      live.firstFailedRank !== null
+        ? live.ranks[live.firstFailedRank]
+        : live.stopping
+          ? undefined
+          : firstToFail(live.ranks);
     if (!r) return null;
     const { rank, node, state, exitCode, signal } = r;
     const lines = lastLines(this.deps.logs, live.attemptId, rank, 'stderr');
