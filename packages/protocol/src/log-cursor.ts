@@ -31,3 +31,19 @@ export function decodeCursors(token: string): Map<string, number> {
   }
   return out;
 }
+
+/**
+ * A token that also says which attempt of a job it stands in: "a2:0o120.0e0" (attempt 2), or
+ * the bare cursors for the first attempt, so that a job that never restarted keeps its tokens.
+ */
+export function encodeResume(attempt: number, cursors: Iterable<LogCursor>): string {
+  const token = encodeCursors(cursors);
+  return attempt > 0 ? `a${attempt}:${token}` : token;
+}
+
+/** The attempt (null when the token names none) and the offsets of a resume token. */
+export function decodeResume(token: string): { attempt: number | null; offsets: Map<string, number> } {
+  const m = /^a(\d{1,9}):(.*)$/s.exec(token);
+  if (!m) return { attempt: token === '' ? null : 0, offsets: decodeCursors(token) };
+  return { attempt: Number(m[1]), offsets: decodeCursors(m[2]!) };
+}

@@ -1,4 +1,6 @@
-// One reader of a job's output: stored bytes first, then live ones as they arrive.
+// One reader of one attempt's output: stored bytes first, then live ones as they arrive.
+// Each attempt of a job writes its own files (its attempt id's), so a reader of several
+// attempts (api/routes/log-attempts.ts) runs one follower per attempt, in turn.
 //
 // The log files are the buffer. A follower holds only a cursor per rank and stream
 // and reads the next chunk when its sink has room, so a slow reader costs nothing
@@ -26,12 +28,6 @@ export interface LogChunk {
  */
 export type LogOrder = 'stream' | 'time';
 
-export interface LogEnd {
-  state: string;
-  reason: string;
-  exitCode: number | null;
-}
-
 export interface LogSink {
   /**
    * Returns false when the sink is full; the follower then waits for `drain`. `cursor`
@@ -40,8 +36,14 @@ export interface LogSink {
    */
   write(chunk: LogChunk, cursor: () => string): boolean;
   onDrain(resume: () => void): void;
-  end(summary: LogEnd | null): void;
 }
+
+/**
+ * The follower delivered what it had to: `over` when the attempt's ranks are all gone (every
+ * byte it wrote was delivered), false when a reader that does not follow reached the end of
+ * what is stored so far.
+ */
+export type FollowerDone = (over: boolean) => void;
 
 export type Cursor = LogCursor;
 
@@ -50,28 +52,30 @@ export class LogFollower {
   private scheduled = false;
   private waitingForDrain = false;
   private stopped = false;
-  private readonly onEnded = (id: string) => id === this.jobId && this.schedule();
-  /** Time order: the job's stored chunks, in the order they were stored. */
+  private readonly onEnded = (id: string) => id === this.attemptId && this.schedule();
+  /** Time order: the attempt's stored chunks, in the order they were stored. */
   private readonly timeline: LogTimeline | null;
   private readonly cursorOf: Map<string, Cursor>;
 
   constructor(
     private readonly jobs: JobManager,
-    private readonly jobId: string,
+    /** The id the attempt's agents knew it by (job-records.ts attemptId): its files' and events' key. */
+    private readonly attemptId: string,
     private readonly cursors: Cursor[],
     private readonly sink: LogSink,
     private readonly follow: boolean,
-    private readonly order: LogOrder = 'stream',
+    private readonly order: LogOrder,
+    private readonly done: FollowerDone,
   ) {
     this.cursorOf = new Map(cursors.map((c) => [cursorKey(c.rank, c.stream), c]));
     this.timeline =
-      order === 'time' ? new LogTimeline(jobs.events, jobId, [...new Set(cursors.map((c) => c.rank))]) : null;
+      order === 'time' ? new LogTimeline(jobs.events, attemptId, [...new Set(cursors.map((c) => c.rank))]) : null;
   }
 
   start(): void {
     if (this.follow) {
-      this.unsubscribe = this.jobs.logs.subscribe(this.jobId, () => this.schedule());
-      this.jobs.on('ended', this.onEnded);
+      this.unsubscribe = this.jobs.logs.subscribe(this.attemptId, () => this.schedule());
+      this.jobs.on('attemptEnded', this.onEnded);
     }
     this.pump();
   }
@@ -79,8 +83,13 @@ export class LogFollower {
   stop(): void {
     this.stopped = true;
     this.unsubscribe?.();
-    this.jobs.off('ended', this.onEnded);
-    if (!this.jobs.live.has(this.jobId)) this.jobs.logs.close(this.jobId);
+    this.jobs.off('attemptEnded', this.onEnded);
+    if (!this.isLive()) this.jobs.logs.close(this.attemptId);
+  }
+
+  /** The attempt's ranks still run (or are being ended): its files may grow. */
+  private isLive(): boolean {
+    return this.jobs.lifecycle.attempt(this.attemptId) !== undefined;
   }
 
   private readonly tokenFn = (): string => this.token();
@@ -101,8 +110,8 @@ export class LogFollower {
 
   private pump(): void {
     if (this.stopped) return;
-    // Checked before reading: if the job has ended now, everything it wrote is in the files.
-    const ended = this.jobs.isEnded(this.jobId);
+    // Checked before reading: if the attempt has ended now, everything it wrote is in the files.
+    const ended = !this.isLive();
     if (this.timeline && !this.pumpTimeline(this.timeline, ended)) return;
     // in time order, what no event covers (bytes a crashed controller wrote but did not
     // record) goes last; a live job's next event of that stream takes them sooner
@@ -111,9 +120,9 @@ export class LogFollower {
       progressed = false;
       // one chunk per stream per pass: round robin keeps ranks fair to each other
       for (const c of this.cursors) {
-        const raw = this.jobs.logs.read(this.jobId, c.rank, c.stream, c.offset, CHUNK_BYTES);
+        const raw = this.jobs.logs.read(this.attemptId, c.rank, c.stream, c.offset, CHUNK_BYTES);
         if (raw.length === 0) continue;
-        const atEnd = ended && c.offset + raw.length >= this.jobs.logs.size(this.jobId, c.rank, c.stream);
+        const atEnd = ended && c.offset + raw.length >= this.jobs.logs.size(this.attemptId, c.rank, c.stream);
         const data = atEnd ? raw : raw.subarray(0, utf8SafeLength(raw));
         if (data.length === 0) continue;
         const chunk = { rank: c.rank, stream: c.stream, offset: c.offset, data };
@@ -123,9 +132,8 @@ export class LogFollower {
       }
     }
     if (!this.follow || ended) {
-      const view = ended ? this.jobs.view(this.jobId) : null;
       this.stop();
-      this.sink.end(view ? { state: view.state, reason: view.reason, exitCode: view.exitCode } : null);
+      this.done(ended);
     }
   }
 
@@ -143,8 +151,8 @@ export class LogFollower {
       if (!c) continue; // a rank or stream not asked for
       const end = event.offset + event.bytes;
       if (c.offset >= end) continue; // delivered already: a resumed reader, or --offset
-      const raw = this.jobs.logs.read(this.jobId, c.rank, c.stream, c.offset, end - c.offset);
-      const atEnd = ended && c.offset + raw.length >= this.jobs.logs.size(this.jobId, c.rank, c.stream);
+      const raw = this.jobs.logs.read(this.attemptId, c.rank, c.stream, c.offset, end - c.offset);
+      const atEnd = ended && c.offset + raw.length >= this.jobs.logs.size(this.attemptId, c.rank, c.stream);
       const data = atEnd ? raw : raw.subarray(0, utf8SafeLength(raw));
       if (data.length === 0) continue;
       const chunk = { rank: c.rank, stream: c.stream, offset: c.offset, data, at: event.at };

@@ -1,5 +1,6 @@
-// A job's stored output chunks in the order the controller stored them (the ids of their
-// `rank.output` events), for `GET /v1/jobs/:id/logs?order=time`.
+// One attempt's stored output chunks in the order the controller stored them (the ids of
+// their `rank.output` events, whose subjects are "<attemptId>/<rank>"), for
+// `GET /v1/jobs/:id/logs?order=time`.
 //
 // What was stored before the reader came is merged from one query per rank, each served by
 // the events' (subject, id) index in order: a job's 200,000 chunks take one pass, not a sort
@@ -31,6 +32,7 @@ export class LogTimeline {
 
   constructor(
     private readonly events: EventsRepo,
+    /** The attempt's id (job-records.ts attemptId): the job's id for its first attempt. */
     private readonly jobId: string,
     private readonly ranks: readonly number[],
   ) {

@@ -321,8 +321,11 @@ export const LogQuery = Type.Object({
    */
   order: Type.Optional(Type.Union([Type.Literal('stream'), Type.Literal('time')])),
   /**
-   * One attempt's output (0-based). Absent: every attempt in turn, each opened by an
-   * `attempt` line; a followed job goes on into its next attempts as they start.
+   * One attempt's output (0-based; at most the job's current attempt), ended by that
+   * attempt's own `end`. Absent: every attempt in turn, each opened by an `attempt` line
+   * (format=text: a line `==> attempt K (nodes a,b; started T) <==`) unless the job has had
+   * only its first; a followed job goes on into its next attempts as they start, each
+   * after a `restart` line.
    */
   attempt: Type.Optional(Type.Integer({ minimum: 0, maximum: JOB_MAX_RESTARTS.max })),
 });

@@ -2,11 +2,20 @@
 // filtered by rank and stream, resumable from a byte offset. A stream whose token, user
 // or dashboard session is revoked ends at once (streams/open-streams.ts): with a last
 // `revoked` line or event where the format has one, cut without its final chunk in text.
-import { ErrorCode, LOG_FRAMES_CONTENT_TYPE, RankdError, type StreamName } from '@rankd/protocol';
+import {
+  ErrorCode,
+  LOG_FRAMES_CONTENT_TYPE,
+  RankdError,
+  type LogAttempt,
+  type LogEnd,
+  type LogRestart,
+  type StreamName,
+} from '@rankd/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { JobManager } from '../../jobs/job-manager.js';
-import { cursorKey, decodeCursors } from '@rankd/protocol/log-cursor';
-import { LogFollower, type Cursor, type LogChunk, type LogEnd, type LogSink } from '../../jobs/log-follower.js';
+import { decodeResume } from '@rankd/protocol/log-cursor';
+import type { LogChunk } from '../../jobs/log-follower.js';
+import { streamAttempts, type AttemptSink, type StreamReader } from './log-attempts.js';
 import type { AccessControl } from '../auth.js';
 import { endResponse } from '../end-response.js';
 import { serveRoutes } from '../route-table.js';
@@ -22,7 +31,7 @@ export async function logsRoutes(
   const { jobs, access } = opts;
   serveRoutes(app, {
     'GET /v1/jobs/:id/logs': async (request, reply) => {
-      let view = jobs.view(request.params.id);
+      const view = jobs.view(request.params.id);
       if (!view) throw new RankdError(ErrorCode.NotFound, `unknown job "${request.params.id}"`);
       const q = request.query;
       const wanted = q.rank ? q.rank.split(',').map(Number) : null;
@@ -34,6 +43,12 @@ export async function logsRoutes(
               ErrorCode.InvalidRequest,
               `job ${view.id} has no rank ${r} (world size ${view.ranks.length})`,
             );
+      // the current attempt may be asked for before it starts (followed, it is waited for)
+      if (q.attempt !== undefined && q.attempt > view.attempt)
+        throw new RankdError(
+          ErrorCode.InvalidRequest,
+          `job ${view.id} has no attempt ${q.attempt}: its attempts are 0 to ${view.attempt} (0-based)`,
+        );
       const format = q.format ?? (q.follow ? 'sse' : 'text');
       reply.hijack();
       const raw = reply.raw;
@@ -44,30 +59,23 @@ export async function logsRoutes(
       });
       raw.flushHeaders();
       const sink = sinkFor(format, raw);
-      let follower: LogFollower | null = null;
-      let revoked = false;
+      const reader: StreamReader = {
+        left: false,
+        onLeave: null,
+        whileQueued: (report) => whileQueued(jobs, view.id, raw, report),
+      };
+      const leave = () => {
+        reader.left = true;
+        reader.onLeave?.();
+      };
       const forget = access.deps.streams.add(streamOwner(request.principal!, request.dashboardSession), (why) => {
-        revoked = true;
-        follower?.stop();
+        leave();
         sink.revoked(why);
       });
       raw.on('close', forget);
-      if (view.state === 'queued' && q.follow) {
-        // followers of a queued job hear why it waits, then its output from the start
-        const outcome = await whileQueued(jobs, view.id, raw, (reason) => sink.status({ queued: { reason } }));
-        if (outcome === 'closed' || revoked) return;
-        view = jobs.view(view.id)!;
-        if (outcome === 'started') sink.status({ started: { state: view.state } });
-      }
-      const streams: StreamName[] = !q.stream || q.stream === 'all' ? ['stdout', 'stderr'] : [q.stream];
-      const resumeFrom = decodeCursors(String(request.headers['last-event-id'] ?? ''));
-      const ranks = (wanted ?? view.ranks.map((r) => r.rank)).filter((r) => view.ranks[r] !== undefined);
-      const cursors: Cursor[] = ranks.flatMap((rank) =>
-        streams.map((stream) => ({ rank, stream, offset: resumeFrom.get(cursorKey(rank, stream)) ?? q.offset ?? 0 })),
-      );
-      const reader = (follower = new LogFollower(jobs, view.id, cursors, sink, q.follow ?? false, q.order ?? 'stream'));
       // a followed job's warnings (RLIMIT_MEMLOCK, numactl, …) reach the terminal, not only its JSON
-      if (q.follow && format !== 'text') {
+      // (those of the job's current attempt: a past attempt asked for alone has none to come)
+      if (q.follow && format !== 'text' && (q.attempt === undefined || q.attempt === view.attempt)) {
         const stopWarnings = followWarnings(jobs, view.id, (w) => sink.status({ warning: w }));
         raw.on('close', stopWarnings);
       }
@@ -75,9 +83,11 @@ export async function logsRoutes(
         format === 'sse' ? setInterval(() => raw.writableEnded || raw.write(': keepalive\n\n'), KEEPALIVE_MS) : null;
       raw.on('close', () => {
         if (keepalive) clearInterval(keepalive);
-        reader.stop();
+        leave();
       });
-      reader.start();
+      const streams: StreamName[] = !q.stream || q.stream === 'all' ? ['stdout', 'stderr'] : [q.stream];
+      const resume = decodeResume(String(request.headers['last-event-id'] ?? ''));
+      await streamAttempts(jobs, { jobId: view.id, query: q, wanted, streams, resume }, sink, reader);
     },
   });
 }
@@ -101,7 +111,8 @@ function followWarnings(jobs: JobManager, id: string, report: (w: NodeWarning) =
     if (!view) return;
     const waiting = new Set(view.ranks.filter((r) => r.state === 'pending').map((r) => r.node));
     for (const w of warningsByNode(view.ranks)) {
-      const key = `${w.node}\0${w.message}`;
+      // a new attempt's nodes warn again: it is a new start
+      const key = `${view.attempt}\0${w.node}\0${w.message}`;
       if (waiting.has(w.node) || told.has(key)) continue;
       told.add(key);
       report(w);
@@ -147,9 +158,17 @@ function whileQueued(
 function sinkFor(
   format: keyof typeof CONTENT_TYPES,
   raw: FastifyReply['raw'],
-): LogSink & { status(record: Record<string, unknown>): void; revoked(why: StreamEnd): void } {
+): AttemptSink & { status(record: Record<string, unknown>): void; revoked(why: StreamEnd): void } {
   const write = (s: string | Buffer) => raw.write(s);
-  return {
+  const status = (record: Record<string, unknown>) => {
+    // a queued job's reason may change after the stream was ended by a revocation
+    if (raw.writableEnded) return;
+    if (format === 'sse')
+      raw.write(`event: ${Object.keys(record)[0]}\ndata: ${JSON.stringify(Object.values(record)[0])}\n\n`);
+    else if (format === 'ndjson' || format === 'frames') raw.write(JSON.stringify(record) + '\n');
+  };
+  const sink = {
+    attempt: 0,
     write(chunk: LogChunk, cursor: () => string) {
       if (format === 'text') return write(chunk.data);
       if (format === 'frames') {
@@ -168,18 +187,23 @@ function sinkFor(
         data: chunk.data.toString('utf8'),
         ...(chunk.at === undefined ? {} : { time: new Date(chunk.at).toISOString() }),
       });
-      return format === 'ndjson' ? write(record + '\n') : write(`id: ${cursor()}\nevent: output\ndata: ${record}\n\n`);
+      if (format === 'ndjson') return write(record + '\n');
+      // the id names the attempt after the first (log-cursor.ts encodeResume)
+      const id = sink.attempt > 0 ? `a${sink.attempt}:${cursor()}` : cursor();
+      return write(`id: ${id}\nevent: output\ndata: ${record}\n\n`);
     },
-    onDrain(resume) {
+    onDrain(resume: () => void) {
       raw.once('drain', resume);
     },
-    status(record: Record<string, unknown>) {
-      // a queued job's reason may change after the stream was ended by a revocation
-      if (raw.writableEnded) return;
-      if (format === 'sse')
-        raw.write(`event: ${Object.keys(record)[0]}\ndata: ${JSON.stringify(Object.values(record)[0])}\n\n`);
-      else if (format === 'ndjson' || format === 'frames') raw.write(JSON.stringify(record) + '\n');
+    status,
+    queued: (reason: string) => status({ queued: { reason } }),
+    started: (state: string) => status({ started: { state } }),
+    heading(attempt: LogAttempt) {
+      // plain text has no status lines: a heading line, as tail heads each file
+      if (format === 'text' && !raw.writableEnded) raw.write(textHeading(attempt));
+      else status({ attempt });
     },
+    restart: (restart: LogRestart) => status({ restart }),
     end(summary: LogEnd | null) {
       if (summary && format === 'sse') raw.write(`event: end\ndata: ${JSON.stringify(summary)}\n\n`);
       if (summary && (format === 'ndjson' || format === 'frames')) raw.write(JSON.stringify({ end: summary }) + '\n');
@@ -192,4 +216,10 @@ function sinkFor(
       else endResponse(raw);
     },
   };
+  return sink;
+}
+
+/** format=text's line before an attempt's bytes: "==> attempt 1 (nodes a,b; started 2026-…) <==" (0-based). */
+export function textHeading(a: LogAttempt): string {
+  return `==> attempt ${a.attempt} (nodes ${a.nodes.join(',')}; started ${a.startedAt}) <==\n`;
 }
