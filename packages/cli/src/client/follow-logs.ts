@@ -1,14 +1,15 @@
 // Streams a job's output to this terminal: labelled lines, stdout to stdout and
 // stderr to stderr, with backpressure from our own stdout, and a transparent
-// reconnect (from the last event id) if the controller restarts mid-job.
-import type { JobView } from '@rankd/protocol';
+// reconnect (from the last event id) if the controller restarts mid-job. A job that
+// restarts is followed into its next attempts: each writes its own streams, from offset 0.
+import type { JobView, RankMap } from '@rankd/protocol';
 import type { NodeWarning } from '@rankd/protocol/rank-warnings';
-import { cursorKey, encodeCursors, type LogCursor } from '@rankd/protocol/log-cursor';
+import { cursorKey, encodeResume, type LogCursor } from '@rankd/protocol/log-cursor';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { ClientConfig } from './config.js';
 import { openStream } from './rest.js';
 import { LineLabeler, renderLabel } from './line-labeler.js';
-import { readLogFrames } from './log-frames.js';
+import { readLogFrames, type AttemptFrame, type RestartFrame } from './log-frames.js';
 
 export interface FollowOptions {
   /** Label template, e.g. "{rank}: "; empty for raw output. */
@@ -27,8 +28,17 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** The job waits in the queue, for this reason (again when the reason changes). */
   onQueued?: (reason: string) => void;
-  /** The job started: returns its view (with the rank map the labels need). Called once, before any output. */
+  /**
+   * The job (or its next attempt, after a restart) started: returns its view (with the rank
+   * map the labels need). Called once per attempt, before its output.
+   */
   onStarted?: () => Promise<JobView>;
+  /** Only this attempt (0-based); default every attempt. */
+  attempt?: number;
+  /** An attempt's output begins (sent when the job has had more than one attempt). */
+  onAttempt?: (attempt: AttemptFrame) => void;
+  /** A followed attempt failed and the job restarts: its next attempt's output follows. */
+  onRestart?: (restart: RestartFrame) => void;
   /** A warning the ranks of one node carry (followed jobs only), once per node and message. */
   onWarning?: (warning: NodeWarning) => void;
 }
@@ -47,14 +57,21 @@ export async function followLogs(
   job: JobView,
   options: FollowOptions,
 ): Promise<FollowEnd | null> {
-  const ranksOf = { map: job.rankMap };
+  // the rank map of each attempt the labels know: the job's current one, then each that starts
+  const maps = new Map<number, RankMap | null>([[job.attempt, job.rankMap]]);
+  const ranksOf: { map: RankMap | null } = { map: job.rankMap };
+  /** The attempt whose output comes now: what a reconnect resumes. */
+  let attempt = options.attempt ?? 0;
   // a job queued when it was submitted may have started before this stream asked, without a
   // "started" frame: its first output then stands for it
   let started = job.rankMap !== null;
   const start = async () => {
     if (started) return;
     started = true;
-    if (options.onStarted) ranksOf.map = (await options.onStarted()).rankMap;
+    if (!options.onStarted) return;
+    const view = await options.onStarted();
+    maps.set(view.attempt, view.rankMap);
+    ranksOf.map = view.rankMap;
   };
   const labelers = new Map<string, LineLabeler>();
   const labeler = (rank: number, stream: 'stdout' | 'stderr') => {
@@ -81,14 +98,23 @@ export async function followLogs(
     stream: options.stream,
     offset: options.offset,
     order: options.order,
+    attempt: options.attempt,
   };
 
   // where each stream is, so that a reconnect resumes there (the same token as SSE's Last-Event-ID)
   const positions = new Map<string, LogCursor>();
+  // an attempt's streams are its own: lines and positions of the last one end with it
+  const nextAttempt = (k: number) => {
+    for (const l of labelers.values()) l.flush();
+    labelers.clear();
+    positions.clear();
+    attempt = k;
+    ranksOf.map = maps.get(k) ?? null;
+  };
   let downSince: number | null = null;
   for (;;) {
     try {
-      const token = encodeCursors(positions.values());
+      const token = positions.size === 0 && attempt === 0 ? '' : encodeResume(attempt, positions.values());
       const res = await openStream(config, 'GET /v1/jobs/:id/logs', {
         params: { id: job.id },
         query,
@@ -108,6 +134,18 @@ export async function followLogs(
         if (frame.kind === 'started') {
           // no output comes before this frame, so the labels see the rank map
           await start();
+          continue;
+        }
+        if (frame.kind === 'attempt') {
+          if (frame.attempt !== attempt) nextAttempt(frame.attempt);
+          options.onAttempt?.(frame);
+          continue;
+        }
+        if (frame.kind === 'restart') {
+          nextAttempt(frame.attempt + 1);
+          // the next attempt's rank map comes with its start
+          started = false;
+          options.onRestart?.(frame);
           continue;
         }
         if (frame.kind === 'warning') {

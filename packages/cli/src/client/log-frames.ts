@@ -31,7 +31,39 @@ export interface WarningFrame {
   message: string;
 }
 
-export type LogFrame = OutputFrame | EndFrame | QueueFrame | WarningFrame;
+/** An attempt's output begins (0-based `attempt`): sent when the job has had more than one. */
+export interface AttemptFrame {
+  kind: 'attempt';
+  attempt: number;
+  nodes: string[];
+  startedAt: string;
+}
+
+/** How a failed attempt ended, the job restarting (LogRestart in the protocol). */
+export interface AttemptFailureInfo {
+  rank: number;
+  node: string;
+  /** The rank's state: exited, failed-to-start, unknown (lost). */
+  state: string;
+  exitCode: number | null;
+  signal: string | null;
+  reason: string;
+  lastLines: string[];
+}
+
+/** A followed attempt failed and the job starts again: the next attempt's offsets start at 0. */
+export interface RestartFrame {
+  kind: 'restart';
+  attempt: number;
+  maxRestarts: number;
+  failure: AttemptFailureInfo | null;
+  reason: string;
+  excluded: string[];
+  /** Seconds. */
+  delay: number;
+}
+
+export type LogFrame = OutputFrame | EndFrame | QueueFrame | WarningFrame | AttemptFrame | RestartFrame;
 
 const NL = 0x0a;
 /** Headers are tens of bytes; a longer "line" means the stream is not what we think. */
@@ -80,7 +112,12 @@ export async function* readLogFrames(body: AsyncIterable<Buffer>): AsyncGenerato
 }
 
 type Header =
-  EndFrame | QueueFrame | WarningFrame | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
+  | EndFrame
+  | QueueFrame
+  | WarningFrame
+  | AttemptFrame
+  | RestartFrame
+  | { kind: 'output'; frame: Omit<OutputFrame, 'data'>; bytes: number };
 
 function parseHeader(line: string): Header {
   let h: Record<string, unknown>;
@@ -106,6 +143,8 @@ function parseHeader(line: string): Header {
     const ranks = Array.isArray(w.ranks) ? w.ranks.filter(isCount) : [];
     return { kind: 'warning', node: String(w.node ?? ''), ranks, message: String(w.message ?? '') };
   }
+  if (typeof h.attempt === 'object' && h.attempt !== null) return attemptFrame(h.attempt as Record<string, unknown>);
+  if (typeof h.restart === 'object' && h.restart !== null) return restartFrame(h.restart as Record<string, unknown>);
   if (typeof h.revoked === 'object' && h.revoked !== null) {
     // the token, user or session behind this stream was revoked: reconnecting cannot help
     const revoked = h.revoked as Record<string, unknown>;
@@ -129,6 +168,38 @@ function parseHeader(line: string): Header {
     frame: { kind: 'output', rank, stream, offset, ...(time === undefined ? {} : { time }) },
     bytes,
   };
+}
+
+function attemptFrame(a: Record<string, unknown>): AttemptFrame {
+  if (!isCount(a.attempt)) throw malformed(`an attempt line without its number: ${JSON.stringify(a).slice(0, 80)}`);
+  return { kind: 'attempt', attempt: a.attempt, nodes: strings(a.nodes), startedAt: String(a.startedAt ?? '') };
+}
+
+function restartFrame(r: Record<string, unknown>): RestartFrame {
+  if (!isCount(r.attempt) || !isCount(r.maxRestarts))
+    throw malformed(`a restart line without its attempt: ${JSON.stringify(r).slice(0, 80)}`);
+  const f = typeof r.failure === 'object' && r.failure !== null ? (r.failure as Record<string, unknown>) : null;
+  return {
+    kind: 'restart',
+    attempt: r.attempt,
+    maxRestarts: r.maxRestarts,
+    failure: f && {
+      rank: isCount(f.rank) ? f.rank : 0,
+      node: String(f.node ?? ''),
+      state: String(f.state ?? ''),
+      exitCode: typeof f.exitCode === 'number' ? f.exitCode : null,
+      signal: typeof f.signal === 'string' ? f.signal : null,
+      reason: String(f.reason ?? ''),
+      lastLines: strings(f.lastLines),
+    },
+    reason: String(r.reason ?? ''),
+    excluded: strings(r.excluded),
+    delay: typeof r.delay === 'number' && r.delay >= 0 ? r.delay : 0,
+  };
+}
+
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.map(String) : [];
 }
 
 function isCount(v: unknown): v is number {

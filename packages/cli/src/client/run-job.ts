@@ -1,7 +1,10 @@
 // Submits a job and stays with it to the end: the rank map on stderr, labelled output
-// streamed live, Ctrl-C to cancel (twice to detach). Returns the exit code to use.
+// streamed live, Ctrl-C to cancel (twice to detach). A job that restarts (--max-restarts)
+// is followed into its next attempts: why the last one failed, the new rank map, its output.
+// Returns the exit code to use: the job's, that of its last attempt.
 import type { JobSubmit, JobView } from '@rankd/protocol';
 import type { ClientConfig } from './config.js';
+import { attemptLabel, restartLine } from './attempt-lines.js';
 import { followLogs } from './follow-logs.js';
 import { call } from './rest.js';
 import { forwardStdin } from './stdin-forward.js';
@@ -82,10 +85,13 @@ export async function runJob(config: ClientConfig, submit: JobSubmit, options: R
       },
       onStarted: async () => {
         const view = await call(config, 'GET /v1/jobs/:id', { params: { id: job.id } });
-        process.stderr.write(`rankd: job ${job.id} started\n`);
+        const which = view.attempt > 0 ? ` ${attemptLabel(view.attempt, view.maxRestarts)}` : '';
+        process.stderr.write(`rankd: job ${job.id}${which} started\n`);
         showHeader(view);
         return view;
       },
+      // said with -q too: like the reason a job failed, never hidden
+      onRestart: (restart) => process.stderr.write(`rankd: ${restartLine(restart)}\n`),
       onWarning,
     });
     if (!end) {

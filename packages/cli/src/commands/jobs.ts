@@ -4,6 +4,8 @@ import { formatCpuList } from '@rankd/protocol/cpuset';
 import { DEFAULT_JOB_LIST_LIMIT, JOB_STATE_WORDS, MAX_JOB_LIST_LIMIT, parseJobStates } from '@rankd/protocol/job-list';
 import { describeNodeWarning, warningsByNode } from '@rankd/protocol/rank-warnings';
 import { loadClientConfig } from '../client/config.js';
+import type { JobView } from '@rankd/protocol';
+import { attemptLabel, describeFailure } from '../client/attempt-lines.js';
 import { call } from '../client/rest.js';
 import { JOB_ID_ARGUMENT, resolveJobId } from '../client/job-id.js';
 import { elapsedOf, tableTime } from '../elapsed.js';
@@ -31,7 +33,11 @@ export function register(program: Command): void {
     .option('--json', 'print the REST document of GET /v1/jobs: {"jobs": [...], "more": …}')
     .addHelpText(
       'after',
-      '\nELAPSED is squeue\'s TIME: M:SS, H:MM:SS or D-HH:MM:SS, up to now for a running job, "-" for one that has not started.\nTimes are UTC.',
+      "\nELAPSED is squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS, up to now for a running job, " +
+        '"-" for one that has not started.' +
+        "\nRESTARTS is sacct's Restarts out of the most the job may take (rankd run --max-restarts): 1/3; " +
+        '"-" for a job that may not restart.' +
+        '\nTimes are UTC.',
     )
     .action(async (opts: { limit?: number; state?: string; user?: string; since?: string; json?: boolean }) => {
       const { limit, state, user, since } = opts;
@@ -41,7 +47,7 @@ export function register(program: Command): void {
       const now = Date.now();
       process.stdout.write(
         renderTable(
-          ['ID', 'USER', 'STATE', 'RANKS', 'NODES', 'EXIT', 'CREATED', 'START', 'ELAPSED', 'COMMAND'],
+          ['ID', 'USER', 'STATE', 'RANKS', 'NODES', 'EXIT', 'RESTARTS', 'CREATED', 'START', 'ELAPSED', 'COMMAND'],
           jobs.map((j) => [
             j.id,
             j.owner ?? '-',
@@ -49,6 +55,7 @@ export function register(program: Command): void {
             String(j.worldSize),
             j.nodes.join(',') || '-',
             j.exitCode === null ? '-' : String(j.exitCode),
+            restartsCell(j),
             tableTime(j.createdAt),
             tableTime(j.startedAt),
             elapsedOf(j, now),
@@ -61,7 +68,10 @@ export function register(program: Command): void {
 
   program
     .command('job')
-    .description('one job: its state, times, rank map and the actual binding of every rank')
+    .description(
+      'one job: its state, times, attempts (with restarts), rank map and the actual binding of every rank ' +
+        'of its current (or last) attempt',
+    )
     .argument('<id>', JOB_ID_ARGUMENT)
     .option('--json', 'print the REST document of GET /v1/jobs/ID')
     .action(async (id: string, opts: { json?: boolean }) => {
@@ -75,6 +85,13 @@ export function register(program: Command): void {
       process.stdout.write(
         `created: ${tableTime(job.createdAt)}  start: ${tableTime(job.startedAt)}  end: ${tableTime(job.endedAt)}  elapsed: ${elapsedOf(job, now)}\n\n`,
       );
+      // a job that may restart, or did: its attempts, then the ranks of the current (or last) one
+      if (job.maxRestarts > 0 || job.attempts.length > 1) {
+        process.stdout.write(attemptsTable(job, now));
+        if (job.excluded.length > 0)
+          process.stdout.write(`excluded from its next attempts: ${job.excluded.join(',')}\n`);
+        if (job.ranks.length > 0) process.stdout.write(`\nranks of ${attemptLabel(job.attempt, job.maxRestarts)}:\n`);
+      }
       process.stdout.write(
         renderTable(
           [
@@ -121,6 +138,29 @@ export function register(program: Command): void {
       const job = await call(config, 'POST /v1/jobs/:id/cancel', { params: { id: await resolveJobId(config, id) } });
       process.stderr.write(`rankd: job ${job.id}: ${job.reason}\n`);
     });
+}
+
+/** sacct's Restarts out of the budget: "1/3"; "-" for a job that may not restart. */
+function restartsCell(j: { attempt: number; maxRestarts: number }): string {
+  return j.maxRestarts === 0 ? '-' : `${j.attempt}/${j.maxRestarts}`;
+}
+
+/** One row per attempt that started, oldest first, counted from 1 as rankd run counts them. */
+function attemptsTable(job: JobView, now: number): string {
+  return renderTable(
+    ['ATTEMPT', 'STATE', 'START', 'END', 'ELAPSED', 'NODES', 'EXIT', 'FIRST FAILURE', 'EXCLUDED'],
+    job.attempts.map((a) => [
+      attemptLabel(a.attempt, job.maxRestarts).replace('attempt ', ''),
+      a.state,
+      tableTime(a.startedAt),
+      tableTime(a.endedAt),
+      elapsedOf(a, now),
+      a.nodes.join(',') || '-',
+      a.exitCode === null ? '-' : String(a.exitCode),
+      a.firstFailure ? describeFailure(a.firstFailure) : '-',
+      a.excluded.join(',') || '-',
+    ]),
+  );
 }
 
 function listLimit(value: string): number {

@@ -1,6 +1,10 @@
-// `rankd logs ID [-f] [--rank R] [--stream out|err] [--offset N] [--timestamps]`: every
-// rank's lines in the order the controller stored them.
+// `rankd logs ID [-f] [--attempt K] [--rank R] [--stream out|err] [--offset N] [--timestamps]`:
+// every rank's lines in the order the controller stored them. A job that restarted shows
+// every attempt in turn, each under a heading on stdout as tail heads each file
+// ("==> attempt 1/3 (nodes a,b; failed: …) <==", the first without a blank line before it).
 import type { Command } from 'commander';
+import type { JobView } from '@rankd/protocol';
+import { attemptHeading, restartLine } from '../client/attempt-lines.js';
 import { loadClientConfig } from '../client/config.js';
 import { followLogs } from '../client/follow-logs.js';
 import { call } from '../client/rest.js';
@@ -13,7 +17,13 @@ export function register(program: Command): void {
     .command('logs')
     .description("a job's output, labelled by rank, in the order the ranks wrote it; -f follows it live")
     .argument('<id>', JOB_ID_ARGUMENT)
-    .option('-f, --follow', 'keep streaming until the job ends')
+    .option('-f, --follow', 'keep streaming until the job ends (into its next attempts when it restarts)')
+    .option(
+      '--attempt <K>',
+      "only attempt K, counted from 1 as rankd run's messages count them (its ranks' RANKD_ATTEMPT is K-1); " +
+        'default every attempt, each under a heading',
+    )
+    .option('-q, --quiet', 'no attempt headings (as tail -q)')
     .option('--rank <r>', 'only this rank (repeatable)', collect)
     .option('--stream <out|err>', 'only stdout or only stderr')
     .option('--offset <bytes>', 'start at this byte offset of each selected stream')
@@ -28,6 +38,8 @@ export function register(program: Command): void {
         id: string,
         opts: {
           follow?: boolean;
+          attempt?: string;
+          quiet?: boolean;
           rank?: string[];
           stream?: string;
           offset?: string;
@@ -53,8 +65,12 @@ export function register(program: Command): void {
         const offset = opts.offset === undefined ? undefined : Number(opts.offset);
         if (offset !== undefined && !(Number.isInteger(offset) && offset >= 0))
           throw new CliError(`--offset takes a byte offset, not "${opts.offset}"`, ExitCode.Usage);
+        if (opts.attempt !== undefined && !/^[1-9][0-9]{0,5}$/.test(opts.attempt))
+          throw new CliError(`--attempt takes an attempt number counted from 1, not "${opts.attempt}"`, ExitCode.Usage);
         // every flag is checked above, before the first request
         const job = await call(config, 'GET /v1/jobs/:id', { params: { id: await resolveJobId(config, id) } });
+        const attempt = opts.attempt === undefined ? undefined : attemptOf(job, Number(opts.attempt));
+        let headings = 0;
         // Without -f the same stream ends after the stored bytes (the server closes it).
         await followLogs(config, job, {
           label: opts.label ? opts.labelFormat : '',
@@ -65,7 +81,25 @@ export function register(program: Command): void {
           // the ranks' lines interleaved as they were produced, not rank by rank
           order: 'time',
           ...(opts.timestamps ? { timestamps: true } : {}),
+          ...(attempt !== undefined ? { attempt } : {}),
+          onAttempt: (a) => {
+            if (opts.quiet) return;
+            process.stdout.write(`${headings++ > 0 ? '\n' : ''}${attemptHeading(job, a)}\n`);
+          },
+          onRestart: (r) => process.stderr.write(`rankd: ${restartLine(r)}\n`),
         });
       },
     );
+}
+
+/** --attempt K (1-based) as the 0-based attempt the controller knows; K must have started or be about to. */
+function attemptOf(job: JobView, k: number): number {
+  const last = job.attempt + 1;
+  if (k > last)
+    throw new CliError(
+      `job ${job.id} has ${last === 1 ? 'only attempt 1' : `attempts 1 to ${last}`} so far ` +
+        `(it may take ${job.maxRestarts + 1}); --attempt ${k} is not one of them`,
+      ExitCode.Usage,
+    );
+  return k - 1;
 }

@@ -1,5 +1,5 @@
 // `rankd queue`: like squeue, the running jobs and then the queued ones in the order
-// they will start, with owner, state, reason, what each asked for and what it holds.
+// they will start, with owner, state, reason, restarts, what each asked for and what it holds.
 import type { Command } from 'commander';
 import type { QueueEntry } from '@rankd/protocol';
 import { loadClientConfig } from '../client/config.js';
@@ -13,18 +13,24 @@ export function register(program: Command): void {
     .command('queue')
     .description('running and queued jobs (like squeue): owner, state, position, reason, what each asked for and holds')
     .option('--json', 'print the REST document of GET /v1/queue: {"jobs": [...], "lastPassMs": N}')
+    .addHelpText(
+      'after',
+      "\nRESTARTS: restarts taken out of the most the job may take (rankd run --max-restarts), as sacct's Restarts;" +
+        '\na job between attempts is queued, its REASON "restart 1/3: …" (what its next attempt waits for).',
+    )
     .action(async (opts: { json?: boolean }) => {
       const queue = await call(loadClientConfig(), 'GET /v1/queue');
       if (opts.json) return printJson(queue);
       process.stdout.write(
         renderTable(
-          ['ID', 'OWNER', 'STATE', 'POS', 'PRIO', 'ASKED', 'HELD', 'REASON'],
+          ['ID', 'OWNER', 'STATE', 'POS', 'PRIO', 'RESTARTS', 'ASKED', 'HELD', 'REASON'],
           queue.jobs.map((j) => [
             j.id,
             j.owner ?? '-',
             j.state,
             j.position === null ? '-' : String(j.position),
             String(j.priority),
+            j.maxRestarts === 0 ? '-' : `${j.attempt}/${j.maxRestarts}`,
             asked(j),
             held(j),
             j.reason,
