@@ -12,6 +12,7 @@ interface Attempt {
   attempt: number;
   state: string;
   endedAt: string | null;
+  nodes: string[];
   firstFailure: { rank: number; exitCode: number | null } | null;
 }
 interface JobLike {
@@ -239,4 +240,40 @@ t.test('--max-restarts negative or not a number: exit 64, nothing submitted', as
   }
   const { body } = await controller.api<{ jobs: unknown[] }>('/v1/jobs');
   t.same(body.jobs, [], 'no job was submitted');
+});
+
+t.test('a rank killed by SIGSEGV: its node is left out, and the restart line says so', async (t) => {
+  const { env, controller } = await localCluster(t, ['a', 'b']);
+  const script = 'if [ "$RANKD_ATTEMPT" = 0 ]; then kill -SEGV $$; fi; echo "survived on attempt $RANKD_ATTEMPT"';
+  const run = await runCli(['run', '-n', '1', '-q', '--max-restarts', '1', '--', 'sh', '-c', script], env, 60_000);
+  t.equal(run.code, 0, run.stderr);
+  const { body: list } = await controller.api<{ jobs: Array<{ id: string }> }>('/v1/jobs');
+  const { body: job } = await controller.api<JobLike>(`/v1/jobs/${list.jobs[0]!.id}`);
+  const [first, second] = job.attempts.map((a) => a.nodes[0]!);
+  t.not(second, first, 'the next attempt ran on the other node');
+  t.match(
+    run.stderr,
+    `rankd: attempt 1/2 failed: rank 0 on node ${first} was killed by SIGSEGV; restarting without node ${first} in 0 s\n`,
+  );
+  t.match(run.stdout, '0: survived on attempt 1\n');
+  const shown = await runCli(['job', job.id], env);
+  t.match(shown.stdout, `excluded from its next attempts: ${first}\n`);
+});
+
+t.test('rankd logs -f follows a job into its next attempt', async (t) => {
+  const { env, controller } = await localCluster(t, ['solo']);
+  const { body: job } = await controller.api<{ id: string }>('/v1/jobs', {
+    method: 'POST',
+    body: {
+      command: ['sh', '-c', 'echo "attempt $RANKD_ATTEMPT"; [ "$RANKD_ATTEMPT" = 1 ] || exit 2'],
+      placement: { ntasks: 1 },
+      maxRestarts: 1,
+      restartDelay: 1,
+    },
+  });
+  const r = await runCli(['logs', job.id, '-f'], env, 60_000);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stderr, /^rankd: attempt 1\/2 failed: rank 0 on node solo exited 2; restarting in 1 s\n/m);
+  // attempt 1's heading only when its restart had already started when rankd logs asked
+  t.match(r.stdout, /^(==> attempt 1\/2 [^\n]+\n)?0: attempt 0\n\n?==> attempt 2\/2 \(nodes solo; [^)]+\) <==\n0: attempt 1\n$/);
 });

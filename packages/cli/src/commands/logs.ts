@@ -87,6 +87,8 @@ export function register(program: Command): void {
             process.stdout.write(`${headings++ > 0 ? '\n' : ''}${attemptHeading(job, a)}\n`);
           },
           onRestart: (r) => process.stderr.write(`rankd: ${restartLine(r)}\n`),
+          // the next attempt's rank map, for {node} and {localRank} labels
+          onStarted: () => call(config, 'GET /v1/jobs/:id', { params: { id: job.id } }),
         });
       },
     );

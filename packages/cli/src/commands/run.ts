@@ -98,7 +98,8 @@ export function register(program: Command): void {
     )
     .option(
       '--max-restarts <N>',
-      `start the job again, up to N times, when an attempt fails (default 0; at most ${JOB_MAX_RESTARTS.max}); every rank of the attempt is ended first`,
+      `start the job again, up to N times, when an attempt fails (default 0; at most ${JOB_MAX_RESTARTS.max}); ` +
+        "every rank of the attempt is ended first; rankd run follows every attempt and exits with the last one's code",
       integerIn(JOB_MAX_RESTARTS),
     )
     .option(
@@ -126,7 +127,14 @@ stdin:
   Bytes go as they are, as fast as the ranks read them. A second Ctrl-C (detach) ends it:
   the ranks read EOF. With --pty or --mpi openmpi, stdin is not forwarded.
   echo hi | rankd run -n 1 -- cat          # prints hi
-  rankd run -n 4 --input all -- wc -c < data`,
+  rankd run -n 4 --input all -- wc -c < data
+
+restarts (--max-restarts N):
+  When an attempt fails and the job starts again, one line on stderr says why (even with -q):
+  rankd: attempt 1/3 failed: rank 5 on node c exited 1 (last line: "CUDA error …"); restarting without node c in 0 s
+  then the new attempt's rank map, and its output. Attempts count from 1 here (RANKD_ATTEMPT is
+  0-based). The exit code is the last attempt's. A job with restarts reads no stdin.
+  rankd logs ID --attempt K shows one attempt; rankd job ID lists them.`,
   );
   programAfterOperands(cmd, 0);
   cmd.action(async (command: string[], flags: RunFlags) => {
