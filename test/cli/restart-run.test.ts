@@ -275,5 +275,8 @@ t.test('rankd logs -f follows a job into its next attempt', async (t) => {
   t.equal(r.code, 0, r.stderr);
   t.match(r.stderr, /^rankd: attempt 1\/2 failed: rank 0 on node solo exited 2; restarting in 1 s\n/m);
   // attempt 1's heading only when its restart had already started when rankd logs asked
-  t.match(r.stdout, /^(==> attempt 1\/2 [^\n]+\n)?0: attempt 0\n\n?==> attempt 2\/2 \(nodes solo; [^)]+\) <==\n0: attempt 1\n$/);
+  t.match(
+    r.stdout,
+    /^(==> attempt 1\/2 [^\n]+\n)?0: attempt 0\n\n?==> attempt 2\/2 \(nodes solo; [^)]+\) <==\n0: attempt 1\n$/,
+  );
 });
