@@ -214,6 +214,13 @@ t.test('Ctrl-C during --restart-delay cancels the job, and no further attempt st
     const { body } = await controller.api<JobLike>(`/v1/jobs/${id}`);
     return body.state === 'queued' && body.attempt === 1;
   });
+  const queue = table((await runCli(['queue'], env)).stdout);
+  const row = queue.find((r) => r['ID'] === id)!;
+  t.match(
+    [row['STATE'], row['RESTARTS'], row['REASON']],
+    ['queued', '1/2', /^restart 1\/2: next attempt at \S+ \(--restart-delay\)$/],
+    'rankd queue shows the restarting job, its restarts and what it waits for',
+  );
   child.kill('SIGINT');
   t.equal(await exited, 130, 'rankd run ends as cancelled');
   t.match(err, `rankd: job ${id} cancelled: `);

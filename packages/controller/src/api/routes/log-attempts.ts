@@ -90,12 +90,8 @@ export async function streamAttempts(jobs: JobManager, req: StreamRequest, sink:
     // followed: the attempt is over; the job ended with it, or restarts
     const after = jobs.view(jobId)!;
     if (only !== undefined || after.attempt === k) break;
-    sink.restart(
-      restartOf(
-        after,
-        after.attempts.find((a) => a.attempt === k)!,
-      ),
-    );
+    const failed = after.attempts.find((a) => a.attempt === k)!;
+    sink.restart(restartOf(after, failed));
     k++;
     restarted = true;
   }
