@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import Database from 'better-sqlite3';
 import t from 'tap';
-import { CLI, runCli, waitUntil } from '../helpers/daemons.js';
+import { CLI, runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { localCluster } from '../helpers/cluster.js';
 
 interface Attempt {
@@ -286,4 +286,37 @@ t.test('rankd logs -f follows a job into its next attempt', async (t) => {
     r.stdout,
     /^(==> attempt 1\/2 [^\n]+\n)?0: attempt 0\n\n?==> attempt 2\/2 \(nodes solo; [^)]+\) <==\n0: attempt 1\n$/,
   );
+});
+
+t.test('rankd run resumes in the attempt it stood in when the controller restarts mid-attempt', async (t) => {
+  const first = await startController({ heartbeatMs: 500 });
+  const port = Number(new URL(first.url).port);
+  let current = first;
+  t.teardown(() => current.stop());
+  const agent = startAgent(first, { name: 'steady' });
+  t.teardown(() => agent.stop());
+  await waitForNode(first, 'steady', 'ready');
+  const env = { ...first.clientEnv, RANKD_HOME: first.dataDir };
+  const script = '[ "$RANKD_ATTEMPT" = 0 ] && exit 3; for i in $(seq 1 40); do echo "line $i"; sleep 0.1; done';
+  const child = spawn(process.execPath, [CLI, 'run', '-n', '1', '--max-restarts', '1', '--', 'sh', '-c', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.teardown(() => void (child.exitCode === null && child.kill('SIGKILL')));
+  await waitUntil('attempt 2 streaming', 30_000, () => out.includes('0: line 5\n'));
+  await first.stop('SIGKILL');
+  current = await startController({ dataDir: first.dataDir, port, heartbeatMs: 500 });
+  t.equal(await exited, 0, err);
+  t.equal(
+    out,
+    Array.from({ length: 40 }, (_, i) => `0: line ${i + 1}\n`).join(''),
+    'every line of attempt 2 once, in order, across the reconnect',
+  );
+  t.equal(err.match(/rankd: attempt 1\/2 failed/g)?.length, 1, 'the restart line is not said again');
+  t.equal(err.match(/ Node name/g)?.length, 2, 'nor is the rank map: once per attempt');
 });
