@@ -116,3 +116,98 @@ t.test('two jobs are checked independently', async (t) => {
   const events = [...sound('a'), ...sound('b')];
   t.same(checkHistory({ events }), []);
 });
+
+/** A two-rank job whose attempt 0 failed (rank 1 exited 3) and whose attempt 1 succeeded. */
+function restarted(job = 'r1'): HistoryEvent[] {
+  const alloc = (attempt: number) => ({ mode: 'cores', nodes: { a: { cpus: [0], gpus: [] } }, attempt });
+  const ranks = (id: string, code1: number) => [
+    ev('rank.started', `${id}/0`, { node: 'a', pid: 10 }),
+    ev('rank.started', `${id}/1`, { node: 'a', pid: 11 }),
+    ev('rank.output', `${id}/1`, { stream: 'stderr', offset: 0, bytes: 5 }),
+    ev('rank.exited', `${id}/1`, { node: 'a', state: 'exited', code: code1, signal: null, stdout: 0, stderr: 5 }),
+    ev('rank.exited', `${id}/0`, {
+      node: 'a',
+      state: 'exited',
+      code: code1 ? null : 0,
+      signal: code1 ? 'SIGTERM' : null,
+      stdout: 0,
+      stderr: 0,
+    }),
+  ];
+  return [
+    ev('job.submitted', job, { worldSize: 2, nodes: 1 }),
+    ev('job.allocated', job, alloc(0)),
+    ev('job.state', job, { from: 'queued', to: 'pending' }),
+    ...ranks(job, 3),
+    ev('job.attempt', job, { attempt: 0, state: 'failed' }),
+    ev('job.state', job, { from: 'pending', to: 'queued' }),
+    ev('job.released', job, { attempt: 0 }),
+    ev('job.allocated', job, alloc(1)),
+    ev('job.state', job, { from: 'queued', to: 'pending' }),
+    ...ranks(`${job}-1`, 0),
+    ev('job.state', job, { from: 'pending', to: 'succeeded' }),
+    ev('job.released', job, { attempt: 1 }),
+  ];
+}
+
+const renumbered = (events: HistoryEvent[]) => events.map((e, i) => ({ ...e, id: i + 1 }));
+
+t.test('a restarted job: each attempt checked on its own, the last one decides success', async (t) => {
+  const files: Record<string, number> = { 'r1/1.stderr': 5, 'r1-1/1.stderr': 5 };
+  t.same(checkHistory({ events: restarted(), logSize: sizes(files) }), []);
+  t.match(checkHistory({ events: restarted(), logSize: sizes({ ...files, 'r1-1/1.stderr': 7 }) }), [
+    /r1-1\/1 stderr: the stored file has 7 bytes, the offsets reach 5/,
+  ]);
+});
+
+t.test('an attempt allocated twice, skipped, or live beside another', async (t) => {
+  const events = restarted();
+  const second = events.findIndex((e) => e.kind === 'job.allocated' && e.data['attempt'] === 1);
+  const twice = [...events];
+  twice.splice(second + 1, 0, { ...events[second]!, id: 0 });
+  t.match(checkHistory({ events: renumbered(twice) }).join('\n'), /r1: attempt 1 allocated twice/);
+
+  const skipped = events.map((e) =>
+    e.kind.startsWith('job.') && e.data['attempt'] === 1 ? { ...e, data: { ...e.data, attempt: 2 } } : e,
+  );
+  t.match(
+    checkHistory({ events: skipped }).join('\n'),
+    /r1: attempt 2 allocated .* after attempt 0: an attempt skipped/,
+  );
+
+  // attempt 0's release moved after attempt 1's allocation: two attempts held at once
+  const release0 = events.findIndex((e) => e.kind === 'job.released' && e.data['attempt'] === 0);
+  const overlapping = [...events];
+  const [moved] = overlapping.splice(release0, 1);
+  overlapping.splice(release0 + 1, 0, moved!);
+  t.match(
+    checkHistory({ events: renumbered(overlapping) }).join('\n'),
+    /r1: attempt 1 allocated \(event \d+\) while attempt 0 was live: two attempts at once/,
+  );
+});
+
+t.test('an attempt released twice, never, or before its ranks ended', async (t) => {
+  const events = restarted();
+  const twice = renumbered([...events, ev('job.released', 'r1', { attempt: 1 })]);
+  t.match(checkHistory({ events: twice }), [/r1: attempt 1 released twice/]);
+
+  const never = events.filter((e) => !(e.kind === 'job.released' && e.data['attempt'] === 1));
+  t.match(checkHistory({ events: never }), [/r1: the job ended succeeded but attempt 1 was never released/]);
+
+  // attempt 0's rank 0 reports its end after the attempt was released
+  const exit0 = events.findIndex((e) => e.kind === 'rank.exited' && e.subject === 'r1/0');
+  const release0 = events.findIndex((e) => e.kind === 'job.released' && e.data['attempt'] === 0);
+  const late = [...events];
+  const [moved] = late.splice(exit0, 1);
+  late.splice(release0, 0, moved!);
+  const problems = checkHistory({ events: renumbered(late) });
+  t.match(problems, [/r1\/0: ended exited \(event \d+\) after its attempt was released \(event \d+\)/]);
+
+  const missing = events.filter((e) => !(e.kind === 'rank.exited' && e.subject === 'r1/0'));
+  t.match(checkHistory({ events: missing }), [/r1\/0: attempt 0 was released but the rank has no terminal state/]);
+});
+
+t.test('rank events of an attempt that was never allocated', async (t) => {
+  const events = [...restarted(), ev('rank.started', 'r1-2/0', { node: 'a', pid: 12 })];
+  t.match(checkHistory({ events }), [/subject r1-2\/0 is no rank of a submitted job's attempt/]);
+});
