@@ -40,18 +40,20 @@ export function attemptLine(o: { attempt: number; rank: number; size: number; jo
   );
 }
 
+/** The shell command that prints a rank's attemptLine() from its environment. */
+export const PRINT_ATTEMPT =
+  'echo "attempt=$RANKD_ATTEMPT rank=$RANK size=$WORLD_SIZE job=$RANKD_JOB_ID max=$RANKD_MAX_RESTARTS ' +
+  'torch=$TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS/$TORCHELASTIC_RUN_ID"';
+
 /**
  * sh -c argv: every rank prints its attemptLine(), then runs `byAttempt[RANKD_ATTEMPT]`
  * (a shell command, `exec`ed so the rank's pid is its own) or exits 0 when there is none.
  */
 export function restartingWorkload(byAttempt: Record<number, string>): string[] {
-  const line =
-    'echo "attempt=$RANKD_ATTEMPT rank=$RANK size=$WORLD_SIZE job=$RANKD_JOB_ID max=$RANKD_MAX_RESTARTS ' +
-    'torch=$TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS/$TORCHELASTIC_RUN_ID"';
   const cases = Object.entries(byAttempt)
     .map(([k, cmd]) => `${Number(k)}) exec ${cmd};; `)
     .join('');
-  return ['sh', '-c', `${line}; case "$RANKD_ATTEMPT" in ${cases}esac; exit 0`];
+  return ['sh', '-c', `${PRINT_ATTEMPT}; case "$RANKD_ATTEMPT" in ${cases}esac; exit 0`];
 }
 
 /** `rankd job ID --json`, run in the controller's namespace as a user would. */
