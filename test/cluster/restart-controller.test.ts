@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { startCluster, type Cluster } from './harness/cluster.js';
 import type { HistoryEvent } from './harness/history.js';
 import { clusterTest } from './harness/requirements.js';
-import { PRINT_ATTEMPT, attemptLine, attemptLog, jobJson, restartingWorkload } from './harness/restarts.js';
+import {
+  PRINT_ATTEMPT,
+  attemptLine,
+  attemptLog,
+  jobJson,
+  restartingWorkload,
+  type RestartingJobView,
+} from './harness/restarts.js';
 import { waitFor } from './harness/wait.js';
 
 const DELAY_S = 10;
@@ -47,7 +54,8 @@ clusterTest(
 
     for (const next of [1, 2]) {
       await waitFor(`attempt ${next - 1} to fail and the job to wait for attempt ${next}`, 120_000, async () => {
-        const job = await jobJson(c, id);
+        // the REST view, not the CLI's: polled often, well within the delay
+        const job = (await c.job(id)) as RestartingJobView;
         return job.state === 'queued' && job.attempt === next ? job : undefined;
       });
       const killed = await c.killController('SIGKILL');
