@@ -30,6 +30,8 @@ export class JobExecutor {
   private readonly output: RankOutput;
   private readonly stdin: RankStdinChannels;
   private leaseTimer: NodeJS.Timeout | null = null;
+  /** Jobs whose release came while ranks still ran: their spool goes once an abort has ended them. */
+  private readonly releaseAfterAbort = new Set<string>();
 
   constructor(
     private readonly runner: RankRunner,
@@ -147,6 +149,9 @@ export class JobExecutor {
     // ranks blocked in a PMI barrier or get hear at once that the job is over
     this.pmi.closeJob(m.jobId, `the job is being ended: ${m.reason}`);
     await this.runner.abortJob(m.jobId, m.graceMs);
+    // the controller ends an orphan (a rank of a job no longer live) with an abort and a
+    // release together: the release could not drop the spool of a rank still running
+    if (this.releaseAfterAbort.delete(m.jobId)) this.forgetSpool(m.jobId);
   }
 
   private signal(m: JobSignal): void {
@@ -172,10 +177,17 @@ export class JobExecutor {
       for (const u of entry.unwatch.values()) u();
       this.jobs.delete(m.jobId);
     }
+    if (!this.forgetSpool(m.jobId)) this.releaseAfterAbort.add(m.jobId);
+  }
+
+  /** Drops the job's spool; false while a rank of it still runs. */
+  private forgetSpool(jobId: string): boolean {
     try {
-      this.runner.forget(m.jobId);
+      this.runner.forget(jobId);
+      return true;
     } catch (err) {
-      this.log.warn({ jobId: m.jobId, err: (err as Error).message }, 'cannot release job spool yet');
+      this.log.warn({ jobId, err: (err as Error).message }, 'cannot release job spool yet');
+      return false;
     }
   }
 
