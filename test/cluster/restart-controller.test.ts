@@ -109,7 +109,7 @@ clusterTest(
 
 clusterTest(
   t,
-  "the controller is SIGKILLed while a failed attempt's ranks are ended: the attempt keeps its failure, the next runs once",
+  "the controller is SIGKILLed during a failed attempt's teardown: it keeps its failure, the next runs once",
   { timeout: 300_000 },
   async (t) => {
     const c = await startCluster(t, { hosts: 2 });
@@ -186,7 +186,7 @@ clusterTest(
 
 clusterTest(
   t,
-  'a job cancelled while its ranks outlive their SIGTERM, the controller SIGKILLed meanwhile: it ends cancelled, nothing restarts',
+  "the controller is SIGKILLed during a cancel's teardown: the job ends cancelled, nothing restarts",
   { timeout: 300_000 },
   async (t) => {
     const c = await startCluster(t, { hosts: 2 });

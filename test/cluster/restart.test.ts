@@ -1,7 +1,7 @@
 // Gang restarts on a real cluster (rankd run --max-restarts): a lost node (its link cut, or
-// its agent SIGKILLed) is left out of the next attempt, which runs on a replacement; a job that always fails spends its budget and
-// fails with its last attempt's first failure. The count is the controller's, read back
-// with `rankd job ID --json` as a user would.
+// its agent SIGKILLed) is left out of the next attempt, which runs on a replacement; a job
+// that always fails spends its budget and fails with its last attempt's first failure. The
+// count is the controller's, read back with `rankd job ID --json` as a user would.
 import t, { type Test } from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -153,7 +153,8 @@ clusterTest(
         '--',
         'sh',
         '-c',
-        'if [ "$RANK" = 1 ]; then echo "attempt $RANKD_ATTEMPT gives up" >&2; exit $((10 + RANKD_ATTEMPT)); fi; exec sleep 300',
+        'if [ "$RANK" = 1 ]; then echo "attempt $RANKD_ATTEMPT gives up" >&2; exit $((10 + RANKD_ATTEMPT)); fi; ' +
+          'exec sleep 300',
       ],
       180_000,
     );

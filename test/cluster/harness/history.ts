@@ -243,7 +243,8 @@ export function checkHistory(history: History): string[] {
     if (job.ended) problems.push(`${job.id}: attempt ${k} allocated (event ${e.id}) after the job ended`);
     if (job.live)
       problems.push(
-        `${job.id}: attempt ${k} allocated (event ${e.id}) while attempt ${job.live.attempt} was live: two attempts at once`,
+        `${job.id}: attempt ${k} allocated (event ${e.id}) while attempt ${job.live.attempt} was live: ` +
+          'two attempts at once',
       );
     if (k !== job.lastAllocated + 1)
       problems.push(
@@ -283,7 +284,10 @@ export function checkHistory(history: History): string[] {
   }
   return problems;
 
-  /** Every rank of an ended attempt ended once; its files hold what its offsets say; a succeeded job's ranks exited 0. */
+  /**
+   * Every rank of an ended attempt ended once; its files hold what its offsets say; the
+   * ranks of a succeeded job's last attempt exited 0.
+   */
   function checkEndedAttempt(attempt: AttemptTrack, jobEnd: HistoryEvent | null): void {
     const state = jobEnd ? String(jobEnd.data['to']) : null;
     for (let rank = 0; rank < attempt.job.worldSize; rank++) {
@@ -313,7 +317,8 @@ export function checkHistory(history: History): string[] {
           const size = history.logSize(attempt.id, rank, stream);
           if (size !== null && size !== track.end[stream])
             problems.push(
-              `${attempt.id}/${rank} ${stream}: the stored file has ${size} bytes, the offsets reach ${track.end[stream]}`,
+              `${attempt.id}/${rank} ${stream}: the stored file has ${size} bytes, ` +
+                `the offsets reach ${track.end[stream]}`,
             );
         }
       }
