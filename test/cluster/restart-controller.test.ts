@@ -85,14 +85,15 @@ clusterTest(
     );
     t.same(attemptsIn(eventsOf(c, id, 'job.allocated')), [0, 1, 2], 'each attempt allocated once, none skipped');
     t.same(attemptsIn(eventsOf(c, id, 'job.released')), [0, 1, 2], 'each attempt released once');
-    // the delay is kept across the kill: each attempt started no earlier than its restart time
-    const queuedAt = eventsOf(c, id, 'job.attempt');
+    // the delay is kept across the kill: each attempt started no earlier than the end of the
+    // one before plus its delay (the restart time the store holds)
     const allocated = eventsOf(c, id, 'job.allocated');
     for (const k of [0, 1]) {
-      const delayMs = Number(queuedAt[k]!.data['delayMs']);
+      const ended = view.attempts[k]!;
+      const delayMs = (ended.restartDelay ?? 0) * 1000;
       t.ok(delayMs >= DELAY_S * 1000, `attempt ${k + 1} was due ${delayMs} ms after attempt ${k} ended`);
       t.ok(
-        allocated[k + 1]!.at >= queuedAt[k]!.at + delayMs,
+        allocated[k + 1]!.at >= Date.parse(ended.endedAt!) + delayMs,
         `attempt ${k + 1} started after its --restart-delay, across the controller's restart`,
       );
     }

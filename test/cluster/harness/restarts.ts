@@ -11,6 +11,8 @@ export interface AttemptView {
   state: string;
   reason: string;
   nodes: string[];
+  startedAt: string;
+  endedAt: string | null;
   exitCode: number | null;
   firstFailure: {
     rank: number;
