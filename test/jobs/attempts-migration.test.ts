@@ -15,7 +15,7 @@ t.test('jobs and ranks written before attempts read back the same after it, as a
   const rankMap = { worldSize: 2, nodes: [{ name: 'n1' }], ranks: [{ rank: 0 }, { rank: 1 }], masterPort: 29500 };
   // the schema as it was just before the migration that made attempts
   const before = migrations.findIndex((m) => m.includes('CREATE TABLE attempts'));
-  t.equal(before, migrations.length - 1, 'the attempts migration is the last');
+  t.ok(before > 0, 'the attempts migration is there; openDatabase applies it and every later one');
   const old = new Database(join(dir, 'rankd.db'));
   for (let v = 0; v < before; v++) old.exec(migrations[v]!);
   old.pragma(`user_version = ${before}`);

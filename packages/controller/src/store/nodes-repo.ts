@@ -58,14 +58,18 @@ export class NodesRepo {
         capabilities = excluded.capabilities, last_seen = excluded.last_seen, state = excluded.state,
         state_reason = excluded.state_reason,
         facts = COALESCE(excluded.facts, nodes.facts), facts_hash = COALESCE(excluded.facts_hash, nodes.facts_hash)`);
-    this.touchStmt = db.prepare('UPDATE nodes SET last_seen = ? WHERE name = ?');
+    this.touchStmt = db.prepare(
+      'INSERT INTO node_seen (name, last_seen) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen',
+    );
     this.stateStmt = db.prepare('UPDATE nodes SET state = ?, state_reason = ? WHERE name = ?');
     this.factsStmt = db.prepare('UPDATE nodes SET facts = ?, facts_hash = ? WHERE name = ?');
     this.drainStmt = db.prepare('UPDATE nodes SET drain_reason = ?, drain_by = ?, drain_at = ? WHERE name = ?');
-    this.allStmt = db.prepare('SELECT * FROM nodes ORDER BY name');
+    // a heartbeat's time (node_seen) or the last connect's (nodes), whichever is later
+    this.allStmt = db.prepare(`SELECT nodes.*, max(nodes.last_seen, coalesce(node_seen.last_seen, 0)) AS last_seen
+      FROM nodes LEFT JOIN node_seen ON node_seen.name = nodes.name ORDER BY nodes.name`);
     // Heartbeats are batched: one transaction per flush, not one fsync per beat.
     this.touchMany = db.transaction((entries: ReadonlyArray<readonly [string, number]>) => {
-      for (const [name, at] of entries) this.touchStmt.run(at, name);
+      for (const [name, at] of entries) this.touchStmt.run(name, at);
     });
   }
 
