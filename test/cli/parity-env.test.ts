@@ -236,9 +236,9 @@ t.test('the environment a rank sees under srun and rankd run', { skip: skip ?? f
       // whatever the row, the client's own token is nowhere in the rank's environment
       t.notOk(rankdOut.stdout.includes(clusterToken), "the client's token reaches no rank");
       t.same(
-        [...rankd.keys()].filter((k) => k.startsWith('RANKD_')),
-        ['RANKD_JOB_ID'],
-        'of RANKD_* the rank has only its job id',
+        [...rankd.keys()].filter((k) => k.startsWith('RANKD_')).sort(),
+        ['RANKD_ATTEMPT', 'RANKD_JOB_ID', 'RANKD_MAX_RESTARTS'],
+        'of RANKD_* the rank has only its job id and attempt',
       );
     });
   }

@@ -130,9 +130,9 @@ t.test("the client's token reaches no rank and is not stored with the job", asyn
   t.equal(env.get('FOO'), 'exported', 'the shell environment is exported');
   t.notOk(r.stdout.includes(token), "the token is nowhere in the rank's environment");
   t.same(
-    [...env.keys()].filter((k) => k.startsWith('RANKD_')),
-    ['RANKD_JOB_ID'],
-    'nor RANKD_URL, RANKD_CA or RANKD_HOME',
+    [...env.keys()].filter((k) => k.startsWith('RANKD_')).sort(),
+    ['RANKD_ATTEMPT', 'RANKD_JOB_ID', 'RANKD_MAX_RESTARTS'],
+    'nor RANKD_URL, RANKD_CA or RANKD_HOME: of RANKD_* only its job id and attempt',
   );
   t.notOk(dbBytes().includes(token), "nor in the controller's store");
 });
