@@ -33,7 +33,7 @@ import type { MasterPorts } from './master-ports.js';
 import { mpiModeOf, type MpiStrategies, type MpiStrategy } from './mpi-strategy.js';
 import { rankLaunches } from './rank-launches.js';
 import { describeEnd, exitStatus, isTerminal } from './rank-status.js';
-import { failedNodes, restartDelayMs, restarts } from './restart-policy.js';
+import { failedNodes, restartDelayMs, restartLabel, restarts } from './restart-policy.js';
 
 /** What the lifecycle tells the job manager. */
 export interface LifecycleHooks {
@@ -486,13 +486,13 @@ export class JobLifecycle {
     const from = job.state;
     Object.assign(job, {
       state: 'queued',
-      reason: `restart ${job.attempt + 1}/${job.submit.maxRestarts ?? 0}: after ${attempt.reason}`,
       attempt: job.attempt + 1,
       excluded: [...new Set([...job.excluded, ...excluded])],
       restartAt: now + delayMs,
       rankMap: null,
       allocation: null,
     });
+    job.reason = `${restartLabel(job)}: after ${attempt.reason}`;
     this.deps.repo.restart(job, ended, failures);
     this.deps.events.append('job.attempt', job.id, {
       attempt: attempt.attempt,

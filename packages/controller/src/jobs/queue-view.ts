@@ -3,6 +3,7 @@
 import type { QueueEntry, QueueList } from '@rankd/protocol';
 import type { JobRecord } from './job-records.js';
 import type { JobManager } from './job-manager.js';
+import { maxRestarts } from './restart-policy.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -44,6 +45,6 @@ function entry(job: JobRecord, position: number | null): QueueEntry {
     createdAt: new Date(job.createdAt).toISOString(),
     startedAt: iso(job.startedAt),
     attempt: job.attempt,
-    maxRestarts: job.submit.maxRestarts ?? 0,
+    maxRestarts: maxRestarts(job),
   };
 }

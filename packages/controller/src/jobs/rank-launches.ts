@@ -3,6 +3,7 @@ import type { RankLaunch, StdinTarget } from '@rankd/protocol';
 import { plannedCpus } from './job-view.js';
 import type { JobRecord } from './job-records.js';
 import type { LiveJob } from './live-job.js';
+import { maxRestarts } from './restart-policy.js';
 
 /** The launches of the job's pending ranks (on `onlyNode` alone, when given), grouped by node in rank order. */
 export function rankLaunches(live: LiveJob, onlyNode?: string): Map<string, RankLaunch[]> {
@@ -36,7 +37,7 @@ export function rankLaunches(live: LiveJob, onlyNode?: string): Map<string, Rank
  * unchanged (TORCHELASTIC_RUN_ID names the job, as torchrun's --rdzv-id does).
  */
 export function attemptEnv(job: Pick<JobRecord, 'id' | 'attempt' | 'submit'>): Record<string, string> {
-  const max = String(job.submit.maxRestarts ?? 0);
+  const max = String(maxRestarts(job));
   const attempt = String(job.attempt);
   return {
     RANKD_JOB_ID: job.id,
