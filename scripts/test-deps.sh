@@ -4,7 +4,7 @@
 # need them skip and say so.
 set -eu
 # command -> package
-need="numactl:numactl ip:iproute2 slurmctld:slurm-wlm ibv_devinfo:ibverbs-utils lstopo:hwloc mpicc.mpich:mpich mpicc.mpich:libmpich-dev mpirun.openmpi:openmpi-bin chromium:chromium promtool:prometheus"
+need="numactl:numactl ip:iproute2 slurmctld:slurm-wlm ibv_devinfo:ibverbs-utils lstopo:hwloc mpicc.mpich:mpich mpicc.mpich:libmpich-dev mpirun.openmpi:openmpi-bin chromium:chromium promtool:prometheus iperf3:iperf3 ib_write_bw:perftest"
 if [ "${RANKD_TEST_TORCH:-}" = 1 ] || [ "${CI:-}" = true ]; then
   need="$need /usr/bin/python3:python3-torch /usr/bin/python3-mpi4py:python3-mpi4py"
 fi

@@ -11,6 +11,7 @@ import {
   type MessageMap,
 } from '@rankd/protocol';
 import { fleetGolden } from '../fleet/golden-frames.js';
+import { fabricGolden } from '../fleet/fabric-golden-frames.js';
 import { pmiGolden } from '../mpi/golden-frames.js';
 import { ompiGolden } from '../mpi/openmpi-golden-frames.js';
 
@@ -27,6 +28,7 @@ const hello = { type: 'hello', name: 'gpu-node-01', version: '0.1.0', capabiliti
 const launch = { rank: 0, argv: ['python3', '-u', 'train.py'], env: { RANK: '0' }, cpus: [0, 1, 2], memNodes: [0] };
 const golden: Record<string, Golden[]> = {
   ...fleetGolden,
+  ...fabricGolden,
   ...ompiGolden,
   ...pmiGolden,
   hello: [

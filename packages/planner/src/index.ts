@@ -26,7 +26,8 @@ import { selectNodes, type GroupResolver } from './select-nodes.js';
 import { topologyOf, type NodeTopology } from './topology.js';
 
 export { PlanError, formatSpecFlags } from './errors.js';
-export { chooseGid, type GidChoice, type GidPreference } from './gid.js';
+export { chooseGid, DEFAULT_GID_PREFERENCE, type GidChoice, type GidPreference } from './gid.js';
+export { nodeNics, type NicCandidate } from './nics.js';
 export { globGroupResolver, type GroupResolver } from './select-nodes.js';
 export { DEFAULT_MASTER_PORT, type PortPicker } from './rendezvous.js';
 export { topologyOf, type NodeTopology } from './topology.js';

@@ -425,6 +425,38 @@ export const RankErrorCode = section('Rank start (the agent and its supervisor)'
 });
 export type RankErrorCode = (typeof RankErrorCode)[keyof typeof RankErrorCode];
 
+/** Stable codes of fabric checks (`rankd check net`, `rankd check allreduce`) and their probes. */
+export const CheckErrorCode = section('Fabric checks', {
+  NotFound: defineError('RANKD_CHECK_NOT_FOUND', 404, 'No stored check has this id.'),
+  Busy: defineError(
+    'RANKD_CHECK_BUSY',
+    409,
+    'A check is already measuring some of the selected nodes; two would measure each other.',
+  ),
+  ToolMissing: defineError(
+    'RANKD_PROBE_TOOL_MISSING',
+    null,
+    'The probe program (iperf3, ib_write_bw, ib_write_lat) is not installed on the node.',
+  ),
+  PortsInUse: defineError('RANKD_PROBE_PORTS_IN_USE', null, 'Every port the controller offered for a probe was taken.'),
+  ProbeFailed: defineError(
+    'RANKD_PROBE_FAILED',
+    null,
+    'The probe program ended without a measurement; the message has its last words.',
+  ),
+  ProbeTimeout: defineError(
+    'RANKD_PROBE_TIMEOUT',
+    null,
+    'The probe ran past its duration and margin and was ended, with its process group.',
+  ),
+  NoRail: defineError(
+    'RANKD_PROBE_NO_RAIL',
+    null,
+    'The node has no usable address or device on the rail to measure (no such NIC, no address, no GID).',
+  ),
+});
+export type CheckErrorCode = (typeof CheckErrorCode)[keyof typeof CheckErrorCode];
+
 /** Every section of the registry, in the order docs/errors.md lists them. */
 export const ERROR_SECTIONS: readonly ErrorSection[] = sections;
 

@@ -18,3 +18,4 @@ export * from './stdin-path.js';
 export * from './messages/index.js';
 export * from './rest/index.js';
 export { PROTOCOL_VERSION, RANKD_VERSION } from './version.js';
+export * from './bit-rate.js';

@@ -41,6 +41,11 @@ export const EXEC_OUTPUT_BYTES: Bounds = { min: 0, max: 256 * 1024 };
 /** Seconds `rankd ping` and `rankd doctor` wait for each agent. */
 export const PROBE_TIMEOUT_SECONDS: Bounds = { min: 0, max: 600, minExclusive: true };
 
+/** Seconds of traffic per probe of `rankd check net --duration`. */
+export const NET_CHECK_DURATION_S = { min: 1, max: 60, default: 2 } as const;
+/** `rankd check net --threshold`: a link below this fraction of its rail's median is flagged. */
+export const NET_CHECK_THRESHOLD = { min: 0.05, max: 1, default: 0.8 } as const;
+
 /** Lifetime of a join token, in seconds (a year at most). */
 export const JOIN_TOKEN_TTL_SECONDS: Bounds = { min: 1, max: 365 * 86_400 };
 /** Nodes one join token may enroll. */

@@ -63,6 +63,7 @@ import {
   WhoAmI,
 } from './rest/users.js';
 import { LoginCode, SessionLogin, SessionView } from './rest/session.js';
+import { CheckList, CheckListQuery, CheckParams, NetCheckRequest, NetCheckResult } from './rest/checks.js';
 import type { Permission } from './rest/permissions.js';
 
 /** Who may call a route: the roles that hold `permission` (docs/security.md). */
@@ -466,6 +467,34 @@ export const ROUTES = {
       summary: 'Preflight checks of the selected nodes (memlock, RDMA, NUMA, consistency, clocks, paths, reachability)',
       body: DoctorRequest,
       response: { 200: DoctorResult, 400: ErrorBody },
+    },
+  },
+  // fabric checks: running one loads every selected link for seconds, so only operators and admins may
+  'POST /v1/checks/net': {
+    access: { permission: 'checks.run', what: 'run a fabric check' },
+    schema: {
+      tags: ['checks'],
+      summary: 'Pairwise bandwidth and latency of the selected nodes (round-robin schedule), outliers flagged',
+      body: NetCheckRequest,
+      response: { 200: NetCheckResult, 400: ErrorBody, 409: ErrorBody },
+    },
+  },
+  'GET /v1/checks': {
+    access: { permission: 'nodes.read', what: 'read fabric checks' },
+    schema: {
+      tags: ['checks'],
+      summary: 'Stored fabric checks, newest first',
+      querystring: CheckListQuery,
+      response: { 200: CheckList, 400: ErrorBody },
+    },
+  },
+  'GET /v1/checks/:id': {
+    access: { permission: 'nodes.read', what: 'read a fabric check' },
+    schema: {
+      tags: ['checks'],
+      summary: 'One stored fabric check, whole',
+      params: CheckParams,
+      response: { 200: NetCheckResult, 404: ErrorBody },
     },
   },
 

@@ -1,5 +1,5 @@
 // The agent's side of fleet operations: ad-hoc commands, pings, doctor inspections, TCP
-// probes and PTY shells, registered on the controller link. When the link drops, running
+// probes, fabric probes and PTY shells, registered on the controller link. When the link drops, running
 // commands and shells are ended: their output has nowhere to go, and a shell nobody
 // sees must not keep running. An exec the controller cancels (its credential was revoked)
 // is ended the same way.
@@ -13,9 +13,10 @@ import { runExec } from './exec-runner.js';
 import { PtySessions } from './pty-sessions.js';
 import { endSession } from './session-signal.js';
 import { listenForProbes, probeTargets } from './tcp-probe.js';
+import { FabricProbes } from '../fabric/fabric-probes.js';
 
 /** What the controller may ask of this agent beyond jobs. */
-export const FLEET_CAPABILITIES = ['exec', 'ping', 'doctor', 'probe', 'pty'];
+export const FLEET_CAPABILITIES = ['exec', 'ping', 'doctor', 'probe', 'pty', 'fabric'];
 
 const LINK_LOST_GRACE_MS = 2000;
 /**
@@ -96,6 +97,14 @@ export function attachFleet(
   link.handle('probe.connect', (m) => {
     void probeTargets(m.targets, m.timeoutMs).then((results) => send({ type: 'probe.result', id: m.id, results }));
   });
+  const fabric = new FabricProbes(log);
+  link.handle('fabric.serve', (m) => {
+    void fabric.serve(m).then((r) => send({ ...r, id: m.id }));
+  });
+  link.handle('fabric.stop', (m) => fabric.stop(m.id));
+  link.handle('fabric.measure', (m) => {
+    void fabric.measure(m).then((r) => send({ ...r, id: m.id }));
+  });
   link.handle('pty.open', (m) => void shells.open(m));
   link.handle('pty.input', (m) => shells.input(m));
   link.handle('pty.ack', (m) => shells.ack(m));
@@ -108,6 +117,7 @@ export function attachFleet(
       log.warn({ commands: sessions.size, why }, 'controller link lost: ending running fleet commands');
     for (const sid of sessions) endSession(sid, LINK_LOST_GRACE_MS);
     shells.closeAll(`controller link lost: ${why}`);
+    fabric.closeAll();
   };
   link.on('down', onDown);
   return {

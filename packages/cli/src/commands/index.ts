@@ -23,6 +23,7 @@ export const commandModules: readonly CommandModule[] = [
   { names: ['ping'], load: () => import('./ping.js') },
   { names: ['shell'], load: () => import('./shell.js') },
   { names: ['doctor'], load: () => import('./doctor.js') },
+  { names: ['check'], load: () => import('./check.js') },
   { names: ['dashboard'], load: () => import('./dashboard.js') },
   { names: ['join-command', 'join-token'], load: () => import('./enroll.js') },
   { names: ['user', 'token'], load: () => import('./users.js') },

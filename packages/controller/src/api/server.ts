@@ -28,6 +28,7 @@ import { inventoryRoutes } from './routes/inventory.js';
 import { execRoutes } from './routes/exec.js';
 import { pingRoutes } from './routes/ping.js';
 import { doctorRoutes } from './routes/doctor.js';
+import { checksRoutes } from './routes/checks.js';
 import { enrollRoutes, type EnrollDeps } from './routes/enroll.js';
 import { metricsRoutes } from './routes/metrics.js';
 import type { ControllerMetrics } from '../metrics/controller-metrics.js';
@@ -141,6 +142,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(execRoutes, { exec: deps.fleet.exec });
     await app.register(pingRoutes, { ping: deps.fleet.ping });
     await app.register(doctorRoutes, { doctor: deps.fleet.doctor });
+    await app.register(checksRoutes, { checks: deps.fleet.checks });
   }
   await app.register(usersRoutes, { users: deps.users });
   await app.register(auditRoutes, { audit: deps.audit });

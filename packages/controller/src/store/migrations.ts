@@ -267,4 +267,20 @@ export const migrations: readonly string[] = [
   ) WITHOUT ROWID;
   INSERT INTO node_seen (name, last_seen) SELECT name, last_seen FROM nodes;
   `,
+  `
+  -- Fabric checks (rankd check net, rankd check allreduce): one row per check, its whole
+  -- result as JSON, read back whole; the columns are what a listing shows.
+  CREATE TABLE checks (
+    id          TEXT PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    started_at  INTEGER NOT NULL,
+    ended_at    INTEGER NOT NULL,
+    by_user     TEXT,
+    pattern     TEXT NOT NULL,
+    nodes       INTEGER NOT NULL,
+    flagged     TEXT NOT NULL,
+    result      TEXT NOT NULL
+  );
+  CREATE INDEX checks_kind ON checks(kind, started_at);
+  `,
 ];

@@ -3290,6 +3290,320 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/checks/net": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pairwise bandwidth and latency of the selected nodes (round-robin schedule), outliers flagged */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        pattern?: string;
+                        rail?: string;
+                        duration?: number;
+                        threshold?: number;
+                        drain?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            kind: "net";
+                            startedAt: number;
+                            endedAt: number;
+                            by: string | null;
+                            pattern: string;
+                            durationS: number;
+                            threshold: number;
+                            rounds: number;
+                            roundsRun: number;
+                            rails: {
+                                name: string;
+                                kind: "tcp" | "rdma";
+                                tools: string[];
+                                medianBps: number | null;
+                                thresholdBps: number | null;
+                                medianLatencyUs: number | null;
+                            }[];
+                            nodes: {
+                                node: string;
+                                verdict: "ok" | "flagged" | "unreachable";
+                                reason: string | null;
+                                bandwidth: {
+                                    min: number;
+                                    median: number;
+                                    max: number;
+                                } | null;
+                                latencyUs: {
+                                    min: number;
+                                    median: number;
+                                    max: number;
+                                } | null;
+                            }[];
+                            links: {
+                                rail: string;
+                                src: string;
+                                dst: string;
+                                round: number;
+                                startedAt: number;
+                                endedAt: number;
+                                bandwidthBps: number | null;
+                                latencyUs: number | null;
+                                error: string | null;
+                                flagged: boolean;
+                                why: string | null;
+                            }[];
+                            flagged: string[];
+                            drained: string[];
+                            message: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/checks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stored fabric checks, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    kind?: "net" | "allreduce";
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            checks: {
+                                id: string;
+                                kind: "net" | "allreduce";
+                                startedAt: number;
+                                endedAt: number;
+                                by: string | null;
+                                pattern: string;
+                                nodes: number;
+                                flagged: string[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/checks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One stored fabric check, whole */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            kind: "net";
+                            startedAt: number;
+                            endedAt: number;
+                            by: string | null;
+                            pattern: string;
+                            durationS: number;
+                            threshold: number;
+                            rounds: number;
+                            roundsRun: number;
+                            rails: {
+                                name: string;
+                                kind: "tcp" | "rdma";
+                                tools: string[];
+                                medianBps: number | null;
+                                thresholdBps: number | null;
+                                medianLatencyUs: number | null;
+                            }[];
+                            nodes: {
+                                node: string;
+                                verdict: "ok" | "flagged" | "unreachable";
+                                reason: string | null;
+                                bandwidth: {
+                                    min: number;
+                                    median: number;
+                                    max: number;
+                                } | null;
+                                latencyUs: {
+                                    min: number;
+                                    median: number;
+                                    max: number;
+                                } | null;
+                            }[];
+                            links: {
+                                rail: string;
+                                src: string;
+                                dst: string;
+                                round: number;
+                                startedAt: number;
+                                endedAt: number;
+                                bandwidthBps: number | null;
+                                latencyUs: number | null;
+                                error: string | null;
+                                flagged: boolean;
+                                why: string | null;
+                            }[];
+                            flagged: string[];
+                            drained: string[];
+                            message: string | null;
+                        };
+                    };
+                };
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;

@@ -29,6 +29,7 @@ import {
   ProbeListening,
   ProbeResult,
 } from './fleet.js';
+import { FabricMeasure, FabricMeasured, FabricServe, FabricServing, FabricStop } from './fabric.js';
 import { PmiChunk, PmiFailed, PmiFence, PmiFenced, PmiFetch } from './pmi.js';
 import {
   OmpiAbort,
@@ -44,6 +45,7 @@ export * from './envelope.js';
 export * from './session.js';
 export * from './jobs.js';
 export * from './fleet.js';
+export * from './fabric.js';
 export * from './pmi.js';
 export * from './pmi-frames.js';
 export * from './openmpi.js';
@@ -62,6 +64,8 @@ export const AgentMessages = defineMessages([
   DoctorNodeReport,
   ProbeListening,
   ProbeResult,
+  FabricServing,
+  FabricMeasured,
   PtyOpened,
   PtyOutput,
   PtyExit,
@@ -90,6 +94,9 @@ export const ControllerMessages = defineMessages([
   DoctorInspect,
   ProbeListen,
   ProbeConnect,
+  FabricServe,
+  FabricStop,
+  FabricMeasure,
   PtyOpen,
   PtyInput,
   PtyAck,

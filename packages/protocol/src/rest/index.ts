@@ -8,3 +8,4 @@ export * from './session.js';
 export * from './enroll.js';
 export * from './log-stream.js';
 export * from './permissions.js';
+export * from './checks.js';

@@ -18,6 +18,7 @@ export type Permission =
   | 'exec'
   | 'ping'
   | 'doctor'
+  | 'checks.run' // fabric checks: they load the links they measure
   | 'shell'
   | 'tokens.self' // one's own tokens (admin: anyone's)
   | 'users.manage'

@@ -62,6 +62,11 @@ export class AgentRequests {
     });
   }
 
+  /** Sends a frame that has no reply (fabric.stop); false when the node is not connected. */
+  notify(node: string, message: ControllerMessage): boolean {
+    return this.registry.link(node)?.send(message) ?? false;
+  }
+
   /** The gateway handler for every reply type. Replies nobody waits for (late, foreign) are dropped. */
   readonly handle = (conn: AuthenticatedAgent, message: AgentMessage): void => {
     const id = message.id;
