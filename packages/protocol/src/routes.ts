@@ -63,7 +63,7 @@ import {
   WhoAmI,
 } from './rest/users.js';
 import { LoginCode, SessionLogin, SessionView } from './rest/session.js';
-import { CheckList, CheckListQuery, CheckParams, NetCheckRequest, NetCheckResult } from './rest/checks.js';
+import { CheckList, CheckListQuery, CheckParams, CheckResult, NetCheckRequest, NetCheckResult } from './rest/checks.js';
 import type { Permission } from './rest/permissions.js';
 
 /** Who may call a route: the roles that hold `permission` (docs/security.md). */
@@ -494,7 +494,7 @@ export const ROUTES = {
       tags: ['checks'],
       summary: 'One stored fabric check, whole',
       params: CheckParams,
-      response: { 200: NetCheckResult, 404: ErrorBody },
+      response: { 200: CheckResult, 404: ErrorBody },
     },
   },
 

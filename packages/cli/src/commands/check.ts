@@ -73,7 +73,9 @@ export function register(program: Command): void {
         const { checks } = await call(config, 'GET /v1/checks', { query: { kind: 'net', limit: 1 } });
         if (checks.length === 0)
           throw new CliError('no net check is stored yet: run `rankd check net`', ExitCode.RemoteFailure);
-        result = await call(config, 'GET /v1/checks/:id', { params: { id: checks[0]!.id } });
+        const stored = await call(config, 'GET /v1/checks/:id', { params: { id: checks[0]!.id } });
+        if (stored.kind !== 'net') throw new CliError(`check ${stored.id} is not a net check`, ExitCode.Software);
+        result = stored;
       } else {
         const body: NetCheckRequest = {
           pattern,

@@ -10,6 +10,7 @@ import {
   RankdError,
   type AgentPresence,
   type CheckKind,
+  type CheckResult,
   type CheckSummary,
   type NetCheckRequest,
   type NetCheckResult,
@@ -20,7 +21,7 @@ import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { FleetInventory } from '../fleet/inventory/inventory-service.js';
 import { partitionTargets } from '../fleet/exec/targets.js';
 import type { AgentRequests } from '../fleet/exec/agent-requests.js';
-import type { ChecksRepo, CheckResult } from './checks-repo.js';
+import type { ChecksRepo } from './checks-repo.js';
 import { analyse, type NodeProblem } from './link-analysis.js';
 import { runSchedule } from './net-check.js';
 import { agentProber, PortOffer, type PairProber } from './pair-probe.js';

@@ -1,6 +1,6 @@
 // Stored fabric checks: `rankd check net --last`, GET /v1/checks. A check's result is
 // written once, when it ends, and never changes.
-import type { CheckKind, CheckSummary, NetCheckResult } from '@rankd/protocol';
+import type { CheckKind, CheckResult, CheckSummary } from '@rankd/protocol';
 import type { Db } from '../store/database.js';
 
 type Row = {
@@ -14,9 +14,6 @@ type Row = {
   flagged: string;
   result: string;
 };
-
-/** Any stored check's result: what GET /v1/checks/:id answers. */
-export type CheckResult = NetCheckResult;
 
 export class ChecksRepo {
   private readonly insert;

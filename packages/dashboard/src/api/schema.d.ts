@@ -3571,6 +3571,33 @@ export interface paths {
                             flagged: string[];
                             drained: string[];
                             message: string | null;
+                        } | {
+                            id: string;
+                            /** @enum {string} */
+                            kind: "allreduce";
+                            startedAt: number;
+                            endedAt: number;
+                            by: string | null;
+                            pattern: string;
+                            jobId: string;
+                            ranks: number;
+                            nodes: string[];
+                            implementation: "nccl-tests" | "rankd-mpi";
+                            env: {
+                                [key: string]: string;
+                            };
+                            rows: {
+                                bytes: number;
+                                count: number;
+                                type: string;
+                                timeUs: number;
+                                algbwGBs: number;
+                                busbwGBs: number;
+                                wrong: number;
+                            }[];
+                            wrong: number;
+                            flagged: string[];
+                            message: string | null;
                         };
                     };
                 };

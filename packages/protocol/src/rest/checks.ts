@@ -4,6 +4,7 @@
 import Type from 'typebox';
 import { Nullable } from '../nullable.js';
 import { NET_CHECK_DURATION_S, NET_CHECK_THRESHOLD } from '../limits.js';
+import { PlacementSpec } from '../plan.js';
 
 const Pattern = Type.String({ minLength: 1, maxLength: 4096 });
 /** ms since the epoch */
@@ -111,6 +112,65 @@ export const NetCheckResult = Type.Object({
   message: Nullable(Type.String()),
 });
 export type NetCheckResult = Type.Static<typeof NetCheckResult>;
+
+/** `rankd check allreduce`: a collective sweep run as a job, placed as the spec says. */
+export const AllreduceCheckRequest = Type.Object(
+  {
+    spec: PlacementSpec,
+    /** Message sizes double from minBytes to maxBytes (nccl-tests' -b, -e, -f 2). */
+    minBytes: Type.Optional(Type.Integer({ minimum: 8, maximum: 8 * 1024 ** 3 })),
+    maxBytes: Type.Optional(Type.Integer({ minimum: 8, maximum: 8 * 1024 ** 3 })),
+    /** Timed iterations per size (nccl-tests' -n). */
+    iterations: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+  },
+  { additionalProperties: false },
+);
+export type AllreduceCheckRequest = Type.Static<typeof AllreduceCheckRequest>;
+
+/** One size of the sweep, as nccl-tests prints it (out-of-place). */
+export const AllreduceRow = Type.Object({
+  bytes: Type.Integer({ minimum: 0 }),
+  /** Elements of the reduced type. */
+  count: Type.Integer({ minimum: 0 }),
+  type: Type.String(),
+  timeUs: Type.Number(),
+  /** GB/s (10^9 bytes), as nccl-tests: algbw = bytes / time. */
+  algbwGBs: Type.Number(),
+  /** algbw × 2(n−1)/n. */
+  busbwGBs: Type.Number(),
+  /** Elements whose sum was wrong. */
+  wrong: Type.Integer({ minimum: 0 }),
+});
+export type AllreduceRow = Type.Static<typeof AllreduceRow>;
+
+export const AllreduceCheckResult = Type.Object({
+  id: Type.String(),
+  kind: Type.Literal('allreduce'),
+  startedAt: Time,
+  endedAt: Time,
+  by: Nullable(Type.String()),
+  /** The nodes the job ran on, comma-separated. */
+  pattern: Type.String(),
+  /** The job that ran the sweep: its rank map and logs stay readable. */
+  jobId: Type.String(),
+  ranks: Type.Integer({ minimum: 0 }),
+  nodes: Type.Array(Type.String()),
+  implementation: Type.Union([Type.Literal('nccl-tests'), Type.Literal('rankd-mpi')]),
+  /** The transport variables the planner wrote (NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES, …). */
+  env: Type.Record(Type.String(), Type.String()),
+  rows: Type.Array(AllreduceRow),
+  /** Sum of wrong elements over every size: anything but 0 is a broken fabric or library. */
+  wrong: Type.Integer({ minimum: 0 }),
+  /** Nodes flagged by the sweep (every node of a sweep with wrong results or a failed job). */
+  flagged: Type.Array(Type.String()),
+  /** Why the sweep has no rows (the job failed), or null. */
+  message: Nullable(Type.String()),
+});
+export type AllreduceCheckResult = Type.Static<typeof AllreduceCheckResult>;
+
+/** Any stored check, whole: GET /v1/checks/:id. */
+export const CheckResult = Type.Union([NetCheckResult, AllreduceCheckResult]);
+export type CheckResult = Type.Static<typeof CheckResult>;
 
 export const CheckSummary = Type.Object({
   id: Type.String(),
