@@ -170,10 +170,10 @@ export class FabricProbes {
     });
     let out = '';
     let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
       if (out.length < MAX_STDOUT) out += d;
     });
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
       if (err.length < MAX_STDERR) err += d;
     });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

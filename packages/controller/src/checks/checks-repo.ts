@@ -22,7 +22,8 @@ export class ChecksRepo {
   private readonly newestOfKind;
 
   constructor(db: Db) {
-    this.insert = db.prepare(`INSERT INTO checks (id, kind, started_at, ended_at, by_user, pattern, nodes, flagged, result)
+    this.insert =
+      db.prepare(`INSERT INTO checks (id, kind, started_at, ended_at, by_user, pattern, nodes, flagged, result)
       VALUES (@id, @kind, @startedAt, @endedAt, @by, @pattern, @nodes, @flagged, @result)`);
     this.one = db.prepare('SELECT result FROM checks WHERE id = ?');
     this.newest = db.prepare('SELECT * FROM checks ORDER BY started_at DESC, rowid DESC LIMIT ?');

@@ -117,7 +117,9 @@ export function analyse(input: {
     const explained = bad.filter((p) => culprits.has(p));
     const unexplained = bad.filter((p) => !culprits.has(p));
     const parts = [
-      ...(explained.length > 0 ? [`flagged link${explained.length > 1 ? 's' : ''} to flagged ${explained.join(', ')}`] : []),
+      ...(explained.length > 0
+        ? [`flagged link${explained.length > 1 ? 's' : ''} to flagged ${explained.join(', ')}`]
+        : []),
       ...(unexplained.length > 0
         ? [
             `flagged link${unexplained.length > 1 ? 's' : ''} to ${unexplained.join(', ')}, whose other links are fine ` +

@@ -45,11 +45,16 @@ export async function runSchedule(opts: {
         const sitting = problems.get(a) ?? problems.get(b);
         if (sitting) {
           const who = problems.has(a) ? a : b;
-          return skipped(base, `not probed: ${who} is ${sitting.verdict === 'unreachable' ? 'unreachable' : 'flagged'}`, now());
+          return skipped(
+            base,
+            `not probed: ${who} is ${sitting.verdict === 'unreachable' ? 'unreachable' : 'flagged'}`,
+            now(),
+          );
         }
         const ea = plan.endpoints.get(a)!;
         const eb = plan.endpoints.get(b)!;
-        if ('problem' in ea || 'problem' in eb) return skipped(base, 'not probed: a node has no end on this rail', now());
+        if ('problem' in ea || 'problem' in eb)
+          return skipped(base, 'not probed: a node has no end on this rail', now());
         const m = await probe(plan.rail, { node: a, endpoint: ea }, { node: b, endpoint: eb }, durationS);
         if (m.unreachable !== null && !problems.has(m.unreachable))
           problems.set(m.unreachable, { verdict: 'unreachable', reason: `unreachable during the check: ${m.error}` });

@@ -1,13 +1,7 @@
 // One probe of a net check: node b serves, node a measures against it, both directions in
 // one run. Over RDMA the bandwidth run is followed by a latency run on the same pair. The
 // controller offers the ports and ends the server when the probe is over, whatever happened.
-import {
-  FleetErrorCode,
-  RankdError,
-  type FabricMeasured,
-  type FabricServing,
-  type FabricTool,
-} from '@rankd/protocol';
+import { FleetErrorCode, RankdError, type FabricMeasured, type FabricServing, type FabricTool } from '@rankd/protocol';
 import { AgentRequests } from '../fleet/exec/agent-requests.js';
 import { failureOf } from '../fleet/exec/targets.js';
 import type { RailInfo } from './link-analysis.js';
