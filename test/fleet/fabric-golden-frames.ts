@@ -27,6 +27,10 @@ export const fabricGolden = {
   'fabric.serve': [
     { map: ControllerMessages, frame: serve },
     { map: ControllerMessages, frame: { ...serve, tool: 'ib_write_bw', device: 'mlx5_0', gidIndex: 3 } },
+    { map: ControllerMessages, frame: { ...serve, tool: 'ib_write_bw', device: 'mlx5_0', ibPort: 2, gidIndex: 3 } },
+    // perftest's -i takes a port number: not 0, not a string
+    { map: ControllerMessages, frame: { ...serve, tool: 'ib_write_bw', device: 'mlx5_0', ibPort: 0 }, error: INVALID },
+    { map: ControllerMessages, frame: { ...serve, tool: 'ib_write_bw', ibPort: '1 -R' }, error: INVALID },
     { map: ControllerMessages, frame: { ...serve, address: 'fe80::1' } },
     // a program outside the closed list
     { map: ControllerMessages, frame: { ...serve, tool: 'sh' }, error: INVALID },

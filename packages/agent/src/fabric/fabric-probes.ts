@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { IdentityResolver } from '../ranks/identity.js';
 import { findTool } from '../ranks/program.js';
 import { isListening } from './listening.js';
-import { TOOL_PACKAGE, UnparsableOutput, clientArgs, parseMeasurement, serverArgs } from './tools.js';
+import { PORT_TAKEN, TOOL_PACKAGE, UnparsableOutput, clientArgs, parseMeasurement, serverArgs } from './tools.js';
 
 /** How long a server may take to listen before the next port is tried. */
 const LISTEN_WAIT_MS = 3000;
@@ -69,7 +69,7 @@ export class FabricProbes {
       }
       kill(started.child);
       const words = lastWords(started);
-      last = /in use/i.test(words)
+      last = PORT_TAKEN.test(words)
         ? { code: CheckErrorCode.PortsInUse, message: `port ${port} is in use` }
         : { code: CheckErrorCode.ProbeFailed, message: `${m.tool} did not listen on ${m.address}:${port}: ${words}` };
       // a server that failed for any reason but a taken port fails on every port

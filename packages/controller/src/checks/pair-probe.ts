@@ -74,6 +74,7 @@ async function runTool(
   const none = { forwardBps: null, reverseBps: null, latencyUs: null, unreachable: null, broken: null };
   const rdma = (e: RailEndpoint) => ({
     ...(e.device !== undefined ? { device: e.device } : {}),
+    ...(e.ibPort !== undefined ? { ibPort: e.ibPort } : {}),
     ...(e.gidIndex !== undefined ? { gidIndex: e.gidIndex } : {}),
   });
   const timeoutMs = durationS * 1000 + PROBE_MARGIN_MS;

@@ -38,6 +38,8 @@ const ToolParameters = {
   /** RDMA tools only: the device and GID index the planner gives a rank on this node. */
   device: Type.Optional(RdmaDeviceName),
   gidIndex: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
+  /** RDMA tools only: the device's port the planner gives a rank (perftest -i; it defaults to 1). */
+  ibPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 255 })),
   /** Whole seconds of traffic (iperf3 -t, ib_write_bw -D). */
   durationS: Type.Integer({ minimum: 1, maximum: 600 }),
 };
