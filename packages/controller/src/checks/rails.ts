@@ -2,6 +2,7 @@
 // probes use what the planner gives a rank: the RDMA devices with an active port and the
 // GID the planner picks on each, or, on nodes without RDMA, TCP over the node's rank
 // address. `--rail NIC` names one: an RDMA device, or a netdev measured over TCP.
+import { isIPv4 } from 'node:net';
 import { DEFAULT_GID_PREFERENCE, nodeNics, type NicCandidate } from '@rankd/planner';
 import type { Facts } from '@rankd/protocol';
 import { rankAddress } from '../fleet/doctor/reach-matrix.js';
@@ -18,6 +19,8 @@ export interface CheckMember {
 export interface RailEndpoint {
   address: string;
   device?: string;
+  /** The device's port (perftest -i). */
+  ibPort?: number;
   gidIndex?: number;
 }
 
@@ -37,7 +40,8 @@ const RDMA_TOOLS = ['ib_write_bw', 'ib_write_lat'];
 export function planRails(members: readonly CheckMember[], rail: string | undefined): RailPlan[] {
   const rdma = new Map(members.map((m) => [m.node, m.facts ? rdmaCandidates(m.facts) : []]));
   if (rail !== undefined) {
-    const isRdma = [...rdma.values()].some((cs) => cs.some((c) => c.device === rail));
+    // a device known on any node, active or not: its problems then name the device, not a netdev
+    const isRdma = members.some((m) => m.facts?.rdma.devices.some((d) => d.name === rail));
     return [isRdma ? rdmaRail(members, rail, rdma) : tcpRail(members, rail)];
   }
   const devices = [...new Set([...rdma.values()].flatMap((cs) => cs.map((c) => c.device)))].sort();
@@ -60,31 +64,68 @@ function rdmaRail(
   rdma: ReadonlyMap<string, NicCandidate[]>,
 ): RailPlan {
   const endpoints = new Map<string, Endpoint>();
-  for (const m of members) {
-    const nic = rdma.get(m.node)?.find((c) => c.device === device);
-    const port = nic?.ports[0];
-    if (!nic || !port) {
-      endpoints.set(m.node, { problem: `${m.node} has no RDMA device ${device} with an active port` });
-      continue;
-    }
-    if (nic.roce && port.gidIndex === null) {
-      endpoints.set(m.node, { problem: `${device} on ${m.node} has no RoCE GID a rank could use` });
-      continue;
-    }
-    // perftest exchanges its connection details over TCP: the port's own netdev address, else the rank address
-    const a = port.netdev ? rankAddress(m, port.netdev) : { address: null, why: null };
-    const address = a.address ?? rankAddress(m, undefined).address;
-    if (address === null) {
-      endpoints.set(m.node, { problem: `${m.node} has no address to exchange ${device}'s connection details on` });
-      continue;
-    }
-    endpoints.set(m.node, {
-      address,
-      device,
-      ...(port.gidIndex !== null ? { gidIndex: port.gidIndex } : {}),
-    });
-  }
+  for (const m of members) endpoints.set(m.node, rdmaEndpoint(m, device, rdma.get(m.node) ?? []));
   return { rail: { name: device, kind: 'rdma', tools: RDMA_TOOLS }, endpoints };
+}
+
+/**
+ * perftest's -x takes GID indexes 0 to 64 (MAX_GID_IX in perftest's
+ * src/perftest_parameters.h, 4.5 to the 2026 master); a larger one is refused by its
+ * option parser, so it is a problem here, named, instead of a failed probe.
+ */
+const PERFTEST_MAX_GID_INDEX = 64;
+
+/** One node's end of an RDMA rail: the port and GID a rank gets, and an IPv4 address for perftest's exchange. */
+function rdmaEndpoint(m: CheckMember, device: string, candidates: readonly NicCandidate[]): Endpoint {
+  if (!m.facts) return { problem: `${m.node} has not reported facts, so its RDMA devices are unknown` };
+  const port = candidates.find((c) => c.device === device)?.ports[0];
+  if (!port) {
+    const others = candidates.map((c) => c.device).join(', ');
+    return {
+      problem: `${m.node} has no RDMA device ${device} with an active port (active: ${others || 'none'})`,
+    };
+  }
+  // perftest connects an iWARP device only through rdma_cm (-R), whose listener is no TCP
+  // port the agent could watch; these probes exchange queue pairs over TCP instead
+  const transport = m.facts.rdma.devices.find((d) => d.name === device)?.transport;
+  if (transport === 'iWARP')
+    return { problem: `${device} on ${m.node} is an iWARP device, which rankd's perftest probes do not measure` };
+  const roce = port.linkLayer === 'Ethernet';
+  if (roce && port.gidIndex === null)
+    return { problem: `${device} port ${port.port} on ${m.node} has no RoCE GID a rank could use` };
+  if (port.gidIndex !== null && port.gidIndex > PERFTEST_MAX_GID_INDEX)
+    return {
+      problem:
+        `${device} port ${port.port} on ${m.node}: a rank's GID index is ${port.gidIndex}, ` +
+        `and perftest's -x takes 0 to ${PERFTEST_MAX_GID_INDEX}`,
+    };
+  const address = exchangeAddress(m, port.netdev);
+  if ('problem' in address) return address;
+  return {
+    address: address.ipv4,
+    device,
+    ibPort: port.port,
+    // on InfiniBand a rank routes by LID, and so does perftest without -x
+    ...(roce && port.gidIndex !== null ? { gidIndex: port.gidIndex } : {}),
+  };
+}
+
+/**
+ * The IPv4 address perftest's two sides exchange their queue-pair details over: TCP, and
+ * IPv4 unless told otherwise (src/perftest_communication.c). The port's own netdev's,
+ * when it has one; an InfiniBand port often has no IPoIB address, and then the rank
+ * address carries the exchange. Either way the measured traffic is the RDMA port's: the
+ * exchange only sets it up.
+ */
+function exchangeAddress(m: CheckMember, netdev: string | null): { ipv4: string } | { problem: string } {
+  const own = netdev ? m.facts?.nics.find((n) => n.name === netdev)?.addresses.find((a) => a.family === 'inet') : null;
+  if (own) return { ipv4: own.address };
+  const rank = rankAddress(m, undefined).address;
+  if (rank !== null && isIPv4(rank)) return { ipv4: rank };
+  const where = netdev ? `${netdev} has no IPv4 address and ` : '';
+  return {
+    problem: `${m.node}: ${where}its rank address is ${rank ?? 'unknown'}, not IPv4; perftest exchanges its setup over IPv4`,
+  };
 }
 
 function rdmaCandidates(facts: Facts): NicCandidate[] {
