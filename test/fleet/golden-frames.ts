@@ -118,6 +118,54 @@ export const fleetGolden: Record<string, FleetGolden[]> = {
         launcher: { path: '/x/rank-supervisor', version: null, problem: 'the rank supervisor is not built' },
       },
     },
+    // the probe programs of `rankd check net`: where each is, or null; an older agent omits them
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        probeTools: { iperf3: '/usr/bin/iperf3', ib_write_bw: null, ib_write_lat: null },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        probeTools: { iperf3: null, ib_write_bw: '/usr/bin/ib_write_bw' },
+      },
+      error: INVALID,
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        probeTools: { iperf3: null, ib_write_bw: null, ib_write_lat: null, nccl_tests: '/x' },
+      },
+      error: INVALID,
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        probeTools: { iperf3: true, ib_write_bw: null, ib_write_lat: null },
+      },
+      error: INVALID,
+    },
     {
       map: AgentMessages,
       frame: {

@@ -17,6 +17,8 @@ export interface AgentSpec {
   /** A generated sysfs/procfs tree the agent reads its facts from. */
   root?: string;
   extra?: string[];
+  /** A command that execs the agent (see spawnDaemon). */
+  wrap?: string[];
 }
 
 export interface FleetUnderTest {
@@ -42,6 +44,7 @@ export async function fleetUnderTest(t: Test, specs: ReadonlyArray<string | Agen
       name: s.name,
       ...(s.root ? { root: s.root } : {}),
       ...(s.extra ? { extra: s.extra } : {}),
+      ...(s.wrap ? { wrap: s.wrap } : {}),
     });
     agents.set(s.name, agent);
     t.teardown(() => agent.stop());

@@ -17,8 +17,10 @@ export interface Daemon {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
-export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
-  const child = spawn(process.execPath, [CLI, ...args], {
+/** `wrap`: a command that execs the daemon, e.g. unshare(1) into a mount namespace of the test's. */
+export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}, wrap: string[] = []): Daemon {
+  const [command, ...before] = [...wrap, process.execPath];
+  const child = spawn(command, [...before, CLI, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
@@ -186,7 +188,15 @@ export function agentStateDir(controller: { dataDir: string }, name: string): st
 /** Starts `rankd agent`: it enrolls with the controller's test join token (pinning its CA hash) unless its state dir already holds a certificate. */
 export function startAgent(
   controller: AgentTarget,
-  opts: { name: string; labels?: string[]; root?: string; spoolDir?: string; stateDir?: string; extra?: string[] },
+  opts: {
+    name: string;
+    labels?: string[];
+    root?: string;
+    spoolDir?: string;
+    stateDir?: string;
+    extra?: string[];
+    wrap?: string[];
+  },
 ): Daemon {
   const stateDir = opts.stateDir ?? agentStateDir(controller, opts.name);
   const args = [
@@ -209,7 +219,7 @@ export function startAgent(
   args.push('--spool-dir', opts.spoolDir ?? mkdtempSync(join(tmpdir(), 'rankd-spool-')));
   args.push(...(opts.extra ?? []));
   // short reconnect backoff keeps restart tests quick; the token goes by environment, off the command line
-  return spawnDaemon(args, { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: controller.joinToken });
+  return spawnDaemon(args, { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: controller.joinToken }, opts.wrap);
 }
 
 export interface NodeViewLike {

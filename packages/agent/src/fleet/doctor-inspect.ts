@@ -1,9 +1,10 @@
 // What the doctor needs from a node beyond its facts: the clock (for skew), whether
 // numactl is installed (for `numactl -H` to compare facts with), the rank supervisor that
-// starts the ranks (its path and version, or why it cannot), and the state of required
+// starts the ranks (its path and version, or why it cannot), the probe programs of
+// `rankd check net` (found the way the probes find them), and the state of required
 // paths — stat'ed by the agent itself, so that a stale NFS mount shows as the error it is.
 import fs from 'node:fs';
-import type { DoctorInspect, PathState, RankLauncher } from '@rankd/protocol';
+import type { DoctorInspect, PathState, ProbeTools, RankLauncher } from '@rankd/protocol';
 import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { findTool } from '../ranks/program.js';
 
@@ -13,13 +14,24 @@ const STAT_TIMEOUT_MS = 3000;
 export async function inspectNode(
   m: DoctorInspect,
   launcher?: SupervisorBinary,
-): Promise<{ agentTime: number; numactl: string | null; paths: PathState[]; launcher?: RankLauncher }> {
+): Promise<{
+  agentTime: number;
+  numactl: string | null;
+  paths: PathState[];
+  launcher?: RankLauncher;
+  probeTools: ProbeTools;
+}> {
   const paths = await Promise.all(m.paths.map((p) => statPath(p)));
   return {
     agentTime: Date.now(),
     numactl: findTool('numactl'),
     paths,
     ...(launcher ? { launcher: launcherReport(launcher) } : {}),
+    probeTools: {
+      iperf3: findTool('iperf3'),
+      ib_write_bw: findTool('ib_write_bw'),
+      ib_write_lat: findTool('ib_write_lat'),
+    },
   };
 }
 

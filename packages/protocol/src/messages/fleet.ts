@@ -130,6 +130,20 @@ export const RankLauncher = Type.Object(
 );
 export type RankLauncher = Type.Static<typeof RankLauncher>;
 
+/**
+ * Where each program `rankd check net` runs is, or null when it is not installed: iperf3
+ * over TCP, perftest's ib_write_bw and ib_write_lat over RDMA.
+ */
+export const ProbeTools = Type.Object(
+  {
+    iperf3: Type.Union([Path, Type.Null()]),
+    ib_write_bw: Type.Union([Path, Type.Null()]),
+    ib_write_lat: Type.Union([Path, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+export type ProbeTools = Type.Static<typeof ProbeTools>;
+
 export const DoctorNodeReport = message('doctor.report', {
   agentTime: Millis,
   /** Where numactl is, or null when it is not installed. */
@@ -137,6 +151,8 @@ export const DoctorNodeReport = message('doctor.report', {
   paths: Type.Array(PathState, { maxItems: 256 }),
   /** Absent from agents too old to report their rank supervisor. */
   launcher: Type.Optional(RankLauncher),
+  /** Absent from agents older than `rankd check net`. */
+  probeTools: Type.Optional(ProbeTools),
 });
 export type DoctorNodeReport = Type.Static<typeof DoctorNodeReport>;
 

@@ -12,7 +12,14 @@ import type { FleetInventory } from '../inventory/inventory-service.js';
 import type { NodeRegistry } from '../../nodes/node-registry.js';
 import { fail, warn } from './check.js';
 import { clockChecks, consistencyChecks, type ClockSample } from './fleet-checks.js';
-import { launcherCheck, memlockCheck, numaMemoryCheck, numactlCheck, pathChecks } from './node-checks.js';
+import {
+  launcherCheck,
+  memlockCheck,
+  numaMemoryCheck,
+  numactlCheck,
+  pathChecks,
+  probeToolsCheck,
+} from './node-checks.js';
 import { nicLocalityCheck, rdmaPortCheck, roceGidCheck } from './rdma-checks.js';
 import { reachMatrix } from './reach-matrix.js';
 
@@ -95,8 +102,10 @@ export class DoctorService {
         checks.push(numaMemoryCheck(n.node, n.facts));
       }
       const launcher = n.report ? launcherCheck(n.node, n.report) : null;
+      const tools = n.report ? probeToolsCheck(n.node, n.report, n.facts) : null;
       if (n.report)
         checks.push(numactlCheck(n.node, n.report), ...(launcher ? [launcher] : []), ...pathChecks(n.node, n.report));
+      if (tools) checks.push(tools);
     }
     const withFacts = inspected.filter((n): n is Inspected & { facts: Facts } => n.facts !== null);
     checks.push(...consistencyChecks(withFacts.map((n) => ({ node: n.node, facts: n.facts }))));

@@ -1,5 +1,6 @@
 // Doctor checks of one node on its own: the memlock limit ranks get, free memory per
-// NUMA node, numactl, the rank launcher, and the paths a job needs.
+// NUMA node, numactl, the rank launcher, the probe programs of `rankd check net`, and the
+// paths a job needs.
 import type { DoctorCheck, DoctorNodeReport, Facts } from '@rankd/protocol';
 import { bytes, fail, pass, warn } from './check.js';
 import { rankNumaNodes } from './rdma-checks.js';
@@ -90,6 +91,41 @@ export function launcherCheck(node: string, report: DoctorNodeReport): DoctorChe
     `ranks cannot start: ${l.problem}`,
     'install a C compiler (`apt-get install gcc`) and run `npm run build` where the agent is built, then reinstall and restart the agent',
   );
+}
+
+/**
+ * The probe programs `rankd check net` starts on this node: iperf3 always (TCP rails and
+ * nodes without RDMA), perftest's ib_write_bw and ib_write_lat where the node has RDMA
+ * devices. A missing one is a WARN, as a job runs without it; the check's row for the
+ * node would read "not installed" instead of a measurement. null for an agent too old to say.
+ */
+export function probeToolsCheck(node: string, report: DoctorNodeReport, f: Facts | null): DoctorCheck | null {
+  const tools = report.probeTools;
+  if (!tools) return null;
+  const rdma = f?.rdma.devices.map((d) => d.name) ?? [];
+  const missing: string[] = [];
+  const packages: string[] = [];
+  if (!tools.iperf3) {
+    missing.push('iperf3 is not installed: rankd check net cannot measure this node');
+    packages.push('iperf3');
+  }
+  const perftest = (['ib_write_bw', 'ib_write_lat'] as const).filter((p) => !tools[p]);
+  if (rdma.length > 0 && perftest.length > 0) {
+    const what = perftest.length === 2 ? 'ib_write_bw and ib_write_lat are' : `${perftest[0]} is`;
+    missing.push(`${what} not installed: rankd check net cannot measure ${rdma.join(', ')} over RDMA`);
+    packages.push('perftest');
+  }
+  if (missing.length > 0)
+    return warn(
+      node,
+      'fabric.tools',
+      missing.join('; '),
+      `install ${agree(packages.length, 'it', 'them')}: \`apt install ${packages.join(' ')}\` (dnf: the same package names)`,
+    );
+  const found = [`iperf3 at ${tools.iperf3}`];
+  if (rdma.length > 0) found.push(`ib_write_bw at ${tools.ib_write_bw}`, `ib_write_lat at ${tools.ib_write_lat}`);
+  else found.push('no RDMA device, so perftest is not needed');
+  return pass(node, 'fabric.tools', found.join(', '));
 }
 
 export function pathChecks(node: string, report: DoctorNodeReport): DoctorCheck[] {
