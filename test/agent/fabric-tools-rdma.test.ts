@@ -2,7 +2,8 @@
 // device, so the output is the fixtures in test/fixtures/perftest, built from perftest's own
 // format strings (see their README); the argv is checked against what perftest's option
 // parser accepts and needs on both sides.
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import {
@@ -104,4 +105,41 @@ t.test("a perftest server's bind failure reads as a port in use, so the next off
   t.ok(PORT_TAKEN.test("Couldn't listen to port 29600"));
   t.ok(PORT_TAKEN.test('iperf3: error - unable to start listener for connections: Address already in use'));
   t.notOk(PORT_TAKEN.test(' Unable to find the Infiniband/RoCE device'));
+});
+
+// perftest parses its options before it looks for the device, so the installed programs
+// can judge every argv here: given a device no machine has, each stops at the device
+// lookup if its options were accepted, and never opens a socket.
+const perftestMissing = ['ib_write_bw', 'ib_write_lat'].some((p) => !existsSync(`/usr/bin/${p}`))
+  ? 'perftest is not installed (scripts/test-deps.sh installs it)'
+  : false;
+
+function perftest(program: string, args: readonly string[]): { code: number | null; stderr: string } {
+  const r = spawnSync(program, args, { encoding: 'utf8', timeout: 10_000, env: { PATH: '/usr/bin:/bin', LANG: 'C' } });
+  return { code: r.status, stderr: `${r.stderr}${r.stdout}` };
+}
+
+t.test("the installed perftest's option parser accepts every argv built here", { skip: perftestMissing }, async (t) => {
+  const params = [
+    { device: 'rankd-no-such-dev', ibPort: 2, gidIndex: 64, durationS: 1 },
+    { device: 'rankd-no-such-dev', ibPort: 1, durationS: 60 },
+  ];
+  for (const tool of ['ib_write_bw', 'ib_write_lat'] as const) {
+    for (const p of params) {
+      for (const args of [
+        serverArgs({ tool, ...p }, '127.0.0.1', 29999),
+        clientArgs({ tool, ...p }, '127.0.0.1', 29999, '127.0.0.1'),
+      ]) {
+        const r = perftest(tool, args);
+        t.notMatch(r.stderr, /Parser function exited with Error/, `${tool} ${args.join(' ')}: options accepted`);
+        t.match(r.stderr, /Unable to find the Infiniband\/RoCE device/, 'it stopped at the device lookup');
+        t.equal(r.code, 1);
+      }
+    }
+  }
+  // the same parser refuses what this file says it refuses, so the assertions above can fail
+  const tooHigh = perftest('ib_write_bw', ['-d', 'rankd-no-such-dev', '-x', '65', '-p', '29999']);
+  t.match(tooHigh.stderr, /Gid index should be between 0 and 64[\s\S]*Parser function exited with Error/);
+  const bidirLat = perftest('ib_write_lat', ['-d', 'rankd-no-such-dev', '-b', '-p', '29999']);
+  t.match(bidirLat.stderr, /Bidirectional is only available in BW test/);
 });
