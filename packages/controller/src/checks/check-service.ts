@@ -26,6 +26,7 @@ import { analyse, type NodeProblem } from './link-analysis.js';
 import { runSchedule } from './net-check.js';
 import { agentProber, PortOffer, type PairProber } from './pair-probe.js';
 import { planRails, type CheckMember } from './rails.js';
+import { runWithRecheck } from './recheck-round.js';
 
 /** The bound on a drain's reason (REST's NodeDrainBody). */
 const MAX_REASON_CHARS = 1024;
@@ -38,6 +39,8 @@ export interface NetCheckOptions {
   nodes?: readonly string[];
   /** Rounds to run; default all of them. */
   maxRounds?: number;
+  /** Then probe each suspect once more against a healthy node (a preflight: see recheck-round.ts). */
+  recheck?: boolean;
 }
 
 export class CheckService {
@@ -125,7 +128,9 @@ export class CheckService {
           ? `one node selected (${nodes[0]}): a net check measures pairs, so there is nothing to measure`
           : 'no node selected';
     } else {
-      run = await runSchedule({ nodes, plans, problems, probe: this.probe, durationS, maxRounds: opts.maxRounds });
+      const schedule = { nodes, plans, problems, probe: this.probe, durationS, maxRounds: opts.maxRounds };
+      const rails = plans.map((p) => p.rail);
+      run = opts.recheck ? await runWithRecheck({ ...schedule, rails, threshold }) : await runSchedule(schedule);
     }
     const analysis = analyse({
       nodes,

@@ -6,7 +6,7 @@
 import type { NodeProblem, PairProbe } from './link-analysis.js';
 import type { PairProber } from './pair-probe.js';
 import type { RailPlan } from './rails.js';
-import { circleSchedule } from './round-robin.js';
+import { circleSchedule, type Round } from './round-robin.js';
 
 export interface ScheduleRun {
   probes: PairProbe[];
@@ -24,6 +24,9 @@ export async function runSchedule(opts: {
   durationS: number;
   /** A preflight runs one round; a full check all of them. */
   maxRounds?: number;
+  /** Rounds to run instead of the circle method's (a preflight's recheck), numbered from firstRound. */
+  schedule?: readonly Round[];
+  firstRound?: number;
   now?: () => number;
 }): Promise<ScheduleRun> {
   const { nodes, plans, problems, probe, durationS } = opts;
@@ -32,12 +35,14 @@ export async function runSchedule(opts: {
     for (const [node, end] of plan.endpoints)
       if ('problem' in end && !problems.has(node)) problems.set(node, { verdict: 'flagged', reason: end.problem });
 
-  const schedule = circleSchedule(nodes.length);
+  const schedule = opts.schedule ?? circleSchedule(nodes.length);
   const roundsRun = Math.min(schedule.length, opts.maxRounds ?? schedule.length);
+  const firstRound = opts.firstRound ?? 0;
   const probes: PairProbe[] = [];
-  for (let round = 0; round < roundsRun; round++) {
+  for (let k = 0; k < roundsRun; k++) {
+    const round = firstRound + k;
     const startedAt = now();
-    const runs = schedule[round]!.flatMap(([i, j]) =>
+    const runs = schedule[k]!.flatMap(([i, j]) =>
       plans.map(async (plan): Promise<PairProbe> => {
         const a = nodes[i]!;
         const b = nodes[j]!;

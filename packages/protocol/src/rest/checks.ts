@@ -99,7 +99,7 @@ export const NetCheckResult = Type.Object({
   threshold: Type.Number(),
   /** Rounds the schedule had: N−1 for even N, N for odd N (the circle method). */
   rounds: Type.Integer({ minimum: 0 }),
-  /** Rounds that ran: fewer for a preflight, which runs one. */
+  /** Rounds that ran: fewer for a preflight, which runs one (and a recheck round of its suspects). */
   roundsRun: Type.Integer({ minimum: 0 }),
   rails: Type.Array(RailSummary),
   nodes: Type.Array(NodeVerdict),
