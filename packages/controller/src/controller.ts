@@ -23,6 +23,7 @@ import { jobHandlers } from './jobs/job-handlers.js';
 import { pmiHandlers } from './jobs/pmi-handlers.js';
 import { FenceExchange } from './pmi/fence-exchange.js';
 import { JobManager } from './jobs/job-manager.js';
+import { PREFLIGHT_DURATION_S } from './jobs/preflight.js';
 import { OpenMpiLaunch } from './openmpi/openmpi-launch.js';
 import { OpenMpiMode } from './openmpi/openmpi-mode.js';
 import { LogStore } from './jobs/log-store.js';
@@ -166,6 +167,13 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     options.limits,
     options.defaultCpusPerRank,
   );
+  jobs.usePreflight({
+    run: (nodes, threshold) =>
+      fleet.checks.runNet(
+        { duration: PREFLIGHT_DURATION_S, threshold },
+        { by: null, nodes, maxRounds: 1, recheck: true },
+      ),
+  });
   jobs.restore();
   const refusals = new AgentRefusals(audit, agents, registry, log);
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);

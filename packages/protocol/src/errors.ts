@@ -454,6 +454,12 @@ export const CheckErrorCode = section('Fabric checks', {
     null,
     'The node has no usable address or device on the rail to measure (no such NIC, no address, no GID).',
   ),
+  PreflightFailed: defineError(
+    'RANKD_PREFLIGHT_FAILED',
+    null,
+    "A job's preflight (rankd run --preflight) flagged a node its placement cannot leave out, or could not " +
+      'measure its nodes: the job ended without starting a rank; the reason has the finding.',
+  ),
 });
 export type CheckErrorCode = (typeof CheckErrorCode)[keyof typeof CheckErrorCode];
 

@@ -4,9 +4,12 @@
 // by the scheduler once what it asks for is free (schedule/). The manager keeps queued
 // jobs in memory and writes their changes through to the store; once a job is planned,
 // its life belongs to the lifecycle (job-lifecycle.ts), which alone holds live jobs.
+// A --preflight job is planned and holds its allocation while its nodes are measured; it
+// stays queued to its submitter until the check passes (preflight-decision.ts).
 import { EventEmitter } from 'node:events';
 import {
   ErrorCode,
+  NET_CHECK_THRESHOLD,
   RankdError,
   type CpuDefault,
   type JobState,
@@ -22,6 +25,9 @@ import { allocationOf, type GroupResolver, type PlanOptions } from '@rankd/plann
 import type { UserLimits } from '../schedule/limits.js';
 import { Scheduler } from '../schedule/scheduler.js';
 import type { Start } from '../schedule/scheduling-pass.js';
+import { AllocationLedger } from '../schedule/ledger.js';
+import { place, PlacementContext } from '../schedule/placement.js';
+import { naturalCompare } from '@rankd/protocol/natural-order';
 import type { EventsRepo } from '../store/events-repo.js';
 import type { JobRecord } from './job-records.js';
 import type { JobFilter, JobsRepo } from './jobs-repo.js';
@@ -39,6 +45,14 @@ import type { NodeFailure } from './attempts-repo.js';
 import { MasterPorts } from './master-ports.js';
 import { nodesOf, type LiveJobView } from './live-job.js';
 import type { MpiStrategy } from './mpi-strategy.js';
+import {
+  measureNodes,
+  refereesFor,
+  PREFLIGHT_DURATION_S,
+  PREFLIGHT_FAILED_STATUS,
+  type PreflightChecks,
+} from './preflight.js';
+import { decidePreflight, oneNodeNote, unmeasured, type PreflightDecision } from './preflight-decision.js';
 
 export { exitStatus, isTerminal } from './rank-status.js';
 
@@ -65,6 +79,10 @@ export class JobManager extends EventEmitter<JobEvents> {
   private readonly ports = new MasterPorts();
   /** The timers that wake the scheduler when a restarting job's --restart-delay is over. */
   private readonly restartTimers = new Map<string, () => void>();
+  /** How --preflight jobs' nodes are measured; the controller wires its checks here. */
+  private preflightChecks: PreflightChecks | null = null;
+  /** Jobs whose preflight runs: planned and holding their allocation, still queued, no rank started. */
+  private readonly preflighting = new Map<string, { cancelled: boolean }>();
 
   constructor(
     private readonly repo: JobsRepo,
@@ -111,7 +129,7 @@ export class JobManager extends EventEmitter<JobEvents> {
         drained: () => this.registry.drained(),
         planOptions: () => this.planOptions(),
         usageOf: (id) => {
-          const job = this.lifecycle.get(id)?.job;
+          const job = this.lifecycle.get(id)?.job ?? (this.preflighting.has(id) ? this.queued.get(id) : undefined);
           return job && { owner: job.owner, cores: job.demand?.cores ?? 0 };
         },
         start: (start) => this.startQueued(start),
@@ -125,6 +143,11 @@ export class JobManager extends EventEmitter<JobEvents> {
     registry.on('changed', () => this.scheduler.schedule());
     // a drain starts nothing, but queued jobs that now wait on it should say so
     registry.on('drained', () => this.scheduler.schedule());
+  }
+
+  /** Where --preflight jobs' checks run (the fleet's CheckService); without it such jobs are refused. */
+  usePreflight(checks: PreflightChecks): void {
+    this.preflightChecks = checks;
   }
 
   /** Live jobs, read-only: views, metrics and relays read them; only the lifecycle changes them. */
@@ -180,6 +203,7 @@ export class JobManager extends EventEmitter<JobEvents> {
       const existing = this.repo.getByKey(submit.idempotencyKey);
       if (existing) return { view: this.view(existing.id)!, created: false };
     }
+    this.checkPreflight(submit);
     const now = this.clock.now();
     const { job: queued } = admit(
       newJobId(now),
@@ -211,13 +235,122 @@ export class JobManager extends EventEmitter<JobEvents> {
     return { view: this.view(job.id)!, created: true };
   }
 
-  /** The scheduler found room: the job leaves the queue for the lifecycle, which starts its ranks. */
-  private startQueued({ job: q, rankMap, alloc }: Start): void {
-    const job = this.queued.get(q.id);
+  private checkPreflight(submit: JobSubmit): void {
+    if (submit.preflightThreshold !== undefined && !submit.preflight)
+      throw new RankdError(
+        ErrorCode.InvalidRequest,
+        'preflightThreshold is the threshold of a preflight: set preflight',
+      );
+    if (submit.preflight && !this.preflightChecks)
+      throw new RankdError(ErrorCode.InvalidRequest, 'this controller runs no fabric checks: a preflight cannot run');
+  }
+
+  /** The scheduler found room: the job goes to the lifecycle (after its preflight, if it asked for one). */
+  private startQueued(start: Start): void {
+    const job = this.queued.get(start.job.id);
     if (!job) return;
-    this.queued.delete(q.id);
+    if (job.submit.preflight) this.preflight(job, start);
+    else this.launch(job, start);
+  }
+
+  /** The job leaves the queue for the lifecycle, which starts its ranks. */
+  private launch(job: JobRecord, { rankMap, alloc }: Start): void {
+    this.queued.delete(job.id);
     this.lifecycle.begin(job, rankMap, alloc);
     this.emit('changed', job.id);
+  }
+
+  /**
+   * A --preflight job was planned: its ranks wait while the plan's nodes are measured. It
+   * holds what the pass gave it meanwhile (no other job is placed on nodes under measurement),
+   * for as long as the check's deadline at most, and stays queued with the preflight as its
+   * reason. Every outcome arrives on a later tick, the one-node no-op's too, so that the
+   * submitter is told what the preflight did.
+   */
+  private preflight(job: JobRecord, start: Start): void {
+    const nodes = start.rankMap.nodes.map((n) => n.name);
+    const threshold = job.submit.preflightThreshold ?? NET_CHECK_THRESHOLD.default;
+    const entry = { cancelled: false };
+    this.preflighting.set(job.id, entry);
+    const { attempt } = job;
+    let outcome: Promise<PreflightDecision | null>;
+    if (nodes.length < 2) {
+      this.preflightNote(job, oneNodeNote(nodes[0]!), { action: 'skipped', nodes, attempt });
+      outcome = Promise.resolve(null);
+    } else {
+      // nodes it left out already would be measured again for nothing
+      const ready = this.registry
+        .candidates()
+        .map((n) => n.name)
+        .filter((n) => !job.excluded.includes(n));
+      const referees = refereesFor(nodes, ready, (n) => this.scheduler.ledger.isIdle(n));
+      const what = [
+        `${PREFLIGHT_DURATION_S} s probes, threshold ${threshold}`,
+        ...(referees.length > 0 ? [`${referees.join(', ')} as ${referees.length > 1 ? 'referees' : 'referee'}`] : []),
+      ];
+      const note = `preflight: measuring ${nodes.join(', ')} (${what.join('; ')})`;
+      this.preflightNote(job, note, { action: 'measuring', nodes, referees, attempt });
+      outcome = this.measure(job, nodes, referees, threshold);
+    }
+    void outcome.then((decision) => {
+      this.preflighting.delete(job.id);
+      // cancelled meanwhile: the job has ended; its probes are over now, and so is its hold
+      if (entry.cancelled) this.scheduler.release(job.id);
+      else if (decision === null) this.launch(job, start);
+      else this.applyPreflight(job, start, decision);
+    });
+  }
+
+  private async measure(
+    job: JobRecord,
+    nodes: string[],
+    referees: string[],
+    threshold: number,
+  ): Promise<PreflightDecision> {
+    if (!this.preflightChecks) return unmeasured('this controller runs no fabric checks');
+    const outcome = await measureNodes(this.preflightChecks, [...nodes, ...referees], threshold, this.clock);
+    if ('error' in outcome) return unmeasured(outcome.error);
+    return decidePreflight(outcome.result, {
+      planned: nodes,
+      nodelist: Boolean(job.submit.placement?.nodelist),
+      placeWithout: (left) => this.placeWithout(job, left),
+    });
+  }
+
+  private applyPreflight(job: JobRecord, start: Start, decision: PreflightDecision): void {
+    const nodes = decision.action === 'leave-out' ? decision.nodes : [];
+    const data = { action: decision.action, nodes, attempt: job.attempt };
+    if (decision.action === 'fail') {
+      // the note is the job's end: said once, as its reason
+      this.events.append('job.preflight', job.id, { ...data, note: decision.note });
+      this.scheduler.release(job.id);
+      this.endQueued(job, 'failed', decision.note, PREFLIGHT_FAILED_STATUS);
+      return;
+    }
+    this.preflightNote(job, decision.note, data);
+    if (decision.action === 'pass') return this.launch(job, start);
+    this.scheduler.release(job.id);
+    // the exclusion path of a failed attempt's nodes: placement never picks them for this job again
+    job.excluded = [...new Set([...job.excluded, ...decision.nodes])];
+    this.repo.updateJob(job);
+    this.scheduler.enqueue(queuedJob(job));
+    this.scheduler.schedule();
+  }
+
+  /** The preflight's word becomes the queued job's reason, and its history's. */
+  private preflightNote(job: JobRecord, note: string, data: Record<string, unknown>): void {
+    job.reason = note;
+    this.repo.updateJob(job);
+    this.events.append('job.preflight', job.id, { ...data, note });
+    this.emit('changed', job.id);
+  }
+
+  /** Why the job could not be placed on the idle ready cluster without `nodes` too; null when it could. */
+  private placeWithout(job: JobRecord, nodes: readonly string[]): string | null {
+    const trial = { ...queuedJob(job), restarting: false, excluded: new Set([...job.excluded, ...nodes]) };
+    const ready = this.registry.candidates().sort((a, b) => naturalCompare(a.name, b.name));
+    const placed = place(trial, new AllocationLedger(), new PlacementContext(ready, this.planOptions()));
+    return placed.ok ? null : placed.reason;
   }
 
   /** A failed attempt is closed: the job waits in the queue for its next, keeping its place (its submission time). */
@@ -336,18 +469,30 @@ export class JobManager extends EventEmitter<JobEvents> {
 
   /** A queued job leaves the queue: it never ran, so it ends at once. */
   private cancelQueued(job: JobRecord, why: string): JobView {
+    // its check goes on to its end (its probes are bounded); what the job holds is freed then
+    const preflight = this.preflighting.get(job.id);
+    if (preflight) preflight.cancelled = true;
+    const where = preflight
+      ? 'during its preflight'
+      : job.attempt > 0
+        ? `while waiting for ${restartLabel(job)}`
+        : 'while queued';
+    return this.endQueued(job, 'cancelled', `${why} ${where}`, 130);
+  }
+
+  /** A queued job ends without a rank of its attempt having started: cancelled, or failed by its preflight. */
+  private endQueued(job: JobRecord, state: 'cancelled' | 'failed', reason: string, exitCode: number): JobView {
     this.queued.delete(job.id);
     this.scheduler.dequeue(job.id);
-    // cancelled during a --restart-delay: nothing starts
+    // ended during a --restart-delay: nothing starts
     this.restartTimers.get(job.id)?.();
     this.restartTimers.delete(job.id);
     this.lifecycle.forgetLastPort(job.id);
     const now = this.clock.now();
-    const where = job.attempt > 0 ? `while waiting for ${restartLabel(job)}` : 'while queued';
-    Object.assign(job, { state: 'cancelled', reason: `${why} ${where}`, exitCode: 130, endedAt: now, restartAt: null });
+    Object.assign(job, { state, reason, exitCode, endedAt: now, restartAt: null });
     this.repo.updateJob(job);
-    this.events.append('job.state', job.id, { from: 'queued', to: 'cancelled', reason: job.reason });
-    this.emit('ended', job.id, 'cancelled');
+    this.events.append('job.state', job.id, { from: 'queued', to: state, reason });
+    this.emit('ended', job.id, state);
     this.emit('changed', job.id);
     return jobView(job, [], this.repo.attempts.list(job.id));
   }

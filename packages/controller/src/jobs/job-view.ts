@@ -1,6 +1,6 @@
 // The REST view of a job, assembled from its records.
 import type { AttemptView, JobSummary, JobView, RankView } from '@rankd/protocol';
-import { DEFAULT_JOB_GRACE_SECONDS } from '@rankd/protocol/limits';
+import { DEFAULT_JOB_GRACE_SECONDS, NET_CHECK_THRESHOLD } from '@rankd/protocol/limits';
 import type { AttemptRecord } from './attempts-repo.js';
 import type { JobRecord, RankRecord } from './job-records.js';
 import { maxRestarts, restartOn } from './restart-policy.js';
@@ -36,6 +36,8 @@ export function jobView(job: JobRecord, ranks: readonly RankRecord[], attempts: 
     restartDelay: job.submit.restartDelay ?? 0,
     attempts: attempts.map(attemptView),
     excluded: job.excluded,
+    preflight: job.submit.preflight ?? false,
+    preflightThreshold: job.submit.preflight ? (job.submit.preflightThreshold ?? NET_CHECK_THRESHOLD.default) : null,
   };
 }
 

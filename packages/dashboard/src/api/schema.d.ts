@@ -1735,6 +1735,8 @@ export interface paths {
                         maxRestarts?: number;
                         restartOn?: "any" | "node-lost" | number[];
                         restartDelay?: number;
+                        preflight?: boolean;
+                        preflightThreshold?: number;
                     };
                 };
             };
@@ -1859,6 +1861,8 @@ export interface paths {
                                 restartDelay: number | null;
                             }[];
                             excluded: string[];
+                            preflight: boolean;
+                            preflightThreshold: number | null;
                         };
                     };
                 };
@@ -1982,6 +1986,8 @@ export interface paths {
                                 restartDelay: number | null;
                             }[];
                             excluded: string[];
+                            preflight: boolean;
+                            preflightThreshold: number | null;
                         };
                     };
                 };
@@ -2152,6 +2158,8 @@ export interface paths {
                                 restartDelay: number | null;
                             }[];
                             excluded: string[];
+                            preflight: boolean;
+                            preflightThreshold: number | null;
                         };
                     };
                 };
@@ -2326,6 +2334,8 @@ export interface paths {
                                 restartDelay: number | null;
                             }[];
                             excluded: string[];
+                            preflight: boolean;
+                            preflightThreshold: number | null;
                         };
                     };
                 };
@@ -2523,6 +2533,8 @@ export interface paths {
                                 restartDelay: number | null;
                             }[];
                             excluded: string[];
+                            preflight: boolean;
+                            preflightThreshold: number | null;
                         };
                     };
                 };

@@ -8,6 +8,7 @@ import {
   JOB_NAME_CHARS,
   JOB_RESTART_DELAY_SECONDS,
   JOB_TIMEOUT_SECONDS,
+  NET_CHECK_THRESHOLD,
   PRIORITY,
   schemaBounds,
   schemaLength,
@@ -108,6 +109,17 @@ export const JobSubmit = Type.Object(
     restartOn: Type.Optional(RestartOn),
     /** Seconds before the next attempt; restarts within a minute of each other back off from it. */
     restartDelay: Type.Optional(Type.Number(schemaBounds(JOB_RESTART_DELAY_SECONDS))),
+    /**
+     * Before each attempt's ranks start, measure its nodes (1 s probes, one round of the net
+     * check's schedule, then each suspect against a healthy node): a flagged node is left out
+     * and the job planned again where its placement allows; otherwise the job fails with the
+     * finding (RANKD_PREFLIGHT_FAILED).
+     */
+    preflight: Type.Optional(Type.Boolean()),
+    /** The preflight's threshold: a link below this fraction of its rail's median is slow (default 0.8). */
+    preflightThreshold: Type.Optional(
+      Type.Number({ minimum: NET_CHECK_THRESHOLD.min, maximum: NET_CHECK_THRESHOLD.max }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -227,8 +239,12 @@ export const JobView = Type.Object({
   restartDelay: Type.Number(),
   /** Every attempt that started, oldest first. */
   attempts: Type.Array(AttemptView),
-  /** Nodes its failed attempts left out: its next attempts are planned without them. */
+  /** Nodes its failed attempts or its preflight left out: its next plans are made without them. */
   excluded: Type.Array(Type.String()),
+  /** Whether its nodes are measured before its ranks start (rankd run --preflight). */
+  preflight: Type.Boolean(),
+  /** The preflight's threshold; null without a preflight. */
+  preflightThreshold: Nullable(Type.Number()),
 });
 export type JobView = Type.Static<typeof JobView>;
 
