@@ -26,7 +26,8 @@ interface NetFlags {
   json?: boolean;
 }
 
-function fraction(value: string): number {
+/** A --threshold: a fraction of the rail's median, or a percentage (rankd run --preflight-threshold too). */
+export function fraction(value: string): number {
   const t = value.trim();
   const n = t.endsWith('%') ? Number(t.slice(0, -1)) / 100 : Number(t);
   if (!Number.isFinite(n) || n < NET_CHECK_THRESHOLD.min || n > NET_CHECK_THRESHOLD.max)

@@ -10,6 +10,7 @@ import {
   JOB_NAME_CHARS,
   JOB_RESTART_DELAY_SECONDS,
   JOB_TIMEOUT_SECONDS,
+  NET_CHECK_THRESHOLD,
   PRIORITY,
 } from '@rankd/protocol/limits';
 import { MPI_MODES, type MpiMode } from '@rankd/protocol/mpi-modes';
@@ -23,6 +24,7 @@ import { integerIn, oneOf, secondsIn, textOf } from '../options.js';
 import { restartOnOf } from '../restart-flags.js';
 import { addPlacementOptions, placementSpecFromOptions, type PlacementOptions } from '../placement-flags.js';
 import { programAfterOperands } from '../program-argv.js';
+import { fraction } from './check.js';
 
 type FailPolicy = NonNullable<JobSubmit['failPolicy']>;
 const FAIL_POLICIES: readonly FailPolicy[] = ['fail-fast', 'wait'];
@@ -49,6 +51,8 @@ interface RunFlags extends PlacementOptions {
   restartOn?: NonNullable<JobSubmit['restartOn']>;
   /** Seconds. */
   restartDelay?: number;
+  preflight?: boolean;
+  preflightThreshold?: number;
 }
 
 export function register(program: Command): void {
@@ -113,6 +117,17 @@ export function register(program: Command): void {
       secondsIn(JOB_RESTART_DELAY_SECONDS),
     )
     .option(
+      '--preflight',
+      "measure the job's nodes before its ranks start (1 s probes, as rankd check net); a slow node is left out " +
+        'and the job planned again where its placement allows, else the job fails with the finding (exit 65)',
+    )
+    .option(
+      '--preflight-threshold <fraction>',
+      `with --preflight: a link below this fraction of its rail's median is slow ` +
+        `(default ${NET_CHECK_THRESHOLD.default})`,
+      fraction,
+    )
+    .option(
       '--mpi <mode>',
       "MPI wire-up: pmi1 (default: a PMI-1 server per rank, for MPICH and Intel MPI), openmpi (Open MPI's mpirun through the agents), none",
       oneOf(MPI_MODES),
@@ -134,7 +149,18 @@ restarts (--max-restarts N):
   rankd: attempt 1/3 failed: rank 5 on node c exited 1 (last line: "CUDA error …"); restarting without node c in 0 s
   then the new attempt's rank map, and its output. Attempts count from 1 here (RANKD_ATTEMPT is
   0-based). The exit code is the last attempt's. A job with restarts reads no stdin.
-  rankd logs ID --attempt K shows one attempt; rankd job ID lists them.`,
+  rankd logs ID --attempt K shows one attempt; rankd job ID lists them.
+
+preflight (--preflight):
+  Once the job is planned, and before any rank starts, its nodes measure each other for 1 s
+  (one round of rankd check net's schedule; then each node that round flagged, or left out
+  of its pairs, against a node it found healthy). The job stays queued meanwhile, and says so.
+  A flagged node is left out and the job planned again without it, unless the job names its
+  nodes (--nodelist) or cannot run without it: then it fails with the finding (exit 65,
+  RANKD_PREFLIGHT_FAILED). The check is stored: rankd check net --last, GET /v1/checks.
+  rankd run --preflight -N 4 -- ./train
+  rankd: job j-… queued: preflight: host1 left out: 1 of 1 links flagged: host2→host1 186 Mbit/s,
+    10 % of the tcp median 1.82 Gbit/s; planning again without it (check c-…)`,
   );
   programAfterOperands(cmd, 0);
   cmd.action(async (command: string[], flags: RunFlags) => {
@@ -159,6 +185,7 @@ restarts (--max-restarts N):
       ...(flags.maxRestarts !== undefined ? { maxRestarts: flags.maxRestarts } : {}),
       ...(flags.restartOn !== undefined ? { restartOn: flags.restartOn } : {}),
       ...(flags.restartDelay !== undefined ? { restartDelay: flags.restartDelay } : {}),
+      ...preflightOf(flags),
       ...stdinOf(flags),
     };
     process.exitCode = await runJob(config, submit, {
@@ -166,6 +193,14 @@ restarts (--max-restarts N):
       label: flags.label ? flags.labelFormat : '',
     });
   });
+}
+
+function preflightOf(flags: RunFlags): Pick<JobSubmit, 'preflight' | 'preflightThreshold'> {
+  if (flags.preflightThreshold !== undefined && !flags.preflight)
+    throw new CliError('--preflight-threshold is the threshold of --preflight: give --preflight too', ExitCode.Usage);
+  if (!flags.preflight) return {};
+  const threshold = flags.preflightThreshold;
+  return { preflight: true, ...(threshold !== undefined ? { preflightThreshold: threshold } : {}) };
 }
 
 /** The bound on the ranks' environment (export-env.ts in the protocol), before any request. */
