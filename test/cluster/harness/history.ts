@@ -279,7 +279,9 @@ export function checkHistory(history: History): string[] {
         );
       // an attempt is over when it was released, or when it was the job's last and the job ended
       const over = attempt.released !== null || (attempt.attempt === last && job.ended !== null);
-      if (over) checkEndedAttempt(attempt, attempt.attempt === last ? job.ended : null);
+      // a job that ended straight from the queue (cancelled, or failed by its preflight) never had ranks
+      const neverRan = !attempt.allocated && attempt.ranks.size === 0 && job.ended?.data['from'] === 'queued';
+      if (over && !neverRan) checkEndedAttempt(attempt, attempt.attempt === last ? job.ended : null);
     }
   }
   return problems;
