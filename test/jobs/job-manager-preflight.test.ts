@@ -139,8 +139,8 @@ class World {
   /** What agents were sent: `node type id`. */
   readonly sent: string[] = [];
 
-  constructor(t: Test) {
-    const dir = t.testdir();
+  /** A controller's job side over `dir`: a fresh one, or, given the dir of another, its restart. */
+  constructor(t: Test, dir = t.testdir()) {
     const db = openDatabase(dir);
     t.teardown(() => db.close());
     const repo = new JobsRepo(db);
@@ -352,4 +352,20 @@ t.test('refusals: a threshold without a preflight, and a preflight where no chec
     message: /preflightThreshold is the threshold of a preflight/,
   });
   t.same(w.manager.list({ limit: 10 }).jobs, [], 'nothing was stored');
+});
+
+t.test('a controller restarted during a preflight finds the job queued and measures it again', async (t) => {
+  const dir = t.testdir();
+  const first = new World(t, dir);
+  const id = first.submit(twoNodes);
+  t.equal(first.checks.calls.length, 1, 'the first controller started a check, which never answers');
+  const second = new World(t, dir);
+  second.manager.restore();
+  t.match(second.view(id), { state: 'queued', reason: /^preflight: measuring n1, n2 / }, 'restored queued');
+  await settle();
+  t.equal(second.checks.calls.length, 1, "the restored job's preflight runs again");
+  second.checks.answer([]);
+  await settle();
+  t.same(second.startsOf(id), ['n1', 'n2'], 'and its ranks start once it passes');
+  t.same(first.startsOf(id), [], 'never by the controller that stopped');
 });
