@@ -1,58 +1,36 @@
-// `rankd check net` on a namespace cluster: six hosts, one of them behind a 200 Mbit/s token
-// bucket on its veth. The check must flag exactly that host and its links, drain it with
-// --drain, and the next job must not land on it.
+// `rankd check net` on a namespace cluster of six hosts, one of them behind a 200 Mbit/s
+// token bucket on its veth. The check must flag exactly that host and its links, drain it
+// with --drain, and the next job must not land on it. The same cluster then shows the
+// schedule, read back from the stored history: N−1 rounds for six nodes, N for five, every
+// pair once, and no node in two probes at once; and a check of one node, which has nothing
+// to measure.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
-import { startCluster } from './harness/cluster.js';
+import { startCluster, type Cluster } from './harness/cluster.js';
+import { probeProcesses, throttle } from './harness/fabric.js';
+import { probesOf, scheduleProblems, type NetCheck } from './harness/net-check.js';
 import { clusterTest } from './harness/requirements.js';
 
-interface Link {
-  src: string;
-  dst: string;
-  flagged: boolean;
-  bandwidthBps: number | null;
-  round: number;
-  startedAt: number;
-  endedAt: number;
+async function storedCheck(c: Cluster, id: string): Promise<NetCheck> {
+  const res = await c.api.get<NetCheck>(`/v1/checks/${id}`);
+  if (res.status !== 200) throw new Error(`GET /v1/checks/${id}: ${res.status} ${res.text}`);
+  return res.body;
 }
-interface NetCheck {
-  id: string;
-  rounds: number;
-  roundsRun: number;
-  flagged: string[];
-  drained: string[];
-  links: Link[];
-  nodes: Array<{ node: string; verdict: string; reason: string | null }>;
+
+async function checkCount(c: Cluster): Promise<number> {
+  const res = await c.api.get<{ checks: unknown[] }>('/v1/checks?kind=net&limit=100');
+  if (res.status !== 200) throw new Error(`GET /v1/checks: ${res.status} ${res.text}`);
+  return res.body.checks.length;
 }
 
 clusterTest(
   t,
-  'check net flags the throttled host, drains it, and the next job avoids it',
+  'check net flags the throttled host, drains it, and the next job avoids it; the stored schedule holds',
   { timeout: 300_000 },
   async (t) => {
     const c = await startCluster(t, { hosts: 6 });
+    const all = c.net.hosts.map((h) => h.name);
     const slow = c.net.hosts[5]!;
-    execFileSync('tc', [
-      'qdisc',
-      'add',
-      'dev',
-      slow.veth,
-      'root',
-      'tbf',
-      'rate',
-      '200mbit',
-      'burst',
-      '32kbit',
-      'latency',
-      '400ms',
-    ]);
-    t.teardown(() => {
-      try {
-        execFileSync('tc', ['qdisc', 'del', 'dev', slow.veth, 'root'], { stdio: 'ignore' });
-      } catch {
-        // the veth is gone with the network
-      }
-    });
+    throttle(t, slow.veth, '200mbit');
 
     // Veth links here are bound by the 2 CPUs the probes share, so healthy links spread from
     // about 40 % to 150 % of their median; the 200 Mbit/s link is under 10 %. A real fabric
@@ -68,6 +46,11 @@ clusterTest(
     for (const l of flaggedLinks)
       t.ok(l.src === slow.name || l.dst === slow.name, `${l.src}→${l.dst} touches ${slow.name}`);
     t.equal(result.links.length, 30, 'both directions of the 15 pairs');
+    t.same(
+      result.links.filter((l) => l.error !== null).map((l) => `${l.src}→${l.dst}: ${l.error}`),
+      [],
+      'no probe failed',
+    );
 
     const text = await c.rankd(['check', 'net', '--last'], 30_000);
     t.equal(text.code, 1, '--last exits as the check did');
@@ -92,5 +75,81 @@ clusterTest(
     const job = await c.rankd(['run', '-N', '5', '--', '/bin/hostname'], 60_000);
     t.equal(job.code, 0, `the job ran: ${job.stderr}`);
     t.notMatch(job.stdout, new RegExp(`\\b${slow.name}\\b`), 'no rank on the drained host');
+
+    await t.test('the schedule of six nodes, from the stored history: five rounds', async (t) => {
+      const stored = await storedCheck(c, result.id);
+      t.same(stored.links, result.links, 'GET /v1/checks/:id gives back the links the check printed');
+      t.equal(stored.roundsRun, 5);
+      t.same(scheduleProblems(stored, all, 5), [], 'each pair once, in five rounds, no node in two probes at once');
+      t.equal(probesOf(stored).probes.length, 15, '15 probes, not 15 rounds: three at a time');
+
+      // the checker itself sees an overlap: move one probe of a node into the time of another of its probes
+      const { probes } = probesOf(stored);
+      const first = probes.find((p) => p.round === 0)!;
+      const later = probes.find((p) => p.round > 0 && (p.a === first.a || p.b === first.a))!;
+      const doctored: NetCheck = {
+        ...stored,
+        links: stored.links.map((l) =>
+          [l.src, l.dst].sort().join() === [later.a, later.b].sort().join()
+            ? { ...l, startedAt: first.startedAt, endedAt: first.endedAt }
+            : l,
+        ),
+      };
+      t.match(scheduleProblems(doctored, all, 5).join('\n'), /overlaps/, 'an overlap would be reported');
+    });
+
+    await t.test('the schedule of five nodes (all:!host6): five rounds, one node resting in each', async (t) => {
+      const five = all.filter((n) => n !== slow.name);
+      const odd = await c.rankd([
+        'check',
+        'net',
+        `all:!${slow.name}`,
+        '--duration',
+        '1',
+        '--threshold',
+        '0.3',
+        '--json',
+      ]);
+      t.ok(odd.code === 0 || odd.code === 1, `the check ran (exit ${odd.code}); stderr: ${odd.stderr}`);
+      const stored = await storedCheck(c, (JSON.parse(odd.stdout) as NetCheck).id);
+      t.same(
+        stored.nodes.map((n) => n.node),
+        five,
+        'the pattern selected the five unthrottled hosts',
+      );
+      t.equal(stored.rounds, 5, 'five nodes: five rounds');
+      t.same(scheduleProblems(stored, five, 5), [], 'each pair once, in five rounds, no node in two probes at once');
+      const { probes } = probesOf(stored);
+      t.equal(probes.length, 10, 'ten pairs');
+      for (let r = 0; r < 5; r++) {
+        const ends = probes.filter((p) => p.round === r).flatMap((p) => [p.a, p.b]);
+        t.equal(ends.length, 4, `round ${r}: two pairs, one node resting`);
+      }
+      t.same(
+        stored.links.filter((l) => l.error !== null).map((l) => `${l.src}→${l.dst}: ${l.error}`),
+        [],
+        'no probe failed',
+      );
+    });
+
+    await t.test('one node selected: a clear message, exit 0, nothing measured', async (t) => {
+      const before = await checkCount(c);
+      const one = await c.rankd(['check', 'net', 'host1', '--duration', '1'], 30_000);
+      t.equal(one.code, 0, `exit 0; stderr: ${one.stderr}`);
+      t.match(
+        one.stdout,
+        /one node selected \(host1\): a net check measures pairs, so there is nothing to measure/,
+        'it says why nothing was measured',
+      );
+      const json = await c.rankd(['check', 'net', '--last', '--json'], 30_000);
+      t.equal(json.code, 0, '--last exits 0 too');
+      const stored = JSON.parse(json.stdout) as NetCheck;
+      t.same([stored.rounds, stored.roundsRun, stored.links, stored.flagged], [0, 0, [], []], 'no round, no link');
+      t.equal(await checkCount(c), before + 1, 'the check is stored like any other');
+      t.same(probeProcesses(c), [], 'no probe program runs anywhere');
+    });
+
+    t.same(probeProcesses(c), [], 'no probe program is left running on any host');
+    t.same(c.leftovers(), [], 'nothing at all is left in the namespaces');
   },
 );
