@@ -1,7 +1,7 @@
 // A real cluster in one machine: a controller in its own network namespace, an agent in
 // each host namespace, all real processes from the built CLI, and helpers to cut links,
 // kill and restart daemons, read the history and find what was left behind.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +43,17 @@ export interface AgentDaemon {
   process: NsProcess;
   /** Every process this host's agent has been (restarts included). */
   history: NsProcess[];
+}
+
+/** How one agent is started, for tests that change what it finds on its host. */
+export interface AgentLaunch {
+  /** A directory put first on the agent's PATH (the agent looks its tools up there first). */
+  pathFirst?: string;
+  /**
+   * Programs the agent must not find: /dev/null is bind-mounted over each, in a mount
+   * namespace of the agent's own, so the host's files are untouched.
+   */
+  hide?: string[];
 }
 
 export interface NodeView {
@@ -237,7 +248,7 @@ export class Cluster {
     return this.startController();
   }
 
-  startAgent(agent: AgentDaemon): NsProcess {
+  startAgent(agent: AgentDaemon, launch: AgentLaunch = {}): NsProcess {
     // the identity lives per host, so a restarted agent is the same enrolled node
     const args = [
       process.execPath,
@@ -256,10 +267,10 @@ export class Cluster {
     // ranks run as whoever runs the tests, which is root here
     if (process.getuid?.() === 0) args.push('--allow-root');
     if (agent.root) args.push('--root', agent.root);
+    const env: NodeJS.ProcessEnv = { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: this.joinToken };
+    if (launch.pathFirst) env['PATH'] = `${launch.pathFirst}:${process.env['PATH'] ?? ''}`;
     // a short reconnect backoff keeps the restart and link tests quick
-    const proc = spawnInNetns(agent.host.netns, args, {
-      env: { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: this.joinToken },
-    });
+    const proc = spawnInNetns(agent.host.netns, [...hiding(launch.hide ?? []), ...args], { env });
     agent.process = proc;
     agent.history.push(proc);
     return proc;
@@ -271,10 +282,10 @@ export class Cluster {
     return agent.process.exited;
   }
 
-  async restartAgent(name: string): Promise<NsProcess> {
+  async restartAgent(name: string, launch: AgentLaunch = {}): Promise<NsProcess> {
     const agent = this.agent(name);
     if (agent.process.running()) await agent.process.stop();
-    return this.startAgent(agent);
+    return this.startAgent(agent, launch);
   }
 
   cut(name: string): void {
@@ -438,6 +449,30 @@ export class Cluster {
     if (this.keepRunDir) return;
     rmSync(this.runDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The argv prefix that starts a program with `programs` hidden: a private mount namespace
+ * where /dev/null covers every file of that name on the usual tool path (a device is no
+ * executable), then exec, so the pid is the program's own.
+ */
+function hiding(programs: string[]): string[] {
+  if (programs.length === 0) return [];
+  const dirs = [
+    ...(process.env['PATH'] ?? '').split(':'),
+    '/usr/local/sbin',
+    '/usr/local/bin',
+    '/usr/sbin',
+    '/usr/bin',
+    '/sbin',
+    '/bin',
+  ];
+  const files = [...new Set(programs.flatMap((p) => dirs.filter(Boolean).map((d) => join(d, p))))].filter((f) =>
+    existsSync(f),
+  );
+  if (files.length === 0) throw new Error(`none of ${programs.join(', ')} is installed: nothing to hide`);
+  const script = 'while [ "$1" != -- ]; do mount --bind /dev/null "$1" || exit 70; shift; done; shift; exec "$@"';
+  return ['unshare', '--mount', '--propagation', 'private', '/bin/sh', '-c', script, 'sh', ...files, '--'];
 }
 
 /** A cluster for one test: torn down by the test's teardown, whatever happens. */
