@@ -31,6 +31,17 @@ export function throttle(t: Test, veth: string, rate: string): void {
   });
 }
 
+/**
+ * Raises every agent's CPU priority (nice −10); the probe programs it starts inherit it. The
+ * hosts of a namespace cluster share two CPUs with the rest of the machine, and TCP over veth
+ * is bound by the CPU: on a loaded machine (load average 20) a healthy link starved by other
+ * processes measured 155 Mbit/s, under a 200 Mbit/s throttled one. A real node's probes have
+ * their NICs to themselves; here they get the CPUs first instead.
+ */
+export function probesFirst(c: Cluster): void {
+  for (const a of c.agents) execFileSync('renice', ['-n', '-10', '-p', String(a.process.pid)], { stdio: 'ignore' });
+}
+
 /** Probe programs running in the cluster's host namespaces, whoever started them. */
 export function probeProcesses(c: Cluster): Leftover[] {
   const found: Leftover[] = [];
