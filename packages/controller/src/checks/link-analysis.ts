@@ -52,7 +52,7 @@ export function analyse(input: {
   threshold: number;
 }): Analysis {
   const { problems, threshold } = input;
-  const links = input.probes.flatMap((p) => directions(p));
+  const links = directions(input.probes);
   const rails = input.rails.map((rail) => railSummary(rail, links, threshold));
   const thresholdOf = new Map(rails.map((r) => [r.name, r.thresholdBps]));
   const medianOf = new Map(rails.map((r) => [r.name, r.medianBps]));
@@ -71,65 +71,121 @@ export function analyse(input: {
         `${link.rail} median ${formatBitRate(median)}`;
     }
   }
+  const table = linkTable(input.nodes, links, problems);
+  const culprits = findCulprits(input.nodes, table);
+  const nodes = input.nodes.map((node) => verdictOf(node, table, problems.get(node), culprits));
+  return { rails, links, nodes, flagged: nodes.filter((n) => n.verdict !== 'ok').map((n) => n.node) };
+}
 
-  // per node: the peers it measured against, and those where either direction is flagged
-  const peers = new Map<string, Set<string>>();
-  const badPeers = new Map<string, Set<string>>();
-  const add = (m: Map<string, Set<string>>, node: string, peer: string) => {
-    let s = m.get(node);
-    if (!s) m.set(node, (s = new Set()));
-    s.add(peer);
+/**
+ * The links of a check by node, and who measured whom: pairs where neither end sits out
+ * (a problem). A full check of 512 nodes has 261,632 links, so the pairs are a matrix of
+ * bytes by node index rather than a set of names per node.
+ */
+interface LinkTable {
+  /** Every link with the node at either end, failed ones too. */
+  linksOf(node: string): readonly LinkResult[];
+  /** How many distinct peers the node measured against. */
+  measuredCount(node: string): number;
+  measuredPair(a: string, b: string): boolean;
+  /** The peers where either direction is flagged, in the order the links list them. */
+  badPeers(node: string): ReadonlySet<string>;
+}
+
+function linkTable(
+  nodes: readonly string[],
+  links: readonly LinkResult[],
+  problems: ReadonlyMap<string, NodeProblem>,
+): LinkTable {
+  const indexOf = new Map<string, number>();
+  const id = (name: string): number => {
+    let i = indexOf.get(name);
+    if (i === undefined) indexOf.set(name, (i = indexOf.size));
+    return i;
   };
-  const byNode = new Map<string, LinkResult[]>();
-  for (const link of links) {
-    for (const end of [link.src, link.dst]) {
-      let own = byNode.get(end);
-      if (!own) byNode.set(end, (own = []));
-      own.push(link);
+  for (const node of nodes) id(node);
+  const src = new Int32Array(links.length);
+  const dst = new Int32Array(links.length);
+  for (let k = 0; k < links.length; k++) {
+    src[k] = id(links[k]!.src);
+    dst[k] = id(links[k]!.dst);
+  }
+  const size = indexOf.size;
+  const sitting = new Uint8Array(size);
+  for (const node of problems.keys()) if (indexOf.has(node)) sitting[indexOf.get(node)!] = 1;
+  const own = Array.from({ length: size }, (): LinkResult[] => []);
+  const measured = new Int32Array(size);
+  const pairs = new Uint8Array(size * size);
+  const bad = new Map<string, Set<string>>();
+  const addBad = (node: string, peer: string) => {
+    let set = bad.get(node);
+    if (!set) bad.set(node, (set = new Set()));
+    set.add(peer);
+  };
+  for (let k = 0; k < links.length; k++) {
+    const link = links[k]!;
+    const a = src[k]!;
+    const b = dst[k]!;
+    own[a]!.push(link);
+    own[b]!.push(link);
+    if (sitting[a] || sitting[b]) continue;
+    if (pairs[a * size + b] === 0) {
+      pairs[a * size + b] = pairs[b * size + a] = 1;
+      measured[a]!++;
+      if (b !== a) measured[b]!++;
     }
-    if (problems.has(link.src) || problems.has(link.dst)) continue;
-    add(peers, link.src, link.dst);
-    add(peers, link.dst, link.src);
     if (link.flagged) {
-      add(badPeers, link.src, link.dst);
-      add(badPeers, link.dst, link.src);
+      addBad(link.src, link.dst);
+      addBad(link.dst, link.src);
     }
   }
-  const culprits = findCulprits(input.nodes, peers, badPeers);
+  const none = new Set<string>();
+  return {
+    linksOf: (node) => own[indexOf.get(node) ?? -1] ?? [],
+    measuredCount: (node) => measured[indexOf.get(node) ?? -1] ?? 0,
+    measuredPair: (x, y) => {
+      const i = indexOf.get(x);
+      const j = indexOf.get(y);
+      return i !== undefined && j !== undefined && pairs[i * size + j] === 1;
+    },
+    badPeers: (node) => bad.get(node) ?? none,
+  };
+}
 
-  const nodes = input.nodes.map((node): NodeVerdict => {
-    const own = (byNode.get(node) ?? []).filter((l) => l.error === null);
-    const bandwidth = spread(own.flatMap((l) => (l.bandwidthBps === null ? [] : [l.bandwidthBps])));
-    const latencyUs = spread(own.flatMap((l) => (l.latencyUs === null ? [] : [l.latencyUs])));
-    const problem = problems.get(node);
-    if (problem) return { node, verdict: problem.verdict, reason: problem.reason, bandwidth, latencyUs };
-    const bad = [...(badPeers.get(node) ?? [])];
-    const measured = peers.get(node)?.size ?? 0;
-    if (bad.length === 0) return { node, verdict: 'ok', reason: null, bandwidth, latencyUs };
-    if (culprits.has(node))
-      return {
-        node,
-        verdict: 'flagged',
-        reason: `${bad.length} of ${measured} links flagged: ${linkWhy(byNode.get(node) ?? [], node, bad)}`,
-        bandwidth,
-        latencyUs,
-      };
-    const explained = bad.filter((p) => culprits.has(p));
-    const unexplained = bad.filter((p) => !culprits.has(p));
-    const parts = [
-      ...(explained.length > 0
-        ? [`flagged link${explained.length > 1 ? 's' : ''} to flagged ${explained.join(', ')}`]
-        : []),
-      ...(unexplained.length > 0
-        ? [
-            `flagged link${unexplained.length > 1 ? 's' : ''} to ${unexplained.join(', ')}, whose other links are fine ` +
-              `(the path between them, not either node): ${linkWhy(byNode.get(node) ?? [], node, unexplained)}`,
-          ]
-        : []),
-    ];
-    return { node, verdict: 'ok', reason: parts.join('; '), bandwidth, latencyUs };
-  });
-  return { rails, links, nodes, flagged: nodes.filter((n) => n.verdict !== 'ok').map((n) => n.node) };
+function verdictOf(
+  node: string,
+  table: LinkTable,
+  problem: NodeProblem | undefined,
+  culprits: ReadonlySet<string>,
+): NodeVerdict {
+  const links = table.linksOf(node);
+  const bandwidth = spread(valuesOf(links, (l) => (l.error === null ? l.bandwidthBps : null)));
+  const latencyUs = spread(valuesOf(links, (l) => (l.error === null ? l.latencyUs : null)));
+  if (problem) return { node, verdict: problem.verdict, reason: problem.reason, bandwidth, latencyUs };
+  const bad = [...table.badPeers(node)];
+  if (bad.length === 0) return { node, verdict: 'ok', reason: null, bandwidth, latencyUs };
+  if (culprits.has(node))
+    return {
+      node,
+      verdict: 'flagged',
+      reason: `${bad.length} of ${table.measuredCount(node)} links flagged: ${linkWhy(links, node, bad)}`,
+      bandwidth,
+      latencyUs,
+    };
+  const explained = bad.filter((p) => culprits.has(p));
+  const unexplained = bad.filter((p) => !culprits.has(p));
+  const parts = [
+    ...(explained.length > 0
+      ? [`flagged link${explained.length > 1 ? 's' : ''} to flagged ${explained.join(', ')}`]
+      : []),
+    ...(unexplained.length > 0
+      ? [
+          `flagged link${unexplained.length > 1 ? 's' : ''} to ${unexplained.join(', ')}, whose other links are fine ` +
+            `(the path between them, not either node): ${linkWhy(links, node, unexplained)}`,
+        ]
+      : []),
+  ];
+  return { node, verdict: 'ok', reason: parts.join('; '), bandwidth, latencyUs };
 }
 
 /**
@@ -138,11 +194,7 @@ export function analyse(input: {
  * half slow. Nodes tied at the top are flagged together: with two nodes, or one round, a
  * slow pair cannot say which of its ends is slow.
  */
-function findCulprits(
-  nodes: readonly string[],
-  peers: ReadonlyMap<string, ReadonlySet<string>>,
-  badPeers: ReadonlyMap<string, ReadonlySet<string>>,
-): Set<string> {
+function findCulprits(nodes: readonly string[], table: LinkTable): Set<string> {
   const culprits = new Set<string>();
   for (;;) {
     let top: string[] = [];
@@ -150,8 +202,11 @@ function findCulprits(
     let topBad = 0;
     for (const node of nodes) {
       if (culprits.has(node)) continue;
-      const measured = [...(peers.get(node) ?? [])].filter((p) => !culprits.has(p)).length;
-      const bad = [...(badPeers.get(node) ?? [])].filter((p) => !culprits.has(p)).length;
+      // culprits are few and a node's peers many: count the culprits among its peers
+      let measured = table.measuredCount(node);
+      let bad = 0;
+      for (const peer of table.badPeers(node)) if (!culprits.has(peer)) bad++;
+      for (const c of culprits) if (table.measuredPair(node, c)) measured--;
       if (measured === 0 || bad === 0) continue;
       const score = bad / measured;
       if (score > topScore || (score === topScore && score > 0.5 && bad > topBad)) {
@@ -165,19 +220,37 @@ function findCulprits(
   }
 }
 
-function directions(p: PairProbe): LinkResult[] {
-  const base = { rail: p.rail, round: p.round, startedAt: p.startedAt, endedAt: p.endedAt, latencyUs: p.latencyUs };
-  const one = (src: string, dst: string, bps: number | null): LinkResult => {
-    const error = p.error ?? (bps === null ? 'no bandwidth measured in this direction' : null);
-    return { ...base, src, dst, bandwidthBps: bps, error, flagged: false, why: null };
+function directions(probes: readonly PairProbe[]): LinkResult[] {
+  const links: LinkResult[] = [];
+  for (const p of probes) links.push(direction(p, p.a, p.b, p.forwardBps), direction(p, p.b, p.a, p.reverseBps));
+  return links;
+}
+
+/**
+ * Each link is written out as one object literal, not spread from a shared base: V8 builds a
+ * spread-and-extended object in dictionary mode, and at 261,632 links (512 nodes) that made
+ * building them, and every later pass over them, some 50 times slower.
+ */
+function direction(p: PairProbe, src: string, dst: string, bps: number | null): LinkResult {
+  return {
+    rail: p.rail,
+    round: p.round,
+    startedAt: p.startedAt,
+    endedAt: p.endedAt,
+    latencyUs: p.latencyUs,
+    src,
+    dst,
+    bandwidthBps: bps,
+    error: p.error ?? (bps === null ? 'no bandwidth measured in this direction' : null),
+    flagged: false,
+    why: null,
   };
-  return [one(p.a, p.b, p.forwardBps), one(p.b, p.a, p.reverseBps)];
 }
 
 function railSummary(rail: RailInfo, links: readonly LinkResult[], threshold: number): RailSummary {
-  const own = links.filter((l) => l.rail === rail.name && l.error === null);
-  const medianBps = median(own.flatMap((l) => (l.bandwidthBps === null ? [] : [l.bandwidthBps])));
-  const medianLatencyUs = median(own.flatMap((l) => (l.latencyUs === null ? [] : [l.latencyUs])));
+  const ok = (l: LinkResult) => l.rail === rail.name && l.error === null;
+  const medianBps = middleOf(valuesOf(links, (l) => (ok(l) ? l.bandwidthBps : null)));
+  const medianLatencyUs = middleOf(valuesOf(links, (l) => (ok(l) ? l.latencyUs : null)));
   return {
     name: rail.name,
     kind: rail.kind,
@@ -200,13 +273,69 @@ function linkWhy(links: readonly LinkResult[], node: string, peers: readonly str
 }
 
 export function median(values: readonly number[]): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((x, y) => x - y);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return middleOf(Float64Array.from(values));
 }
 
-function spread(values: readonly number[]): Spread | null {
+/** The numbers `pick` finds in `links` (null: none), in a scratch array of their own. */
+function valuesOf(links: readonly LinkResult[], pick: (l: LinkResult) => number | null): Float64Array {
+  const values = new Float64Array(links.length);
+  let n = 0;
+  for (let i = 0; i < links.length; i++) {
+    const v = pick(links[i]!);
+    if (v !== null) values[n++] = v;
+  }
+  return values.subarray(0, n);
+}
+
+function spread(values: Float64Array): Spread | null {
   if (values.length === 0) return null;
-  return { min: Math.min(...values), median: median(values)!, max: Math.max(...values) };
+  let min = values[0]!;
+  let max = values[0]!;
+  for (let i = 1; i < values.length; i++) {
+    if (values[i]! < min) min = values[i]!;
+    if (values[i]! > max) max = values[i]!;
+  }
+  return { min, median: middleOf(values)!, max };
+}
+
+/**
+ * The median, by selection rather than a sort: a rail of 512 nodes has 261,632 values, and
+ * each node's 1,022. Reorders `values`. Of an even count, the mean of the middle two.
+ */
+function middleOf(values: Float64Array): number | null {
+  const n = values.length;
+  if (n === 0) return null;
+  const upper = select(values, n >> 1);
+  if (n % 2 === 1) return upper;
+  // select leaves every value before the upper middle no larger than it: the lower middle is their largest
+  let lower = values[0]!;
+  for (let i = 1; i < n >> 1; i++) if (values[i]! > lower) lower = values[i]!;
+  return (lower + upper) / 2;
+}
+
+/**
+ * The k-th smallest value (from 0), by Hoare's selection: linear on average. Rearranges
+ * `values` so that none before index k is larger than it and none after is smaller.
+ */
+function select(values: Float64Array, k: number): number {
+  let lo = 0;
+  let hi = values.length - 1;
+  while (lo < hi) {
+    const pivot = values[(lo + hi) >> 1]!;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (values[i]! < pivot) i++;
+      while (values[j]! > pivot) j--;
+      if (i <= j) {
+        const t = values[i]!;
+        values[i++] = values[j]!;
+        values[j--] = t;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return values[k]!;
+  }
+  return values[k]!;
 }
