@@ -12,7 +12,7 @@
 // from the controller's stored output. All clocks are this machine's one clock.
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { waitFor, type Daemon } from '../lib/child.js';
+import { waitFor } from '../lib/child.js';
 import {
   measured,
   notMeasured,
@@ -22,9 +22,10 @@ import {
   type Goal,
   type Row,
 } from '../lib/figure.js';
-import { createHostNetwork, whyNoNamespaces, type HostNetwork } from '../lib/netns.js';
+import { whyNoNamespaces } from '../lib/netns.js';
 import { missingCommand, rankdArgv } from '../lib/rankd.js';
 import { summarize, type Stat } from '../lib/stats.js';
+import { startNamespaceCluster, type NamespaceCluster } from '../rankd/namespace-cluster.js';
 import { RestartHistory, TERMINAL, type StateEvent } from '../rankd/restart-history.js';
 
 const HOSTS = 3;
@@ -33,7 +34,6 @@ const WORLD = HOSTS * RANKS_PER_NODE;
 /** The rank that fails attempt 0, and how long after its start. */
 const FAILING_RANK = WORLD - 1;
 const FAIL_AFTER_S = 1;
-const PORT = 7480;
 const ROUND_TIMEOUT_MS = 60_000;
 const POLL_MS = 10;
 
@@ -71,13 +71,6 @@ interface Restart {
   firstLineMs: number;
 }
 
-interface Cluster {
-  net: HostNetwork;
-  dataDir: string;
-  clientEnv: NodeJS.ProcessEnv;
-  controller: Daemon;
-}
-
 async function run(ctx: BenchContext): Promise<FigureReport> {
   const size = `${HOSTS} hosts × ${RANKS_PER_NODE} ranks, --max-restarts 1`;
   const labels = {
@@ -96,10 +89,10 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
   const why = whyNoNamespaces() ?? (await missingCommand(ctx.repoRoot, 'run'));
   if (why) return notRun(why);
   mkdirSync(ctx.tmpDir, { recursive: true });
-  let cluster: Cluster | undefined;
+  let cluster: NamespaceCluster | undefined;
   let history: RestartHistory | undefined;
   try {
-    cluster = await startCluster(ctx);
+    cluster = await startNamespaceCluster(ctx, { hosts: HOSTS, label: 'bench restart-hosts' });
     history = new RestartHistory(cluster.dataDir);
     const warm = await restartOnce(ctx, cluster, history);
     ctx.log(`restart-hosts: warm-up ${warm.jobId}: ${describe(warm)}`);
@@ -176,79 +169,8 @@ function describe(r: Restart): string {
   );
 }
 
-/** The controller in its namespace, an agent in each host's, enrolled with one join token; every node ready. */
-async function startCluster(ctx: BenchContext): Promise<Cluster> {
-  const net = createHostNetwork(HOSTS);
-  try {
-    const dir = ctx.tmpDir;
-    const dataDir = path.join(dir, 'controller');
-    mkdirSync(dataDir, { recursive: true });
-    const listen = `${net.controller.address}:${PORT}`;
-    const controller = net.startIn(
-      net.controller,
-      'rankd controller',
-      rankdArgv(ctx.repoRoot, ['controller', '--listen', listen, '--data-dir', dataDir]),
-      { logFile: path.join(dir, 'controller.log') },
-    );
-    let state: { ca?: string; caHash?: string } = {};
-    const up = await waitFor(() => {
-      if (controller.exited) return true;
-      try {
-        state = JSON.parse(readFileSync(path.join(dataDir, 'controller.json'), 'utf8')) as typeof state;
-        return Boolean(state.ca && state.caHash);
-      } catch {
-        return false;
-      }
-    }, 30_000);
-    if (!up || controller.exited) throw new Error(`the controller did not come up (see ${controller.logFile})`);
-    const url = `https://${listen}`;
-    const clientEnv = {
-      RANKD_URL: url,
-      RANKD_TOKEN: readFileSync(path.join(dataDir, 'api-token'), 'utf8').trim(),
-      RANKD_CA: state.ca!,
-      RANKD_HOME: path.join(dir, 'client-home'),
-    };
-    const rankd = (args: string[]) =>
-      net.runIn(net.controller, rankdArgv(ctx.repoRoot, args), { env: clientEnv, timeoutMs: 30_000 });
-    // `rankd join-token create --uses 3`: one token for the three agents, by environment (never argv)
-    const minted = JSON.parse(
-      await rankd(['join-token', 'create', '--uses', String(HOSTS), '--description', 'bench restart-hosts', '--json']),
-    ) as { token: string };
-    for (const host of net.hosts) {
-      const spool = path.join(dir, host.name, 'spool');
-      mkdirSync(spool, { recursive: true });
-      const args = ['agent', '--controller', url, '--ca-hash', state.caHash!, '--name', host.name];
-      args.push('--state-dir', path.join(dir, host.name, 'state'), '--spool-dir', spool, '--config', '/dev/null');
-      // ranks run as whoever runs the bench, root here, which the agent refuses unless told
-      if (process.getuid?.() === 0) args.push('--allow-root');
-      net.startIn(host, `rankd agent ${host.name}`, rankdArgv(ctx.repoRoot, args), {
-        logFile: path.join(dir, `${host.name}.log`),
-        env: { ...process.env, RANKD_JOIN_TOKEN: minted.token },
-      });
-    }
-    let ready = 0;
-    const allReady = await waitFor(
-      async () => {
-        const { nodes } = JSON.parse(await rankd(['nodes', '--json'])) as {
-          nodes: Array<{ state: string; connected: boolean }>;
-        };
-        ready = nodes.filter((n) => n.state === 'ready' && n.connected).length;
-        return ready === HOSTS;
-      },
-      60_000,
-      500,
-    );
-    if (!allReady) throw new Error(`only ${ready} of ${HOSTS} agents became ready (logs in ${dir})`);
-    ctx.log(`restart-hosts: controller at ${url} and ${HOSTS} agents ready in ${net.cidr}`);
-    return { net, dataDir, clientEnv, controller };
-  } catch (err) {
-    await net.teardown();
-    throw err;
-  }
-}
-
 /** One job through its failed attempt 0 and its attempt 1, timed from its history. */
-async function restartOnce(ctx: BenchContext, c: Cluster, history: RestartHistory): Promise<Restart> {
+async function restartOnce(ctx: BenchContext, c: NamespaceCluster, history: RestartHistory): Promise<Restart> {
   const before = history.newestJob();
   const argv = rankdArgv(ctx.repoRoot, [
     'run',

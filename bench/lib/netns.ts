@@ -40,6 +40,8 @@ export interface HostNetwork {
     argv: readonly string[],
     opts: { logFile: string; env?: NodeJS.ProcessEnv },
   ): Daemon;
+  /** The argv that runs `argv` inside `ns`, for callers that time the process themselves (lib/process-timing.ts). */
+  argvIn(ns: Namespace, argv: readonly string[]): string[];
   /** Runs `argv` inside `ns` to its end (bounded by timeoutMs) and returns its stdout; throws with its stderr. */
   runIn(ns: Namespace, argv: readonly string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<string>;
   /** Removes everything, in the recipe's order; safe to call twice. */
@@ -128,6 +130,7 @@ export function createHostNetwork(hostCount: number): HostNetwork {
       daemons.push(daemon);
       return daemon;
     },
+    argvIn: inNs,
     runIn: (n, argv, opts) => runBounded(inNs(n, argv), opts),
     teardown: untrack,
   };
