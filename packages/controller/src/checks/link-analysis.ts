@@ -79,12 +79,17 @@ export function analyse(input: {
 
 /**
  * The links of a check by node, and who measured whom: pairs where neither end sits out
- * (a problem). A full check of 512 nodes has 261,632 links, so the pairs are a matrix of
- * bytes by node index rather than a set of names per node.
+ * (a problem). A full check of 512 nodes has 261,632 links, each at two nodes: walking them
+ * once, in order, and keeping each node's share in flat typed arrays (its slice of link
+ * indices, bandwidths and latencies) costs a fraction of visiting every node's links again,
+ * scattered over memory; who measured whom is a matrix of bytes by node index.
  */
 interface LinkTable {
-  /** Every link with the node at either end, failed ones too. */
-  linksOf(node: string): readonly LinkResult[];
+  /** Every link with the node at either end, failed ones too, in the order of the check's links. */
+  linksOf(node: string): LinkResult[];
+  /** The bandwidths and the latencies of the node's links that did not fail, in scratch arrays of their own. */
+  bandwidthsOf(node: string): Float64Array;
+  latenciesOf(node: string): Float64Array;
   /** How many distinct peers the node measured against. */
   measuredCount(node: string): number;
   measuredPair(a: string, b: string): boolean;
@@ -111,9 +116,23 @@ function linkTable(
     dst[k] = id(links[k]!.dst);
   }
   const size = indexOf.size;
+  // node i's slice of the flat arrays starts at start[i]; each array fills its slices on its own
+  const start = new Int32Array(size + 1);
+  for (let k = 0; k < links.length; k++) {
+    start[src[k]! + 1]!++;
+    start[dst[k]! + 1]!++;
+  }
+  for (let i = 0; i < size; i++) start[i + 1]! += start[i]!;
+  const slices = () => ({ values: new Float64Array(2 * links.length), filled: new Int32Array(size) });
+  const at = { values: new Int32Array(2 * links.length), filled: new Int32Array(size) };
+  const bandwidth = slices();
+  const latency = slices();
+  const put = (into: { values: Float64Array | Int32Array; filled: Int32Array }, node: number, value: number) => {
+    into.values[start[node]! + into.filled[node]!++] = value;
+  };
+
   const sitting = new Uint8Array(size);
   for (const node of problems.keys()) if (indexOf.has(node)) sitting[indexOf.get(node)!] = 1;
-  const own = Array.from({ length: size }, (): LinkResult[] => []);
   const measured = new Int32Array(size);
   const pairs = new Uint8Array(size * size);
   const bad = new Map<string, Set<string>>();
@@ -126,8 +145,16 @@ function linkTable(
     const link = links[k]!;
     const a = src[k]!;
     const b = dst[k]!;
-    own[a]!.push(link);
-    own[b]!.push(link);
+    put(at, a, k);
+    put(at, b, k);
+    if (link.error === null && link.bandwidthBps !== null) {
+      put(bandwidth, a, link.bandwidthBps);
+      put(bandwidth, b, link.bandwidthBps);
+    }
+    if (link.error === null && link.latencyUs !== null) {
+      put(latency, a, link.latencyUs);
+      put(latency, b, link.latencyUs);
+    }
     if (sitting[a] || sitting[b]) continue;
     if (pairs[a * size + b] === 0) {
       pairs[a * size + b] = pairs[b * size + a] = 1;
@@ -139,9 +166,16 @@ function linkTable(
       addBad(link.dst, link.src);
     }
   }
+  /** Node's slice of a flat array that `filled` fills; an unknown node has none. */
+  const range = (node: string, filled: Int32Array): [number, number] => {
+    const i = indexOf.get(node);
+    return i === undefined ? [0, 0] : [start[i]!, start[i]! + filled[i]!];
+  };
   const none = new Set<string>();
   return {
-    linksOf: (node) => own[indexOf.get(node) ?? -1] ?? [],
+    linksOf: (node) => Array.from(at.values.subarray(...range(node, at.filled)), (k) => links[k]!),
+    bandwidthsOf: (node) => bandwidth.values.slice(...range(node, bandwidth.filled)),
+    latenciesOf: (node) => latency.values.slice(...range(node, latency.filled)),
     measuredCount: (node) => measured[indexOf.get(node) ?? -1] ?? 0,
     measuredPair: (x, y) => {
       const i = indexOf.get(x);
@@ -158,9 +192,8 @@ function verdictOf(
   problem: NodeProblem | undefined,
   culprits: ReadonlySet<string>,
 ): NodeVerdict {
-  const links = table.linksOf(node);
-  const bandwidth = spread(valuesOf(links, (l) => (l.error === null ? l.bandwidthBps : null)));
-  const latencyUs = spread(valuesOf(links, (l) => (l.error === null ? l.latencyUs : null)));
+  const bandwidth = spread(table.bandwidthsOf(node));
+  const latencyUs = spread(table.latenciesOf(node));
   if (problem) return { node, verdict: problem.verdict, reason: problem.reason, bandwidth, latencyUs };
   const bad = [...table.badPeers(node)];
   if (bad.length === 0) return { node, verdict: 'ok', reason: null, bandwidth, latencyUs };
@@ -168,7 +201,7 @@ function verdictOf(
     return {
       node,
       verdict: 'flagged',
-      reason: `${bad.length} of ${table.measuredCount(node)} links flagged: ${linkWhy(links, node, bad)}`,
+      reason: `${bad.length} of ${table.measuredCount(node)} links flagged: ${linkWhy(table.linksOf(node), node, bad)}`,
       bandwidth,
       latencyUs,
     };
@@ -181,7 +214,7 @@ function verdictOf(
     ...(unexplained.length > 0
       ? [
           `flagged link${unexplained.length > 1 ? 's' : ''} to ${unexplained.join(', ')}, whose other links are fine ` +
-            `(the path between them, not either node): ${linkWhy(links, node, unexplained)}`,
+            `(the path between them, not either node): ${linkWhy(table.linksOf(node), node, unexplained)}`,
         ]
       : []),
   ];
@@ -248,16 +281,24 @@ function direction(p: PairProbe, src: string, dst: string, bps: number | null): 
 }
 
 function railSummary(rail: RailInfo, links: readonly LinkResult[], threshold: number): RailSummary {
-  const ok = (l: LinkResult) => l.rail === rail.name && l.error === null;
-  const medianBps = middleOf(valuesOf(links, (l) => (ok(l) ? l.bandwidthBps : null)));
-  const medianLatencyUs = middleOf(valuesOf(links, (l) => (ok(l) ? l.latencyUs : null)));
+  const bandwidths = new Float64Array(links.length);
+  const latencies = new Float64Array(links.length);
+  let nb = 0;
+  let nl = 0;
+  for (let k = 0; k < links.length; k++) {
+    const l = links[k]!;
+    if (l.rail !== rail.name || l.error !== null) continue;
+    if (l.bandwidthBps !== null) bandwidths[nb++] = l.bandwidthBps;
+    if (l.latencyUs !== null) latencies[nl++] = l.latencyUs;
+  }
+  const medianBps = middleOf(bandwidths.subarray(0, nb));
   return {
     name: rail.name,
     kind: rail.kind,
     tools: rail.tools,
     medianBps,
     thresholdBps: medianBps === null ? null : medianBps * threshold,
-    medianLatencyUs,
+    medianLatencyUs: middleOf(latencies.subarray(0, nl)),
   };
 }
 
@@ -274,17 +315,6 @@ function linkWhy(links: readonly LinkResult[], node: string, peers: readonly str
 
 export function median(values: readonly number[]): number | null {
   return middleOf(Float64Array.from(values));
-}
-
-/** The numbers `pick` finds in `links` (null: none), in a scratch array of their own. */
-function valuesOf(links: readonly LinkResult[], pick: (l: LinkResult) => number | null): Float64Array {
-  const values = new Float64Array(links.length);
-  let n = 0;
-  for (let i = 0; i < links.length; i++) {
-    const v = pick(links[i]!);
-    if (v !== null) values[n++] = v;
-  }
-  return values.subarray(0, n);
 }
 
 function spread(values: Float64Array): Spread | null {
