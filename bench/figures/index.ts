@@ -9,6 +9,9 @@ import { latencyFigure } from './latency.js';
 import { launchFigure } from './launch.js';
 import { logsFigure } from './logs.js';
 import { mpiLaunchFigure } from './mpi-launch.js';
+import { netcheckFigure } from './netcheck.js';
+import { netcheckPreflightFigure } from './netcheck-preflight.js';
+import { netcheckScaleFigure } from './netcheck-scale.js';
 import { planFigure } from './plan.js';
 import { restartFigure } from './restart.js';
 import { pmiFenceFigure } from './pmi-fence.js';
@@ -36,4 +39,7 @@ export const figures: readonly FigureDescriptor[] = [
   agentRestFigure,
   dashboardFigure,
   restartFigure,
+  netcheckFigure,
+  netcheckPreflightFigure,
+  netcheckScaleFigure,
 ];
