@@ -2,6 +2,9 @@
 // on the ports it offers, and ends every one of them: at the end of the probe, at its
 // deadline, at fabric.stop, or when the controller link drops. Each program starts in a
 // process group of its own, and the group is what gets killed, so nothing is left running.
+// Each also starts under `setpriv --pdeathsig KILL`, so that an agent that is itself killed
+// (OOM, SIGKILL) takes its probes with it: a server waiting for a client that never comes
+// would otherwise run on.
 //
 // A probe needs no privilege: when the agent is root the programs run as `nobody`, so that a
 // flaw in a probe program's parser is not root on the node. RDMA's locked-memory limit is
@@ -126,7 +129,9 @@ export class FabricProbes {
     } catch (err) {
       const why = err instanceof UnparsableOutput ? err.message : String(err);
       const status = signal ? `killed by ${signal}` : `exit ${code}`;
-      return result({ error: { code: CheckErrorCode.ProbeFailed, message: `${why} (${status}); ${lastWords(started)}` } });
+      return result({
+        error: { code: CheckErrorCode.ProbeFailed, message: `${why} (${status}); ${lastWords(started)}` },
+      });
     }
   }
 
@@ -159,7 +164,15 @@ export class FabricProbes {
         };
       }
     }
-    const child = spawn(program, args, {
+    const setpriv = findTool('setpriv');
+    if (!setpriv)
+      return {
+        error: {
+          code: CheckErrorCode.ProbeFailed,
+          message: 'setpriv is not installed (apt install util-linux): probes would outlive a killed agent',
+        },
+      };
+    const child = spawn(setpriv, ['--pdeathsig', 'KILL', '--', program, ...args], {
       cwd: '/',
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -229,6 +242,9 @@ function kill(child: ChildProcess): void {
 /** The last line a program printed on either stream, for a failure's message. */
 function lastWords(started: Started): string {
   const text = `${started.stderr()}\n${started.stdout()}`.trim();
-  const line = text.split('\n').filter((l) => l.trim() !== '' && !/^-+$/.test(l.trim())).pop();
+  const line = text
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !/^-+$/.test(l.trim()))
+    .pop();
   return line ? line.trim().slice(0, 512) : 'it printed nothing';
 }
