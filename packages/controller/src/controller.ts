@@ -52,6 +52,7 @@ import {
 import { AccessControl } from './api/auth.js';
 import { OpenStreams } from './streams/open-streams.js';
 import { ControllerMetrics } from './metrics/controller-metrics.js';
+import { registerLinkGauges } from './metrics/link-gauges.js';
 import { AutoDrain, DEFAULT_EXCLUDE_AFTER } from './nodes/auto-drain.js';
 import type { UserLimits } from './schedule/limits.js';
 
@@ -178,6 +179,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   const refusals = new AgentRefusals(audit, agents, registry, log);
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);
   const metrics = new ControllerMetrics(registry, jobs);
+  registerLinkGauges(metrics.registry, fleet.checks);
   const fences = new FenceExchange(
     {
       nodes: (jobId) => jobs.lifecycle.pmiNodes(jobId),
