@@ -1,6 +1,7 @@
 // The dashboard takes its answer types from the route table (@rankd/protocol/routes) as types
-// only, and its few constants (the ended job states) from protocol's TypeBox-free modules:
-// neither the table nor TypeBox may reach its bundle, which every browser downloads.
+// only, and its few constants and formatters (the ended job states, link speeds) from
+// protocol's TypeBox-free modules: neither the table nor TypeBox may reach its bundle, which
+// every browser downloads.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import t from 'tap';
@@ -31,5 +32,9 @@ t.test("the dashboard's bundle holds no TypeBox and no TypeBox-built protocol mo
   );
   const protocol = inputs.filter((p) => p.includes('protocol/dist/'));
   const names = protocol.map((p) => p.replace(/^.*protocol\/dist\//, ''));
-  t.same(names, ['job-list.js'], "protocol's job-list alone: the ended states");
+  t.same(
+    names.sort(),
+    ['bit-rate.js', 'job-list.js'],
+    "protocol's bit-rate (the Network page's figures, as the CLI prints them) and job-list (the ended states)",
+  );
 });

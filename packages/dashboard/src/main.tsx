@@ -9,6 +9,7 @@ import { Fleet } from './pages/Fleet';
 import { NodePage } from './pages/NodePage';
 import { Jobs } from './pages/Jobs';
 import { JobPage } from './pages/JobPage';
+import { Network } from './pages/Network';
 import { Login } from './pages/Login';
 import './styles.css';
 
@@ -55,7 +56,7 @@ function Shell({ session, onSignOut }: { session: SessionView; onSignOut: () => 
       ? 'fleet'
       : route.page === 'job' || route.page === 'jobs'
         ? 'jobs'
-        : '';
+        : route.page;
   return (
     <>
       <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
@@ -72,6 +73,9 @@ function Shell({ session, onSignOut }: { session: SessionView; onSignOut: () => 
           <a href={href.jobs()} aria-current={current === 'jobs' ? 'page' : undefined}>
             Jobs
           </a>
+          <a href={href.network()} aria-current={current === 'network' ? 'page' : undefined}>
+            Network
+          </a>
         </nav>
         <span class="who">
           {session.user} ({session.role})
@@ -85,6 +89,7 @@ function Shell({ session, onSignOut }: { session: SessionView; onSignOut: () => 
         {route.page === 'node' && <NodePage name={route.name} key={route.name} />}
         {route.page === 'jobs' && <Jobs />}
         {route.page === 'job' && <JobPage id={route.id} session={session} key={route.id} />}
+        {route.page === 'network' && <Network />}
         {route.page === 'missing' && <p role="alert">No page at {route.path}.</p>}
       </main>
     </>

@@ -6,6 +6,7 @@ export type Route =
   | { page: 'node'; name: string }
   | { page: 'jobs' }
   | { page: 'job'; id: string }
+  | { page: 'network' }
   | { page: 'missing'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -15,6 +16,7 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'nodes' && parts.length === 2) return { page: 'node', name: parts[1]! };
   if (parts[0] === 'jobs' && parts.length === 1) return { page: 'jobs' };
   if (parts[0] === 'jobs' && parts.length === 2) return { page: 'job', id: parts[1]! };
+  if (parts[0] === 'network' && parts.length === 1) return { page: 'network' };
   return { page: 'missing', path };
 }
 
@@ -23,6 +25,7 @@ export const href = {
   node: (name: string) => `#/nodes/${encodeURIComponent(name)}`,
   jobs: () => '#/jobs',
   job: (id: string) => `#/jobs/${encodeURIComponent(id)}`,
+  network: () => '#/network',
 };
 
 export function useRoute(): Route {

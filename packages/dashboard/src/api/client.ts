@@ -16,6 +16,9 @@ export type RankEntry = NonNullable<JobView['rankMap']>['ranks'][number];
 export type RankView = JobView['ranks'][number];
 export type SessionView = RouteAnswer<'GET /v1/session'>;
 export type DoctorResult = RouteAnswer<'POST /v1/doctor'>;
+export type CheckResult = RouteAnswer<'GET /v1/checks/:id'>;
+export type NetCheck = Extract<CheckResult, { kind: 'net' }>;
+export type AllreduceCheck = Extract<CheckResult, { kind: 'allreduce' }>;
 
 let csrf: string | null = null;
 
