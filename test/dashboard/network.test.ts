@@ -17,7 +17,7 @@ import { startCluster } from '../cluster/harness/cluster.js';
 import { clusterTest } from '../cluster/harness/requirements.js';
 import { browserMissing, launchChromium, spkiPin } from '../helpers/browser.js';
 import { startController, type ControllerHandle } from '../helpers/daemons.js';
-import type { AllreduceCheckResult } from '@rankd/protocol';
+import type { AllreduceCheckResult, NetCheckResult } from '@rankd/protocol';
 import { openDatabase } from '#controller/store/database';
 import { ChecksRepo } from '#controller/checks/checks-repo';
 
@@ -188,12 +188,67 @@ function storedSweep(): AllreduceCheckResult {
   };
 }
 
+/** A stored net check of n nodes on one rail where the link from → to alone is slow (and `from` flagged). */
+function simulatedNetCheck(n: number, [from, to]: [string, string]): NetCheckResult {
+  const names = Array.from({ length: n }, (_, i) => `n${i}`);
+  const now = Date.now();
+  const links: NetCheckResult['links'] = names.flatMap((src) =>
+    names
+      .filter((dst) => dst !== src)
+      .map((dst) => {
+        const slow = src === from && dst === to;
+        return {
+          rail: 'tcp',
+          src,
+          dst,
+          round: 0,
+          startedAt: now,
+          endedAt: now,
+          bandwidthBps: slow ? 1e9 : 9.4e9,
+          latencyUs: 3,
+          error: null,
+          flagged: slow,
+          why: slow ? '1.00 Gbit/s, 11 % of the tcp median 9.40 Gbit/s' : null,
+        };
+      }),
+  );
+  return {
+    id: 'c-large-sample',
+    kind: 'net',
+    startedAt: now,
+    endedAt: now + 1,
+    by: 'admin',
+    pattern: 'all',
+    durationS: 1,
+    threshold: 0.8,
+    rounds: n - 1,
+    roundsRun: n - 1,
+    rails: [
+      { name: 'tcp', kind: 'tcp', tools: ['iperf3'], medianBps: 9.4e9, thresholdBps: 7.52e9, medianLatencyUs: 3 },
+    ],
+    nodes: names.map((node) => ({
+      node,
+      verdict: node === from ? ('flagged' as const) : ('ok' as const),
+      reason: node === from ? 'slow link' : null,
+      bandwidth: { min: 1e9, median: 9.4e9, max: 9.4e9 },
+      latencyUs: { min: 3, median: 3, max: 3 },
+    })),
+    links,
+    flagged: [from],
+    drained: [],
+    message: null,
+  };
+}
+
 // The sweep's route is built apart from this page (rankd check allreduce); the page reads any
 // sweep the store holds. Here one is put in the controller's store through ChecksRepo (the
-// controller stopped meanwhile), then the page must draw every row at its place.
-if (missing) void t.test('the busbw curve', { skip: missing }, async () => {});
+// controller stopped meanwhile), then the page must draw every row at its place. A simulated
+// 130-node check is then stored beside the running controller (another SQLite connection, as
+// the WAL allows), and Reload must show its flagged part only.
+const stored = "the Network page draws the last allreduce sweep's busbw curve, and a large check's flagged part";
+if (missing) void t.test(stored, { skip: missing }, async () => {});
 else
-  t.test("the Network page draws the last allreduce sweep's busbw curve", async (t) => {
+  t.test(stored, async (t) => {
     const first = await startController();
     await first.stop();
     const sweep = storedSweep();
@@ -246,4 +301,21 @@ else
     t.match(title, `256 MiB: time ${last.timeUs.toFixed(1)} µs, algbw ${last.algbwGBs.toFixed(2)} GB/s`);
     t.match(title, `busbw ${last.busbwGBs.toFixed(2)} GB/s`);
     if (SHOTS) await page.locator('main').screenshot({ path: join(SHOTS, 'dashboard-network-sweep.png') });
+
+    // a check past 128 nodes: the heatmap keeps to the nodes of its flagged link, the table has every node
+    const large = simulatedNetCheck(130, ['n7', 'n42']);
+    const live = openDatabase(c.dataDir);
+    new ChecksRepo(live).save(large, 130);
+    live.close();
+    await page.getByRole('button', { name: 'Reload' }).click();
+    const note = page.getByTestId('heatmap-note');
+    await note.waitFor();
+    t.match(
+      await note.innerText(),
+      '130 nodes, more than 128: the heatmap shows the 2 nodes with a flagged verdict or link',
+    );
+    const rows = await page.locator('table.heatmap tbody th').allInnerTexts();
+    t.same(rows, ['n7', 'n42'], 'its rows: the two nodes of the flagged link');
+    t.match(await page.locator('table.heatmap td[data-src="n7"][data-dst="n42"]').getAttribute('class'), /flagged/);
+    t.equal(await page.locator('table.verdicts tbody tr').count(), 130, 'the verdict table has every node');
   });

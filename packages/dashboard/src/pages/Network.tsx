@@ -75,9 +75,34 @@ export function Network() {
   );
 }
 
+/** 128 × 127 cells: more would make the page slow to draw and impossible to read. */
+const MAX_HEATMAP_NODES = 128;
+
+/**
+ * The nodes the heatmaps show: every node up to MAX_HEATMAP_NODES; past that, those with a
+ * flagged verdict or link, which are what a large check is read for.
+ */
+export function heatmapNodes(check: NetCheck): { nodes: string[]; note: string | null } {
+  const all = check.nodes.map((n) => n.node);
+  if (all.length <= MAX_HEATMAP_NODES) return { nodes: all, note: null };
+  const involved = new Set(check.nodes.filter((n) => n.verdict !== 'ok').map((n) => n.node));
+  for (const l of check.links) if (l.flagged) involved.add(l.src).add(l.dst);
+  const nodes = all.filter((n) => involved.has(n)).slice(0, MAX_HEATMAP_NODES);
+  const shown =
+    nodes.length === 0
+      ? 'nothing is flagged, so no heatmap is drawn'
+      : `the heatmap shows the ${count(nodes.length, 'node')} with a flagged verdict or link` +
+        (involved.size > nodes.length ? ` (the first ${MAX_HEATMAP_NODES} of ${involved.size})` : '');
+  return {
+    nodes,
+    note: `${count(all.length, 'node')}, more than ${MAX_HEATMAP_NODES}: ${shown}. Every node is in the table below.`,
+  };
+}
+
 function NetCheckView({ check }: { check: NetCheck }) {
   const nodes = check.nodes.map((n) => n.node);
   const flaggedLinks = check.links.filter((l) => l.flagged);
+  const drawn = heatmapNodes(check);
   return (
     <>
       <p class="summary" data-testid="net-check-summary">
@@ -90,15 +115,21 @@ function NetCheckView({ check }: { check: NetCheck }) {
         {check.drained.length > 0 && ` Drained: ${check.drained.join(', ')}.`}
       </p>
       {check.message && <p role="status">{check.message}</p>}
-      {check.rails.map((rail) => (
-        <LinkHeatmap
-          key={rail.name}
-          rail={rail}
-          nodes={nodes}
-          links={check.links.filter((l) => l.rail === rail.name)}
-        />
-      ))}
-      {check.rails.length > 0 && <Legend threshold={check.threshold} />}
+      {drawn.note && (
+        <p role="note" data-testid="heatmap-note">
+          {drawn.note}
+        </p>
+      )}
+      {drawn.nodes.length > 0 &&
+        check.rails.map((rail) => (
+          <LinkHeatmap
+            key={rail.name}
+            rail={rail}
+            nodes={drawn.nodes}
+            links={check.links.filter((l) => l.rail === rail.name)}
+          />
+        ))}
+      {drawn.nodes.length > 0 && check.rails.length > 0 && <Legend threshold={check.threshold} />}
       <table class="grid verdicts" aria-label="Verdict per node">
         <thead>
           <tr>
