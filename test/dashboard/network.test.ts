@@ -154,6 +154,13 @@ else
     }
     t.ok(await page.getByText('No allreduce sweep stored yet.').isVisible(), 'no sweep stored: the page says so');
 
+    // the next check reaches the open page by itself: /v1/events names it, the page reads it
+    const again = await c.rankd(['check', 'net', '--duration', '1', '--threshold', '0.3', '--json'], 180_000);
+    const next = JSON.parse(again.stdout) as NetCheck;
+    t.not(next.id, check.id, `a second check ran (exit ${again.code})`);
+    await page.getByTestId('net-check-summary').filter({ hasText: next.id }).waitFor({ timeout: 15_000 });
+    t.pass(`the page shows ${next.id} without a reload`);
+
     if (SHOTS) await page.locator('main').screenshot({ path: join(SHOTS, 'dashboard-network.png') });
   });
 

@@ -129,7 +129,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   }
   await app.register(healthRoutes);
   await app.register(sessionRoutes, { sessions, access: deps.access });
-  await app.register(eventsRoutes, { registry: deps.registry, jobs: deps.jobs, access: deps.access });
+  await app.register(eventsRoutes, {
+    registry: deps.registry,
+    jobs: deps.jobs,
+    access: deps.access,
+    checks: deps.fleet?.checks,
+  });
   await app.register(dashboardFiles, { ...(deps.dashboardRoot ? { root: deps.dashboardRoot } : {}) });
   await app.register(nodesRoutes, { registry: deps.registry, jobs: deps.jobs });
   if (deps.enroll) await app.register(enrollRoutes, deps.enroll);

@@ -23,11 +23,11 @@ function ranBy(by: string | null): string {
 const atTime = (ms: number) => when(new Date(ms).toISOString());
 
 export function Network() {
-  // a check announces nothing on /v1/events: the page reads again on Reload and after a reconnect
+  // a stored net check is announced on /v1/events; an allreduce sweep is not: Reload reads it
   const net = useResource(
     () => lastCheck('net'),
     [],
-    () => false,
+    (c) => c.kind === 'check',
   );
   const sweep = useResource(
     () => lastCheck('allreduce'),
