@@ -222,6 +222,32 @@ t.test('stop(id) ends a server that waits for its client', async (t) => {
   probes.stop('s-stop'); // a second stop of the same id is harmless
 });
 
+t.test('stop(id) that arrives while the server is still starting: it is not left running', async (t) => {
+  // The controller sends fabric.stop when its fabric.serve request failed or timed out, which
+  // is while the agent is still starting the server: the stop must not be lost.
+  const probes = probesFor(t);
+  const [port] = await freePorts(1);
+  const serving = probes.serve(serveMsg('s-early-stop', [port!]));
+  probes.stop('s-early-stop');
+  t.same(await serving, {
+    type: 'fabric.serving',
+    port: null,
+    error: { code: 'RANKD_PROBE_FAILED', message: 'the probe was stopped before its server listened' },
+  });
+  t.same(iperf3Children(port!), [], 'no server is left');
+  t.notOk(await isListening(port!), 'nothing listens on the port');
+});
+
+t.test('closeAll() while a server is still starting: it is not left running', async (t) => {
+  const probes = probesFor(t);
+  const [port] = await freePorts(1);
+  const serving = probes.serve(serveMsg('s-early-close', [port!]));
+  probes.closeAll();
+  t.equal((await serving).port, null, 'no port is handed out');
+  t.same(iperf3Children(port!), [], 'no server is left');
+  t.notOk(await isListening(port!), 'nothing listens on the port');
+});
+
 t.test('a server ends by itself at its ttl', async (t) => {
   const probes = probesFor(t);
   const [port] = await freePorts(1);

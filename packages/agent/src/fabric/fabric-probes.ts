@@ -32,6 +32,7 @@ const LISTEN_POLL_MS = 15;
 const MAX_STDOUT = 1 << 20;
 const MAX_STDERR = 16 << 10;
 const PROBE_USER = 'nobody';
+const STOPPED = 'the probe was stopped before its server listened';
 
 type Failure = { code: string; message: string };
 
@@ -45,12 +46,28 @@ interface Started {
 export class FabricProbes {
   private readonly servers = new Map<string, { started: Started; timer: NodeJS.Timeout }>();
   private readonly clients = new Set<ChildProcess>();
+  /**
+   * Serves still starting, and those of them stopped meanwhile: the controller sends
+   * fabric.stop when its fabric.serve timed out, which is while the server is still starting.
+   */
+  private readonly starting = new Set<string>();
+  private readonly stopped = new Set<string>();
   private readonly identities = new IdentityResolver(true);
 
   constructor(private readonly log: Logger) {}
 
   async serve(m: FabricServe): Promise<WithoutId<FabricServing>> {
     if (!isIP(m.address)) return { type: 'fabric.serving', port: null, error: notAnAddress(m.address) };
+    this.starting.add(m.id);
+    try {
+      return await this.startServer(m);
+    } finally {
+      this.starting.delete(m.id);
+      this.stopped.delete(m.id);
+    }
+  }
+
+  private async startServer(m: FabricServe): Promise<WithoutId<FabricServing>> {
     const program = findTool(m.tool);
     if (!program) return { type: 'fabric.serving', port: null, error: missing(m.tool) };
     let last: Failure | null = null;
@@ -60,9 +77,16 @@ export class FabricProbes {
         last = { code: CheckErrorCode.PortsInUse, message: `port ${port} is in use` };
         continue;
       }
+      if (this.stopped.has(m.id)) break;
       const started = await this.start(program, serverArgs(m, m.address, port));
       if ('error' in started) return { type: 'fabric.serving', port: null, error: started.error };
       const ready = await untilListening(port, started);
+      if (this.stopped.has(m.id)) {
+        // answer only once it is gone, so that a stopped probe leaves nothing behind
+        kill(started.child);
+        await started.exited;
+        break;
+      }
       if (ready) {
         const timer = setTimeout(() => this.stop(m.id), m.ttlMs);
         timer.unref();
@@ -78,12 +102,15 @@ export class FabricProbes {
       // a server that failed for any reason but a taken port fails on every port
       if (last.code !== CheckErrorCode.PortsInUse) break;
     }
+    if (this.stopped.has(m.id))
+      return { type: 'fabric.serving', port: null, error: { code: CheckErrorCode.ProbeFailed, message: STOPPED } };
     if (last?.code === CheckErrorCode.PortsInUse)
       last = { code: CheckErrorCode.PortsInUse, message: `every offered port is in use (${m.ports.join(', ')})` };
     return { type: 'fabric.serving', port: null, error: last ?? undefined };
   }
 
   stop(id: string): void {
+    if (this.starting.has(id)) this.stopped.add(id);
     const server = this.servers.get(id);
     if (!server) return;
     kill(server.started.child);
@@ -137,7 +164,7 @@ export class FabricProbes {
 
   /** Ends every probe program: the link dropped, or the agent stops. */
   closeAll(): void {
-    for (const id of [...this.servers.keys()]) this.stop(id);
+    for (const id of [...this.servers.keys(), ...this.starting]) this.stop(id);
     for (const child of this.clients) kill(child);
   }
 
