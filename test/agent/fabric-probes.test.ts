@@ -134,35 +134,36 @@ t.test('serve, then measure: both directions and a latency', async (t) => {
   t.notOk(await isListening(port!), 'the port is free again');
 });
 
-t.test('as root, the server and the client run as nobody with no supplementary groups', async (t) => {
-  if (!isRoot) {
-    t.skip('not root: the probes run as whoever runs the agent, so there is no identity change to see');
-    return;
-  }
-  const nobody = execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim();
-  const nogroup = execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' }).trim();
-  const probes = probesFor(t);
-  const [port] = await freePorts(1);
-  t.equal((await probes.serve(serveMsg('s-nobody', [port!]))).port, port);
-  const [server] = iperf3Children(port!);
-  t.ok(server, 'the server is running');
-  t.same(credentials(server!), {
-    uid: [nobody, nobody, nobody, nobody].join('\t'),
-    gid: [nogroup, nogroup, nogroup, nogroup].join('\t'),
-    groups: '',
-  });
-  const measuring = probes.measure(measureMsg('m-nobody', port!, { durationS: 3 }));
-  const client = await waitUntil('the client to start', 5000, () =>
-    iperf3Children(port!).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('-c')),
-  );
-  t.same(credentials(client), {
-    uid: [nobody, nobody, nobody, nobody].join('\t'),
-    gid: [nogroup, nogroup, nogroup, nogroup].join('\t'),
-    groups: '',
-  });
-  const m = await measuring;
-  t.equal(m.error, undefined, 'and as nobody it measures');
-});
+const notRootNobody = 'not root: the probes run as whoever runs the agent, so there is no identity change to see';
+t.test(
+  'as root, the server and the client run as nobody with no supplementary groups',
+  { skip: isRoot ? false : notRootNobody },
+  async (t) => {
+    const nobody = execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim();
+    const nogroup = execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' }).trim();
+    const probes = probesFor(t);
+    const [port] = await freePorts(1);
+    t.equal((await probes.serve(serveMsg('s-nobody', [port!]))).port, port);
+    const [server] = iperf3Children(port!);
+    t.ok(server, 'the server is running');
+    t.same(credentials(server!), {
+      uid: [nobody, nobody, nobody, nobody].join('\t'),
+      gid: [nogroup, nogroup, nogroup, nogroup].join('\t'),
+      groups: '',
+    });
+    const measuring = probes.measure(measureMsg('m-nobody', port!, { durationS: 3 }));
+    const client = await waitUntil('the client to start', 5000, () =>
+      iperf3Children(port!).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('-c')),
+    );
+    t.same(credentials(client), {
+      uid: [nobody, nobody, nobody, nobody].join('\t'),
+      gid: [nogroup, nogroup, nogroup, nogroup].join('\t'),
+      groups: '',
+    });
+    const m = await measuring;
+    t.equal(m.error, undefined, 'and as nobody it measures');
+  },
+);
 
 t.test('a port something already listens on is skipped; all taken is RANKD_PROBE_PORTS_IN_USE', async (t) => {
   const probes = probesFor(t);
@@ -295,16 +296,16 @@ t.test('an address that is not an IP literal is refused before anything starts',
   t.equal(spawned.length, before, 'no program was started');
 });
 
-t.test('a missing tool is RANKD_PROBE_TOOL_MISSING naming its Debian package', async (t) => {
-  // The agent finds tools on its PATH and the standard directories, so a PATH cannot hide
-  // /usr/bin/iperf3. A private mount namespace can: there, /usr/bin/iperf3 is /dev/null,
-  // which is not an executable file, and the agent's FabricProbes runs in that view.
-  if (!isRoot) {
-    t.skip('not root: hiding /usr/bin/iperf3 takes a private mount namespace (unshare -m)');
-    return;
-  }
-  const probesModule = fileURLToPath(new URL('../../packages/agent/dist/fabric/fabric-probes.js', import.meta.url));
-  const script = `
+// The agent finds tools on its PATH and the standard directories, so a PATH cannot hide
+// /usr/bin/iperf3. A private mount namespace can: there, /usr/bin/iperf3 is /dev/null,
+// which is not an executable file, and the agent's FabricProbes runs in that view.
+const notRootMount = 'not root: hiding /usr/bin/iperf3 takes a private mount namespace (unshare -m)';
+t.test(
+  'a missing tool is RANKD_PROBE_TOOL_MISSING naming its Debian package',
+  { skip: isRoot ? false : notRootMount },
+  async (t) => {
+    const probesModule = fileURLToPath(new URL('../../packages/agent/dist/fabric/fabric-probes.js', import.meta.url));
+    const script = `
     const { FabricProbes } = await import(${JSON.stringify(probesModule)});
     const { pino } = await import('pino');
     const p = new FabricProbes(pino({ level: 'silent' }));
@@ -313,29 +314,30 @@ t.test('a missing tool is RANKD_PROBE_TOOL_MISSING naming its Debian package', a
     const measured = await p.measure({ type: 'fabric.measure', id: 'm', tool: 'iperf3', durationS: 1,
       address: '127.0.0.1', port: 29999, timeoutMs: 5000 });
     process.stdout.write(JSON.stringify({ served, measured }));`;
-  const r = spawnSync(
-    'unshare',
-    [
-      '--mount',
-      '--propagation',
-      'private',
-      '--',
-      'sh',
-      '-c',
-      'mount --bind /dev/null "$(readlink -f /usr/bin/iperf3)" && exec "$0" --input-type=module -e "$1"',
-      process.execPath,
-      script,
-    ],
-    { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', timeout: 30_000 },
-  );
-  t.equal(r.status, 0, `the script ran: ${r.stderr}`);
-  const { served, measured } = JSON.parse(r.stdout) as {
-    served: { port: number | null; error?: { code: string; message: string } };
-    measured: { error?: { code: string; message: string }; timedOut: boolean };
-  };
-  const expected = { code: 'RANKD_PROBE_TOOL_MISSING', message: 'iperf3 is not installed (apt install iperf3)' };
-  t.same(served, { type: 'fabric.serving', port: null, error: expected });
-  t.same(measured.error, expected);
-  t.equal(measured.timedOut, false);
-  t.ok(spawnSync('iperf3', ['--version']).status === 0, 'outside the namespace iperf3 is still there');
-});
+    const r = spawnSync(
+      'unshare',
+      [
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        'sh',
+        '-c',
+        'mount --bind /dev/null "$(readlink -f /usr/bin/iperf3)" && exec "$0" --input-type=module -e "$1"',
+        process.execPath,
+        script,
+      ],
+      { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', timeout: 30_000 },
+    );
+    t.equal(r.status, 0, `the script ran: ${r.stderr}`);
+    const { served, measured } = JSON.parse(r.stdout) as {
+      served: { port: number | null; error?: { code: string; message: string } };
+      measured: { error?: { code: string; message: string }; timedOut: boolean };
+    };
+    const expected = { code: 'RANKD_PROBE_TOOL_MISSING', message: 'iperf3 is not installed (apt install iperf3)' };
+    t.same(served, { type: 'fabric.serving', port: null, error: expected });
+    t.same(measured.error, expected);
+    t.equal(measured.timedOut, false);
+    t.ok(spawnSync('iperf3', ['--version']).status === 0, 'outside the namespace iperf3 is still there');
+  },
+);
