@@ -28,9 +28,11 @@ const badFlags: Array<[string[], RegExp]> = [
   [['--threshold', 'x'], /^rankd: --threshold: "x" is not a fraction/],
   [
     ['--last', 'solo*'],
-    /^rankd: --last prints the stored check: it takes no pattern, --rail, --duration or --drain\n$/,
+    /^rankd: --last prints the stored check: it takes no pattern, --rail, --duration, --threshold or --drain\n$/,
   ],
   [['--last', '--drain'], /^rankd: --last prints the stored check: it takes no pattern/],
+  // a threshold would not re-judge the stored links: taking it silently would let the user think it did
+  [['--last', '--threshold', '0.5'], /^rankd: --last prints the stored check: it takes no pattern/],
 ];
 
 for (const [flags, said] of badFlags) {

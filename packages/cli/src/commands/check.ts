@@ -66,9 +66,9 @@ export function register(program: Command): void {
       const config = loadClientConfig();
       let result: NetCheckResult;
       if (flags.last) {
-        if (command.args.length > 0 || flags.drain || flags.rail || flags.duration)
+        if (command.args.length > 0 || flags.drain || flags.rail || flags.duration || flags.threshold !== undefined)
           throw new CliError(
-            '--last prints the stored check: it takes no pattern, --rail, --duration or --drain',
+            '--last prints the stored check: it takes no pattern, --rail, --duration, --threshold or --drain',
             ExitCode.Usage,
           );
         const { checks } = await call(config, 'GET /v1/checks', { query: { kind: 'net', limit: 1 } });
