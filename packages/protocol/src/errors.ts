@@ -460,6 +460,11 @@ export const CheckErrorCode = section('Fabric checks', {
     "A job's preflight (rankd run --preflight) flagged a node its placement cannot leave out, or could not " +
       'measure its nodes: the job ended without starting a rank; the reason has the finding.',
   ),
+  UnknownRail: defineError(
+    'RANKD_CHECK_UNKNOWN_RAIL',
+    400,
+    'The --rail of a check names a NIC that none of the selected nodes has: nothing is measured or drained.',
+  ),
 });
 export type CheckErrorCode = (typeof CheckErrorCode)[keyof typeof CheckErrorCode];
 

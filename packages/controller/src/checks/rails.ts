@@ -4,7 +4,7 @@
 // address. `--rail NIC` names one: an RDMA device, or a netdev measured over TCP.
 import { isIPv4 } from 'node:net';
 import { DEFAULT_GID_PREFERENCE, nodeNics, type NicCandidate } from '@rankd/planner';
-import type { Facts } from '@rankd/protocol';
+import { CheckErrorCode, RankdError, type Facts } from '@rankd/protocol';
 import { rankAddress } from '../fleet/doctor/reach-matrix.js';
 import type { RailInfo } from './link-analysis.js';
 
@@ -42,11 +42,27 @@ export function planRails(members: readonly CheckMember[], rail: string | undefi
   if (rail !== undefined) {
     // a device known on any node, active or not: its problems then name the device, not a netdev
     const isRdma = members.some((m) => m.facts?.rdma.devices.some((d) => d.name === rail));
-    return [isRdma ? rdmaRail(members, rail, rdma) : tcpRail(members, rail)];
+    const plan = isRdma ? rdmaRail(members, rail, rdma) : tcpRail(members, rail);
+    refuseUnknownRail(rail, plan);
+    return [plan];
   }
   const devices = [...new Set([...rdma.values()].flatMap((cs) => cs.map((c) => c.device)))].sort();
   if (devices.length === 0) return [tcpRail(members, undefined)];
   return devices.map((d) => rdmaRail(members, d, rdma));
+}
+
+/**
+ * A named rail that no node has is a typo, not a finding: judged, it would flag every node,
+ * and --drain would drain them all.
+ */
+function refuseUnknownRail(rail: string, plan: RailPlan): void {
+  const problems = [...plan.endpoints.values()].flatMap((e) => ('problem' in e ? [e.problem] : []));
+  if (problems.length === 0 || problems.length < plan.endpoints.size) return;
+  const more = problems.length > 1 ? `; and ${problems.length - 1} more` : '';
+  throw new RankdError(
+    CheckErrorCode.UnknownRail,
+    `--rail ${rail}: none of the selected nodes has a NIC ${rail} (${problems[0]}${more})`,
+  );
 }
 
 function tcpRail(members: readonly CheckMember[], netdev: string | undefined): RailPlan {
