@@ -2,10 +2,13 @@
 // this machine: a node the check could not reach is drained with the finding as its reason,
 // and a --rail that names a NIC none of the selected nodes has is refused before anything is
 // measured, stored or drained (before, every node was "flagged" for lacking it, and --drain
-// emptied the whole selection over a typo).
+// emptied the whole selection over a typo). A connected agent too old to probe is flagged
+// for that, not called unreachable.
 import t from 'tap';
+import WebSocket from 'ws';
 import { runCli, waitUntil } from '../helpers/daemons.js';
 import { localCluster } from '../helpers/cluster.js';
+import { enrollIdentity, gatewayUrl } from '../helpers/tls.js';
 
 interface NodeLike {
   name: string;
@@ -58,4 +61,41 @@ t.test('--drain drains a node the check could not reach, with the finding as the
     'only the unreachable node is drained',
   );
   t.match(drained[0]?.drain?.reason, new RegExp(`^rankd check net ${result.id}: `), 'the reason names the check');
+});
+
+t.test('a connected agent without the fabric capability is flagged as such, not called unreachable', async (t) => {
+  const { controller, env } = await localCluster(t, ['cap1']);
+  // an older agent: a real node certificate and the gateway protocol, but no "fabric" capability
+  const id = await enrollIdentity(controller, 'old1');
+  const ws = new WebSocket(gatewayUrl(controller.url), ['rankd.v1'], { ca: id.ca, cert: id.cert, key: id.key });
+  const frames: Array<{ type: string }> = [];
+  ws.on('message', (d: Buffer) => frames.push(JSON.parse(d.toString()) as { type: string }));
+  ws.on('error', () => undefined);
+  await new Promise<void>((r) => ws.on('open', () => r()));
+  ws.send(JSON.stringify({ type: 'hello', name: 'old1', version: '0.0.1-old', capabilities: ['exec'], labels: {} }));
+  let seq = 0;
+  const beat = setInterval(() => ws.send(JSON.stringify({ type: 'heartbeat', seq: seq++ })), 500);
+  t.teardown(() => {
+    clearInterval(beat);
+    ws.terminate();
+  });
+  await waitUntil('welcome', 5000, () => frames.some((f) => f.type === 'welcome'));
+
+  const r = await runCli(['check', 'net', 'cap1,old1', '--duration', '1', '--json'], env);
+  t.equal(r.code, 1, `exit 1: a node is flagged; ${r.stderr}`);
+  const result = JSON.parse(r.stdout) as NetCheckLike;
+  t.same(
+    result.nodes.find((n) => n.node === 'old1'),
+    {
+      node: 'old1',
+      verdict: 'flagged',
+      reason: 'agent 0.0.1-old has no "fabric" capability; upgrade it',
+      bandwidth: null,
+      latencyUs: null,
+    },
+  );
+  t.notOk(
+    frames.some((f) => f.type.startsWith('fabric.')),
+    'no probe was asked of it',
+  );
 });

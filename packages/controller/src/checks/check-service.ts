@@ -104,14 +104,19 @@ export class CheckService {
     opts: NetCheckOptions,
     pattern: string,
     ready: ReadonlyArray<{ node: string }>,
-    skipped: ReadonlyArray<{ host: string; node: string | null; error: { message: string } }>,
+    skipped: ReadonlyArray<{ host: string; node: string | null; status: string; error: { message: string } }>,
   ): Promise<NetCheckResult> {
     const { registry, log } = this.deps;
     const startedAt = Date.now();
     const durationS = req.duration ?? NET_CHECK_DURATION_S.default;
     const threshold = req.threshold ?? NET_CHECK_THRESHOLD.default;
     const problems = new Map<string, NodeProblem>();
-    for (const s of skipped) problems.set(s.node ?? s.host, { verdict: 'unreachable', reason: s.error.message });
+    // a connected agent that cannot probe (too old for the "fabric" capability) is not unreachable
+    for (const s of skipped)
+      problems.set(s.node ?? s.host, {
+        verdict: s.status === 'UNREACHABLE' ? 'unreachable' : 'flagged',
+        reason: s.error.message,
+      });
     const members: CheckMember[] = ready.map((t) => {
       const n = registry.get(t.node);
       return { node: t.node, address: n?.address ?? null, facts: n?.facts ?? null };
