@@ -31,7 +31,11 @@ syncBuiltinESMExports();
 
 function probesFor(t: Test): FabricProbes {
   const probes = new FabricProbes(pino({ level: 'silent' }));
-  t.teardown(() => probes.closeAll());
+  t.teardown(() => {
+    probes.closeAll();
+    // a probe program that escaped FabricProbes fails its test; ended here by PID, it cannot hang the run
+    for (const pid of iperf3Children()) process.kill(pid, 'SIGKILL');
+  });
   return probes;
 }
 
@@ -75,8 +79,8 @@ async function listener(t: Test, port = 0): Promise<{ port: number; accepted: ()
   return { port: (server.address() as net.AddressInfo).port, accepted: () => accepted };
 }
 
-/** This process's children running iperf3 whose argv holds `-p PORT`, by PID. */
-function iperf3Children(port: number): number[] {
+/** This process's children running iperf3 (whose argv holds `-p PORT`, when given), by PID. */
+function iperf3Children(port?: number): number[] {
   const out: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -86,7 +90,7 @@ function iperf3Children(port: number): number[] {
       if (fields[0] === 'Z' || Number(fields[1]) !== process.pid) continue;
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const p = argv.indexOf('-p');
-      if (argv[0]!.endsWith('iperf3') && p >= 0 && argv[p + 1] === String(port)) out.push(Number(entry));
+      if (argv[0]!.endsWith('iperf3') && (port === undefined || argv[p + 1] === String(port))) out.push(Number(entry));
     } catch {
       // gone while we looked
     }
@@ -130,7 +134,7 @@ t.test('serve, then measure: both directions and a latency', async (t) => {
   t.ok(m.reverseBps !== null && m.reverseBps > 0, `server → client measured: ${m.reverseBps}`);
   t.ok(m.latencyUs !== null && m.latencyUs > 0, `a latency: ${m.latencyUs} µs`);
   // iperf3 -s -1 ends after its one client: nothing of the probe is left
-  await waitUntil('the server to end after its client', 10_000, () => iperf3Children(port!).length === 0);
+  await waitUntil('the server to end after its client', 10_000, () => iperf3Children(port).length === 0);
   t.notOk(await isListening(port!), 'the port is free again');
 });
 
@@ -144,7 +148,7 @@ t.test(
     const probes = probesFor(t);
     const [port] = await freePorts(1);
     t.equal((await probes.serve(serveMsg('s-nobody', [port!]))).port, port);
-    const [server] = iperf3Children(port!);
+    const [server] = iperf3Children(port);
     t.ok(server, 'the server is running');
     t.same(credentials(server!), {
       uid: [nobody, nobody, nobody, nobody].join('\t'),
@@ -153,7 +157,7 @@ t.test(
     });
     const measuring = probes.measure(measureMsg('m-nobody', port!, { durationS: 3 }));
     const client = await waitUntil('the client to start', 5000, () =>
-      iperf3Children(port!).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('-c')),
+      iperf3Children(port).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('-c')),
     );
     t.same(credentials(client), {
       uid: [nobody, nobody, nobody, nobody].join('\t'),
@@ -214,7 +218,7 @@ t.test('stop(id) ends a server that waits for its client', async (t) => {
   const probes = probesFor(t);
   const [port] = await freePorts(1);
   t.equal((await probes.serve(serveMsg('s-stop', [port!]))).port, port);
-  const [server] = iperf3Children(port!);
+  const [server] = iperf3Children(port);
   t.ok(server !== undefined && processAlive(server), 'the server waits');
   probes.stop('s-stop');
   await waitUntil('the server to be gone', 5000, () => !processAlive(server!));
@@ -235,7 +239,7 @@ t.test('stop(id) that arrives while the server is still starting: it is not left
     port: null,
     error: { code: 'RANKD_PROBE_FAILED', message: 'the probe was stopped before its server listened' },
   });
-  t.same(iperf3Children(port!), [], 'no server is left');
+  t.same(iperf3Children(port), [], 'no server is left');
   t.notOk(await isListening(port!), 'nothing listens on the port');
 });
 
@@ -245,15 +249,32 @@ t.test('closeAll() while a server is still starting: it is not left running', as
   const serving = probes.serve(serveMsg('s-early-close', [port!]));
   probes.closeAll();
   t.equal((await serving).port, null, 'no port is handed out');
-  t.same(iperf3Children(port!), [], 'no server is left');
+  t.same(iperf3Children(port), [], 'no server is left');
   t.notOk(await isListening(port!), 'nothing listens on the port');
+});
+
+t.test('a second serve under an id that is serving is refused, so that no server escapes closeAll', async (t) => {
+  const probes = probesFor(t);
+  const [first, second] = await freePorts(2);
+  t.equal((await probes.serve(serveMsg('s-dup', [first!]))).port, first);
+  const before = spawned.length;
+  t.same(await probes.serve(serveMsg('s-dup', [second!])), {
+    type: 'fabric.serving',
+    port: null,
+    error: { code: 'RANKD_PROBE_FAILED', message: 'a probe server with id s-dup is already running' },
+  });
+  t.equal(spawned.length, before, 'no second server was started');
+  const [server] = iperf3Children(first);
+  probes.closeAll();
+  await waitUntil('the first server to be gone', 5000, () => !processAlive(server!));
+  t.same(groupMembers(server!), [], 'closeAll still ends the first server');
 });
 
 t.test('a server ends by itself at its ttl', async (t) => {
   const probes = probesFor(t);
   const [port] = await freePorts(1);
   t.equal((await probes.serve(serveMsg('s-ttl', [port!], { ttlMs: 1000 }))).port, port);
-  const [server] = iperf3Children(port!);
+  const [server] = iperf3Children(port);
   t.ok(server !== undefined, 'the server waits');
   await waitUntil('the server to end at its ttl', 10_000, () => !processAlive(server!));
   t.same(groupMembers(server!), []);
@@ -267,7 +288,7 @@ t.test('closeAll() ends every server and every client', async (t) => {
   const silent = await listener(t);
   const measuring = probes.measure(measureMsg('m-close', silent.port, { timeoutMs: 60_000 }));
   const client = await waitUntil('the client to start', 5000, () => iperf3Children(silent.port)[0]);
-  const servers = [...iperf3Children(a!), ...iperf3Children(b!)];
+  const servers = [...iperf3Children(a), ...iperf3Children(b)];
   t.equal(servers.length, 2, 'two servers wait');
   probes.closeAll();
   const m = await measuring;

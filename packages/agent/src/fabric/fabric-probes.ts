@@ -58,6 +58,11 @@ export class FabricProbes {
 
   async serve(m: FabricServe): Promise<WithoutId<FabricServing>> {
     if (!isIP(m.address)) return { type: 'fabric.serving', port: null, error: notAnAddress(m.address) };
+    // a second server under one id would be out of reach of stop and closeAll
+    if (this.servers.has(m.id) || this.starting.has(m.id)) {
+      const message = `a probe server with id ${m.id} is already running`;
+      return { type: 'fabric.serving', port: null, error: { code: CheckErrorCode.ProbeFailed, message } };
+    }
     this.starting.add(m.id);
     try {
       return await this.startServer(m);
