@@ -193,7 +193,11 @@ t.test('--rail names an RDMA device, or a netdev measured over TCP with its IPv4
     [{ name: 'net1', kind: 'tcp', tools: ['iperf3'] }],
   );
   t.same(endpointOf(tcp, 'net1', 'pod-1'), { address: '172.16.0.1' }, 'the IPv4, not the IPv6 listed first');
-  t.same(endpointOf(planRails(members, 'eth1'), 'eth1', 'pod-2'), { problem: 'pod-2 has no network interface eth1' });
+  t.throws(
+    () => planRails(members, 'eth1'),
+    { code: 'RANKD_CHECK_UNKNOWN_RAIL', message: /pod-1 has no network interface eth1/ },
+    'a netdev no node has is refused whole (checks-drain.test.ts: nothing is measured or drained)',
+  );
   const rdma = planRails(members, 'mlx5_bond_0');
   t.same(
     rdma.map((p) => p.rail.kind),
