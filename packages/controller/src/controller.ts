@@ -16,6 +16,8 @@ import { buildApi } from './api/server.js';
 import { NodeRegistry } from './nodes/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './nodes/timing.js';
 import { createFleetServices } from './fleet/exec/fleet-services.js';
+import { AllreduceCheck } from './checks/allreduce-check.js';
+import { ChecksRepo } from './checks/checks-repo.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
 import type { Around } from './gateway/agent-handlers.js';
 import { AgentRefusals } from './gateway/agent-refusal.js';
@@ -220,6 +222,7 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     registry,
     jobs,
     fleet,
+    allreduce: new AllreduceCheck({ jobs, repo: new ChecksRepo(db), events, log }),
     https: { ...httpsOptions(tls), ...serverTimeouts(connections) },
     timeouts: connections,
     metrics,

@@ -465,6 +465,26 @@ export const CheckErrorCode = section('Fabric checks', {
     400,
     'The --rail of a check names a NIC that none of the selected nodes has: nothing is measured or drained.',
   ),
+  SizesInvalid: defineError(
+    'RANKD_CHECK_SIZES_INVALID',
+    400,
+    "The allreduce sweep's sizes are out of order (--min-bytes above --max-bytes) or not numbers.",
+  ),
+  WouldWait: defineError(
+    'RANKD_CHECK_WOULD_WAIT',
+    409,
+    'The allreduce sweep cannot start now (its nodes are busy or drained); a check never waits in the queue.',
+  ),
+  NoMpicc: defineError(
+    'RANKD_ALLREDUCE_NO_MPICC',
+    null,
+    "A node has neither nccl-tests' all_reduce_perf nor MPICH's mpicc (Debian: mpich, libmpich-dev) for the sweep.",
+  ),
+  BuildFailed: defineError(
+    'RANKD_ALLREDUCE_BUILD_FAILED',
+    null,
+    "mpicc could not build rankd's allreduce benchmark on a node, or its cache directory could not be made.",
+  ),
 });
 export type CheckErrorCode = (typeof CheckErrorCode)[keyof typeof CheckErrorCode];
 

@@ -45,6 +45,12 @@ export const PROBE_TIMEOUT_SECONDS: Bounds = { min: 0, max: 600, minExclusive: t
 export const NET_CHECK_DURATION_S = { min: 1, max: 60, default: 2 } as const;
 /** `rankd check net --threshold`: a link below this fraction of its rail's median is flagged. */
 export const NET_CHECK_THRESHOLD = { min: 0.05, max: 1, default: 0.8 } as const;
+/** Message sizes of `rankd check allreduce` (--min-bytes, --max-bytes): 8 B to 256 MiB by default, 8 GiB at most. */
+export const ALLREDUCE_BYTES = { min: 8, max: 8 * 1024 ** 3, defaultMin: 8, defaultMax: 256 * 1024 ** 2 } as const;
+/** Timed iterations per size of `rankd check allreduce --iterations` (nccl-tests' default 20). */
+export const ALLREDUCE_ITERATIONS = { min: 1, max: 10_000, default: 20 } as const;
+/** Seconds until the sweep's job is ended as timed-out (`--timeout`; default from the sizes). */
+export const ALLREDUCE_TIMEOUT_S: Bounds = { min: 10, max: 86_400 };
 
 /** Lifetime of a join token, in seconds (a year at most). */
 export const JOIN_TOKEN_TTL_SECONDS: Bounds = { min: 1, max: 365 * 86_400 };

@@ -63,7 +63,16 @@ import {
   WhoAmI,
 } from './rest/users.js';
 import { LoginCode, SessionLogin, SessionView } from './rest/session.js';
-import { CheckList, CheckListQuery, CheckParams, CheckResult, NetCheckRequest, NetCheckResult } from './rest/checks.js';
+import {
+  AllreduceCheckRequest,
+  AllreduceCheckResult,
+  CheckList,
+  CheckListQuery,
+  CheckParams,
+  CheckResult,
+  NetCheckRequest,
+  NetCheckResult,
+} from './rest/checks.js';
 import type { Permission } from './rest/permissions.js';
 
 /** Who may call a route: the roles that hold `permission` (docs/security.md). */
@@ -477,6 +486,15 @@ export const ROUTES = {
       summary: 'Pairwise bandwidth and latency of the selected nodes (round-robin schedule), outliers flagged',
       body: NetCheckRequest,
       response: { 200: NetCheckResult, 400: ErrorBody, 409: ErrorBody },
+    },
+  },
+  'POST /v1/checks/allreduce': {
+    access: { permission: 'checks.run', what: 'run a fabric check' },
+    schema: {
+      tags: ['checks'],
+      summary: "An allreduce sweep run as a job of the caller's, placed and pinned as a job is; busbw per size",
+      body: AllreduceCheckRequest,
+      response: { 200: AllreduceCheckResult, 400: ErrorBody, 403: ErrorBody, 409: ErrorBody },
     },
   },
   'GET /v1/checks': {

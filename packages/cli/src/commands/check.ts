@@ -10,6 +10,7 @@ import { call } from '../client/rest.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { integerIn } from '../options.js';
 import { renderNetCheck } from '../checks/net-report.js';
+import { registerAllreduce } from '../checks/allreduce-command.js';
 
 /** A check runs N−1 rounds of --duration: 511 rounds of 60 s for 512 nodes is 8.5 h. */
 const CHECK_WAIT_MS = 12 * 3600 * 1000;
@@ -40,7 +41,9 @@ export function fraction(value: string): number {
 export function register(program: Command): void {
   const check = program
     .command('check')
-    .description('measure the fabric: `check net` (pairwise bandwidth and latency matrix)');
+    .description(
+      'measure the fabric: `check net` (pairwise bandwidth and latency matrix), `check allreduce` (busbw sweep)',
+    );
   check
     .command('net')
     .description(
@@ -91,4 +94,5 @@ export function register(program: Command): void {
       const flagged = result.flagged.length > 0 || result.links.some((l) => l.flagged);
       process.exitCode = flagged ? CHECK_FLAGGED : ExitCode.Ok;
     });
+  registerAllreduce(check);
 }

@@ -29,6 +29,7 @@ import { execRoutes } from './routes/exec.js';
 import { pingRoutes } from './routes/ping.js';
 import { doctorRoutes } from './routes/doctor.js';
 import { checksRoutes } from './routes/checks.js';
+import type { AllreduceCheck } from '../checks/allreduce-check.js';
 import { enrollRoutes, type EnrollDeps } from './routes/enroll.js';
 import { metricsRoutes } from './routes/metrics.js';
 import type { ControllerMetrics } from '../metrics/controller-metrics.js';
@@ -49,6 +50,8 @@ export interface ApiDeps {
   jobs: JobManager;
   /** Failed authentications allowed per source address and window before 429 (default 20 a minute). */
   authFailures?: { max: number; windowMs: number };
+  /** `rankd check allreduce` (a sweep run as a job); without it its route is not served. */
+  allreduce?: AllreduceCheck;
   /** Inventory, exec, ping and doctor; without it those routes are not served. */
   fleet?: FleetServices;
   /** fastify's https options (always given by the controller; tests of routes alone may omit them). */
@@ -147,7 +150,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(execRoutes, { exec: deps.fleet.exec });
     await app.register(pingRoutes, { ping: deps.fleet.ping });
     await app.register(doctorRoutes, { doctor: deps.fleet.doctor });
-    await app.register(checksRoutes, { checks: deps.fleet.checks });
+    await app.register(checksRoutes, { checks: deps.fleet.checks, allreduce: deps.allreduce });
   }
   await app.register(usersRoutes, { users: deps.users });
   await app.register(auditRoutes, { audit: deps.audit });

@@ -3437,6 +3437,157 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/checks/allreduce": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** An allreduce sweep run as a job of the caller's, placed and pinned as a job is; busbw per size */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        placement: {
+                            nodes?: number;
+                            nodelist?: string[];
+                            group?: string;
+                            ntasks?: number;
+                            ranksPerNode?: number | "numa" | "socket" | "gpu";
+                            distribution?: "block" | "cyclic";
+                            oversubscribe?: boolean;
+                            cpusPerRank?: number;
+                            ht?: "first" | "all";
+                            commWorkers?: number;
+                            commOn?: "siblings" | "cores";
+                            memBind?: "local" | "none";
+                            nic?: string;
+                            gpusPerRank?: number;
+                            gpuBind?: "none" | "visible";
+                            masterPort?: number;
+                            env?: {
+                                [key: string]: string;
+                            };
+                            envProfile?: "default" | "mpi";
+                            exclusive?: boolean;
+                            share?: boolean;
+                        };
+                        minBytes?: number;
+                        maxBytes?: number;
+                        iterations?: number;
+                        timeout?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            kind: "allreduce";
+                            startedAt: number;
+                            endedAt: number;
+                            by: string | null;
+                            pattern: string;
+                            jobId: string;
+                            ranks: number;
+                            nodes: string[];
+                            implementation: ("nccl-tests" | "rankd-mpi") | null;
+                            env: {
+                                [key: string]: string;
+                            };
+                            rows: {
+                                bytes: number;
+                                count: number;
+                                type: string;
+                                timeUs: number;
+                                algbwGBs: number;
+                                busbwGBs: number;
+                                wrong: number;
+                            }[];
+                            wrong: number;
+                            flagged: string[];
+                            message: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                401: components["responses"]["Unauthorized"];
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            statusCode: number;
+                            code: string;
+                            error: string;
+                            message: string;
+                            /** @description PlacementSpec fields to change, e.g. {"ntasks": 2} */
+                            suggestion?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/checks": {
         parameters: {
             query?: never;
@@ -3594,7 +3745,7 @@ export interface paths {
                             jobId: string;
                             ranks: number;
                             nodes: string[];
-                            implementation: "nccl-tests" | "rankd-mpi";
+                            implementation: ("nccl-tests" | "rankd-mpi") | null;
                             env: {
                                 [key: string]: string;
                             };

@@ -3,7 +3,14 @@
 // Every check is stored with its time and read back with GET /v1/checks.
 import Type from 'typebox';
 import { Nullable } from '../nullable.js';
-import { NET_CHECK_DURATION_S, NET_CHECK_THRESHOLD } from '../limits.js';
+import {
+  ALLREDUCE_BYTES,
+  ALLREDUCE_ITERATIONS,
+  ALLREDUCE_TIMEOUT_S,
+  NET_CHECK_DURATION_S,
+  NET_CHECK_THRESHOLD,
+  schemaBounds,
+} from '../limits.js';
 import { PlacementSpec } from '../plan.js';
 
 const Pattern = Type.String({ minLength: 1, maxLength: 4096 });
@@ -113,15 +120,18 @@ export const NetCheckResult = Type.Object({
 });
 export type NetCheckResult = Type.Static<typeof NetCheckResult>;
 
-/** `rankd check allreduce`: a collective sweep run as a job, placed as the spec says. */
+/** `rankd check allreduce`: a collective sweep run as a job, placed as the placement says. */
 export const AllreduceCheckRequest = Type.Object(
   {
-    spec: PlacementSpec,
+    /** Where the sweep's ranks go: `rankd run`'s placement flags (its env included). */
+    placement: PlacementSpec,
     /** Message sizes double from minBytes to maxBytes (nccl-tests' -b, -e, -f 2). */
-    minBytes: Type.Optional(Type.Integer({ minimum: 8, maximum: 8 * 1024 ** 3 })),
-    maxBytes: Type.Optional(Type.Integer({ minimum: 8, maximum: 8 * 1024 ** 3 })),
+    minBytes: Type.Optional(Type.Integer({ minimum: ALLREDUCE_BYTES.min, maximum: ALLREDUCE_BYTES.max })),
+    maxBytes: Type.Optional(Type.Integer({ minimum: ALLREDUCE_BYTES.min, maximum: ALLREDUCE_BYTES.max })),
     /** Timed iterations per size (nccl-tests' -n). */
-    iterations: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+    iterations: Type.Optional(Type.Integer({ minimum: ALLREDUCE_ITERATIONS.min, maximum: ALLREDUCE_ITERATIONS.max })),
+    /** Seconds until the sweep's job is ended as timed-out; default from the sizes. */
+    timeout: Type.Optional(Type.Integer(schemaBounds(ALLREDUCE_TIMEOUT_S))),
   },
   { additionalProperties: false },
 );
@@ -138,7 +148,7 @@ export const AllreduceRow = Type.Object({
   algbwGBs: Type.Number(),
   /** algbw × 2(n−1)/n. */
   busbwGBs: Type.Number(),
-  /** Elements whose sum was wrong. */
+  /** Elements whose sum was wrong, out-of-place and in-place together. */
   wrong: Type.Integer({ minimum: 0 }),
 });
 export type AllreduceRow = Type.Static<typeof AllreduceRow>;
@@ -155,7 +165,8 @@ export const AllreduceCheckResult = Type.Object({
   jobId: Type.String(),
   ranks: Type.Integer({ minimum: 0 }),
   nodes: Type.Array(Type.String()),
-  implementation: Type.Union([Type.Literal('nccl-tests'), Type.Literal('rankd-mpi')]),
+  /** What ran: null when the job failed before it said (the launcher's first line). */
+  implementation: Nullable(Type.Union([Type.Literal('nccl-tests'), Type.Literal('rankd-mpi')])),
   /** The transport variables the planner wrote (NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES, …). */
   env: Type.Record(Type.String(), Type.String()),
   rows: Type.Array(AllreduceRow),
