@@ -39,7 +39,8 @@ t.test("rankd's benchmark, as rank 0 printed it", async (t) => {
 });
 
 const NCCL_HEADER = [
-  '# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0',
+  '# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup' +
+    ' iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0',
   '#',
   '# Using devices',
   '#  Rank  0 Group  0 Pid  40001 on      gpu-a device  0 [0x17] NVIDIA H100 80GB HBM3',
@@ -52,9 +53,12 @@ t.test("nccl-tests' layouts: with the root column and without (before 2.10)", as
     [
       '# rankd check allreduce: implementation=nccl-tests program=/usr/bin/all_reduce_perf node=gpu-a',
       ...NCCL_HEADER,
-      '#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong',
-      '           8             2     float     sum      -1    20.10    0.00    0.00      0    19.80    0.00    0.00      0',
-      '    16777216       4194304     float     sum      -1    412.5   40.67   40.67      0    410.1   40.91   40.91      2',
+      '#       size         count      type   redop    root     time' +
+        '   algbw   busbw #wrong     time   algbw   busbw #wrong',
+      '           8             2     float     sum      -1    20.10' +
+        '    0.00    0.00      0    19.80    0.00    0.00      0',
+      '    16777216       4194304     float     sum      -1    412.5' +
+        '   40.67   40.67      0    410.1   40.91   40.91      2',
       '# Out of bounds values : 2 FAILED',
     ].join('\n'),
   );
@@ -91,8 +95,10 @@ t.test("nccl-tests' layouts: with the root column and without (before 2.10)", as
 t.test('what cannot be read is reported, never skipped', async (t) => {
   const out = parseSweepOutput(
     [
-      '#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong',
-      '           8             2     float     sum      -1    20.10    0.00    0.00    N/A    19.80    0.00    0.00    N/A',
+      '#       size         count      type   redop    root     time' +
+        '   algbw   busbw #wrong     time   algbw   busbw #wrong',
+      '           8             2     float     sum      -1    20.10' +
+        '    0.00    0.00    N/A    19.80    0.00    0.00    N/A',
       '          16             4     float',
       'gpu-a: Test NCCL failure common.cu:1005 unhandled system error',
     ].join('\n'),

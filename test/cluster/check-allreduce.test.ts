@@ -48,10 +48,24 @@ else
   clusterTest(
     t,
     'check allreduce -N 3: busbw = algbw × 2(n−1)/n, no wrong element, stored; a user token is refused',
-    { timeout: 300_000 },
+    { timeout: 900_000 },
     async (t) => {
       const c = await startCluster(t, { hosts: 3 });
-      const sweepArgs = ['check', 'allreduce', '-N', '3', '--max-bytes', '1M', '--timeout', '60', ...OVER_TCP];
+      // 5 iterations a size: this 2-core machine runs 3 busy-polling MPICH ranks, and other
+      // tests beside them; an allreduce can take 100 ms here
+      const sweepArgs = [
+        'check',
+        'allreduce',
+        '-N',
+        '3',
+        '--max-bytes',
+        '1M',
+        '--iterations',
+        '5',
+        '--timeout',
+        '120',
+        ...OVER_TCP,
+      ];
 
       // refused: a `user` token may not run checks, and nothing of the sweep happens
       const made = await c.api.request<{ token: string }>('/v1/users', {
@@ -76,7 +90,7 @@ else
       t.same(await c.jobs(), [], 'no job was created');
 
       const sweep = async (): Promise<{ code: number | null; stderr: string; result: Sweep }> => {
-        const run = await c.rankd([...sweepArgs, '--json'], 150_000);
+        const run = await c.rankd([...sweepArgs, '--json'], 210_000);
         return { code: run.code, stderr: run.stderr, result: JSON.parse(run.stdout || 'null') as Sweep };
       };
       let { code, stderr, result } = await sweep();

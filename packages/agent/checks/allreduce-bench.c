@@ -98,10 +98,17 @@ static long long wrong_elements(const float *buf, size_t count) {
     return wrong;
 }
 
+/* As nccl-tests: warm-up iterations at the largest size and at the smallest, once, before the sweep. */
+static void warm_up(float *send, float *recv, const struct options *o) {
+    size_t sizes[2] = {o->max_bytes / sizeof(float), o->min_bytes / sizeof(float)};
+    for (int s = 0; s < 2; s++)
+        for (long i = 0; i < o->warmup; i++)
+            MPI_Allreduce(send, recv, (int)sizes[s], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
+
 /* Mean seconds per iteration of the slowest rank. */
-static double timed(const float *send, float *recv, size_t count, long iterations, long warmup) {
+static double timed(const float *send, float *recv, size_t count, long iterations) {
     const void *src = send ? (const void *)send : MPI_IN_PLACE;
-    for (long i = 0; i < warmup; i++) MPI_Allreduce(src, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
     for (long i = 0; i < iterations; i++) MPI_Allreduce(src, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -136,9 +143,9 @@ static void print_run(const struct run *r) {
     printf("  %7s  %6.2f  %6.2f  %5lld", t, r->algbw, r->busbw, r->wrong);
 }
 
-static struct run measure(float *send, float *recv, size_t count, long iterations, long warmup) {
+static struct run measure(float *send, float *recv, size_t count, long iterations) {
     struct run r;
-    double seconds = timed(send, recv, count, iterations, warmup);
+    double seconds = timed(send, recv, count, iterations);
     double bytes = (double)count * sizeof(float);
     r.us = seconds * 1e6;
     r.algbw = seconds > 0 ? bytes / seconds / 1e9 : 0;
@@ -169,9 +176,11 @@ static void print_header(const struct options *o) {
            FULL_ITERATIONS_BYTES, FULL_ITERATIONS_BYTES, MIN_LARGE_ITERATIONS);
     printf("#\n# Using devices\n");
     for (int r = 0; r < nranks; r++)
-        printf("#  Rank %2d Group  0 Pid %6d on %10s device -1 [cpu] MPI\n", r, pids[r], hosts + (size_t)r * HOST_CHARS);
+        printf("#  Rank %2d Group  0 Pid %6d on %10s device -1 [cpu] MPI\n", r, pids[r],
+               hosts + (size_t)r * HOST_CHARS);
     printf("#\n");
-    printf("#                                                              out-of-place                       in-place\n");
+    printf("#                                                              out-of-place"
+           "                       in-place\n");
     printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
            "busbw #wrong\n");
     printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
@@ -194,15 +203,16 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     print_header(&o);
+    fill(send, max_count);
+    warm_up(send, recv, &o);
     long long wrong = 0;
     double busbw_sum = 0;
     int runs = 0;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
         size_t count = bytes / sizeof(float);
         long iterations = iterations_for(&o, count * sizeof(float));
-        long warmup = o.warmup < iterations ? o.warmup : iterations;
-        struct run out = measure(send, recv, count, iterations, warmup);
-        struct run in = measure(NULL, recv, count, iterations, warmup);
+        struct run out = measure(send, recv, count, iterations);
+        struct run in = measure(NULL, recv, count, iterations);
         wrong += out.wrong + in.wrong;
         busbw_sum += out.busbw + in.busbw;
         runs += 2;

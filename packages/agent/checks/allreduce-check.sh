@@ -64,7 +64,10 @@ source_hash=$(sha256sum <"$source" | cut -c1-16)
 # what the wrapper runs and which compiler it is: a new MPICH or gcc is a new build
 compiler_hash=$({ command -v "$mpicc"; "$mpicc" -show 2>&1; "$mpicc" -v 2>&1; } | sha256sum | cut -c1-16)
 cache=${XDG_CACHE_HOME:-${HOME:-}/.cache}
-case $cache in /*) ;; *) fail RANKD_ALLREDUCE_BUILD_FAILED "$(id -un) has no home directory to cache the build in" ;; esac
+case $cache in
+  /*) ;;
+  *) fail RANKD_ALLREDUCE_BUILD_FAILED "$(id -un) has no home directory to cache the build in" ;;
+esac
 dir=$cache/rankd/allreduce/$source_hash-$compiler_hash
 binary=$dir/rankd-allreduce
 

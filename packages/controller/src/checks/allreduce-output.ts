@@ -2,8 +2,9 @@
 // ran), then nccl-tests' layout, which rankd's own benchmark prints too:
 //
 //   #  Rank  0 Group  0 Pid  1234 on host1 device  0 [...]        one line per rank of the world
-//   #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
-//             8             2     float     sum      -1    12.34    0.00    0.00      0    11.92    0.00    0.00      0
+//   #  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw  busbw #wrong
+//         8      2 float    sum    -1 12.34   0.00   0.00      0 11.92   0.00   0.00      0
+// (nccl-tests pads its columns wider)
 //   # Out of bounds values : 0 OK
 //
 // Each row is one size: out-of-place time, algbw and busbw, then in-place; #wrong of both
