@@ -39,6 +39,8 @@ interface Sweep {
 const OVER_TCP = ['--env', 'UCX_TLS=tcp,self'];
 /** MPICH 4.0's finalize hang over UCX with more ranks than CPUs (docs/mpi.md, Limits): the sweep says so. */
 const FINALIZE_HANG = /hung on their way out/;
+/** It hung in 6 of 10 runs of 3 ranks on this 2-CPU machine under mpiexec.hydra; rarer under rankd. */
+const MAX_HANGS = 2;
 /** The rows print algbw and busbw with 2 decimals: each is within 0.005 of its value. */
 const PRINT_ROUNDING = 0.005;
 
@@ -94,8 +96,14 @@ else
         return { code: run.code, stderr: run.stderr, result: JSON.parse(run.stdout || 'null') as Sweep };
       };
       let { code, stderr, result } = await sweep();
-      if (result?.message !== null && FINALIZE_HANG.test(result?.message ?? '')) {
+      // only that signature earns a rerun (twice at most): every size printed, then the timeout
+      let hangs = 0;
+      while (FINALIZE_HANG.test(result?.message ?? '') && hangs < MAX_HANGS) {
+        hangs++;
         t.comment(`MPICH's finalize hang over TCP (${result.message}); running the sweep again`);
+        t.equal(code, 1, 'a sweep whose job timed out exits 1');
+        t.equal(result.rows.length, 18, 'and keeps every row rank 0 printed');
+        t.same(result.flagged, result.nodes, 'and flags its nodes');
         ({ code, stderr, result } = await sweep());
       }
       let launcherLine = '';
@@ -153,11 +161,8 @@ else
 
       // stored, and read back
       const list = await c.api.get<{ checks: Array<{ id: string; kind: string }> }>('/v1/checks?kind=allreduce');
-      t.same(
-        list.body.checks.map((x) => x.id),
-        [result.id],
-        'GET /v1/checks lists it',
-      );
+      t.equal(list.body.checks[0]?.id, result.id, 'GET /v1/checks lists it, newest first');
+      t.equal(list.body.checks.length, hangs + 1, 'one stored check per sweep run');
       const stored = await c.api.get<Sweep>(`/v1/checks/${result.id}`);
       t.same(stored.body, result, 'GET /v1/checks/:id returns it whole');
 
@@ -165,7 +170,9 @@ else
       const audit = await c.api.get<{
         entries: Array<{ route: string; status: number; resource: Record<string, string> }>;
       }>('/v1/audit?limit=100');
-      const entry = audit.body.entries.find((e) => e.route === '/v1/checks/allreduce' && e.status === 200);
+      const entry = audit.body.entries.find(
+        (e) => e.route === '/v1/checks/allreduce' && e.status === 200 && e.resource['check'] === result.id,
+      );
       t.same(entry?.resource, { check: result.id, job: result.jobId }, 'audited with its check and its job');
       t.same(c.leftovers(), [], 'no process of the sweep remains in any namespace');
     },
