@@ -166,6 +166,15 @@ else
       const stored = await c.api.get<Sweep>(`/v1/checks/${result.id}`);
       t.same(stored.body, result, 'GET /v1/checks/:id returns it whole');
 
+      // and printed again as the terminal shows it, in nccl-tests' columns
+      const last = await c.rankd(['check', 'allreduce', '--last'], 30_000);
+      t.equal(last.code, 0, `--last exits as the sweep did: ${last.stderr}`);
+      t.match(last.stdout, /size \(B\)\s+count\s+type\s+time \(us\)\s+algbw \(GB\/s\)\s+busbw \(GB\/s\)\s+#wrong/);
+      t.match(last.stdout, /\n\s+1048576\s+262144\s+float\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+0\n/);
+      t.match(last.stdout, /transport env:\n(.*\n)* {2}UCX_TLS=tcp,self\n/);
+      t.match(last.stdout, /ok: 18 sizes, every element summed right/);
+      t.comment(last.stdout);
+
       // the audit log names the sweep's job and its check
       const audit = await c.api.get<{
         entries: Array<{ route: string; status: number; resource: Record<string, string> }>;
