@@ -17,6 +17,7 @@ import { NodeRegistry } from './nodes/node-registry.js';
 import { defaultFleetTiming, type FleetTiming } from './nodes/timing.js';
 import { createFleetServices } from './fleet/exec/fleet-services.js';
 import { AllreduceCheck } from './checks/allreduce-check.js';
+import { CheckService } from './checks/check-service.js';
 import { ChecksRepo } from './checks/checks-repo.js';
 import { AgentGateway } from './gateway/agent-gateway.js';
 import type { Around } from './gateway/agent-handlers.js';
@@ -156,6 +157,15 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   users.on('userRemoved', (name) => streams.removeUser(name));
   const access = new AccessControl({ users, audit, jobOwner: (id) => jobs?.owner(id), streams });
   const fleet = createFleetServices({ db, registry, events, access, log });
+  const checksRepo = new ChecksRepo(db);
+  const checks = new CheckService({
+    inventory: fleet.inventory,
+    registry,
+    requests: fleet.requests,
+    repo: checksRepo,
+    events,
+    log,
+  });
   const openmpi = new OpenMpiMode(agents, events, (node) => Boolean(registry.link(node)));
   const logs = new LogStore(join(options.dataDir, 'logs'));
   jobs = new JobManager(
@@ -172,16 +182,13 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   );
   jobs.usePreflight({
     run: (nodes, threshold) =>
-      fleet.checks.runNet(
-        { duration: PREFLIGHT_DURATION_S, threshold },
-        { by: null, nodes, maxRounds: 1, recheck: true },
-      ),
+      checks.runNet({ duration: PREFLIGHT_DURATION_S, threshold }, { by: null, nodes, maxRounds: 1, recheck: true }),
   });
   jobs.restore();
   const refusals = new AgentRefusals(audit, agents, registry, log);
   const rankEvents = new RankEvents(jobs, agents, jobsRepo, refusals, log);
   const metrics = new ControllerMetrics(registry, jobs);
-  registerLinkGauges(metrics.registry, fleet.checks);
+  registerLinkGauges(metrics.registry, checks);
   const fences = new FenceExchange(
     {
       nodes: (jobId) => jobs.lifecycle.pmiNodes(jobId),
@@ -222,7 +229,8 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     registry,
     jobs,
     fleet,
-    allreduce: new AllreduceCheck({ jobs, repo: new ChecksRepo(db), events, log }),
+    checks,
+    allreduce: new AllreduceCheck({ jobs, repo: checksRepo, events, log }),
     https: { ...httpsOptions(tls), ...serverTimeouts(connections) },
     timeouts: connections,
     metrics,

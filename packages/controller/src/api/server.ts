@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { NodeRegistry } from '../nodes/node-registry.js';
 import type { JobManager } from '../jobs/job-manager.js';
 import type { FleetServices } from '../fleet/exec/fleet-services.js';
+import type { CheckService } from '../checks/check-service.js';
 import { installAuth, type AccessControl } from './auth.js';
 import type { UsersRepo } from '../store/users-repo.js';
 import { usersRoutes } from './routes/users.js';
@@ -50,6 +51,8 @@ export interface ApiDeps {
   jobs: JobManager;
   /** Failed authentications allowed per source address and window before 429 (default 20 a minute). */
   authFailures?: { max: number; windowMs: number };
+  /** `rankd check net` (probes by the agents); without it the check routes are not served. */
+  checks?: CheckService;
   /** `rankd check allreduce` (a sweep run as a job); without it its route is not served. */
   allreduce?: AllreduceCheck;
   /** Inventory, exec, ping and doctor; without it those routes are not served. */
@@ -136,7 +139,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     registry: deps.registry,
     jobs: deps.jobs,
     access: deps.access,
-    checks: deps.fleet?.checks,
+    checks: deps.checks,
   });
   await app.register(dashboardFiles, { ...(deps.dashboardRoot ? { root: deps.dashboardRoot } : {}) });
   await app.register(nodesRoutes, { registry: deps.registry, jobs: deps.jobs });
@@ -150,8 +153,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(execRoutes, { exec: deps.fleet.exec });
     await app.register(pingRoutes, { ping: deps.fleet.ping });
     await app.register(doctorRoutes, { doctor: deps.fleet.doctor });
-    await app.register(checksRoutes, { checks: deps.fleet.checks, allreduce: deps.allreduce });
   }
+  if (deps.checks) await app.register(checksRoutes, { checks: deps.checks, allreduce: deps.allreduce });
   await app.register(usersRoutes, { users: deps.users });
   await app.register(auditRoutes, { audit: deps.audit });
   if (metrics) await app.register(metricsRoutes, { metrics });

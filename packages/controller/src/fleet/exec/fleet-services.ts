@@ -1,4 +1,4 @@
-// Builds the fleet operations (inventory, exec, ping, doctor, fabric checks, shells) and attaches them
+// Builds the fleet operations (inventory, exec, ping, doctor, shells) and attaches them
 // to the agent gateway, so that the controller's wiring stays a few lines.
 import type { Logger } from 'pino';
 import type { AgentGateway } from '../../gateway/agent-gateway.js';
@@ -15,8 +15,6 @@ import { ExecService } from './exec-service.js';
 import { ShellRelay } from './shell-relay.js';
 import type { UpgradeAccess } from '../../streams/upgrade-access.js';
 import { SHELL_PATH } from '@rankd/protocol';
-import { CheckService } from '../../checks/check-service.js';
-import { ChecksRepo } from '../../checks/checks-repo.js';
 
 /** Agent replies that AgentRequests routes to their waiters. */
 function replyHandlers(requests: AgentRequests): AgentHandlers {
@@ -37,7 +35,8 @@ export interface FleetServices {
   exec: ExecService;
   ping: PingService;
   doctor: DoctorService;
-  checks: CheckService;
+  /** Request/reply over agent links, for the fabric checks built beside the fleet (checks/). */
+  requests: AgentRequests;
   shell: ShellRelay;
   /** Registers the reply handlers and the /v1/shell upgrade route on the gateway. */
   attach(gateway: AgentGateway): void;
@@ -61,7 +60,7 @@ export function createFleetServices(deps: {
     exec: new ExecService(inventory, registry, requests, events, log, deps.access.deps.streams),
     ping: new PingService(inventory, registry, requests),
     doctor: new DoctorService(inventory, registry, requests, events, log),
-    checks: new CheckService({ inventory, registry, requests, repo: new ChecksRepo(db), events, log }),
+    requests,
     shell,
     attach(gateway) {
       gateway.handle(replyHandlers(requests));
