@@ -3,6 +3,7 @@
 // acted on (--drain). Two checks never measure the same node at once: each would load the
 // links the other measures.
 import { randomBytes } from 'node:crypto';
+import { DRAIN_REASON_CHARS } from '@rankd/protocol/limits';
 import {
   CheckErrorCode,
   NET_CHECK_DURATION_S,
@@ -28,8 +29,8 @@ import { agentProber, PortOffer, type PairProber } from './pair-probe.js';
 import { planRails, type CheckMember } from './rails.js';
 import { runWithRecheck } from './recheck-round.js';
 
-/** The bound on a drain's reason (REST's NodeDrainBody). */
-const MAX_REASON_CHARS = 1024;
+/** The REST bound on a drain's reason: a check's drain keeps within it too. */
+const MAX_REASON_CHARS = DRAIN_REASON_CHARS.max;
 export const DEFAULT_CHECK_LIST = 20;
 
 export interface NetCheckOptions {

@@ -8,6 +8,7 @@
 // event, the same stored drain that survives a restart, and an audit entry, with the
 // controller as the actor. Only failures after the node's last resume count, so a resumed
 // node is not drained again by the failures that drained it.
+import { DRAIN_REASON_CHARS } from '@rankd/protocol/limits';
 import type { Logger } from 'pino';
 import type { AuditLog } from '../store/audit-log.js';
 import type { NodeRegistry } from './node-registry.js';
@@ -18,7 +19,7 @@ export const DEFAULT_EXCLUDE_AFTER = 2;
 /** Who an auto-drain names as its actor (the drain's `by`, the audit entry's source). */
 export const AUTO_DRAIN_ACTOR = 'controller';
 /** The REST bound on a drain's reason (protocol's DRAIN_REASON_CHARS): an auto-drain keeps within it too. */
-const MAX_REASON_CHARS = 500;
+const MAX_REASON_CHARS = DRAIN_REASON_CHARS.max;
 
 /** A node that failed an attempt (jobs/attempts-repo.ts NodeFailure: nodes/ does not import jobs/). */
 export interface NodeFailureRecord {
