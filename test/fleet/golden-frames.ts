@@ -118,6 +118,30 @@ export const fleetGolden: Record<string, FleetGolden[]> = {
         launcher: { path: '/x/rank-supervisor', version: null, problem: 'the rank supervisor is not built' },
       },
     },
+    // how the agent runs: an ephemeral agent as its user; an older agent omits it
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        agent: { ephemeral: true, user: 'alice', uid: 1000 },
+      },
+    },
+    {
+      map: AgentMessages,
+      frame: {
+        type: 'doctor.report',
+        id: 'd1',
+        agentTime: 1,
+        numactl: null,
+        paths: [],
+        agent: { ephemeral: true, user: 'alice' },
+      },
+      error: INVALID,
+    },
     // the probe programs of `rankd check net`: where each is, or null; an older agent omits them
     {
       map: AgentMessages,

@@ -115,6 +115,11 @@ export const CpuFacts = Type.Object({
   offline: IntList,
   /** Online CPUs inside this process's cgroup cpuset. */
   allowed: IntList,
+  /**
+   * The cgroup the cpuset was read from, as kind:path ("cgroup1:/slurm/uid_1000/job_42"),
+   * or null when no cpuset was found; absent in facts of agents older than the field.
+   */
+  cpusetCgroup: Type.Optional(Nullable(Str(1024))),
   /** Physical cores of the whole machine, ordered by (package, first PU). */
   coreList: Type.Array(Core, { maxItems: 65536 }),
   /** NUMA nodes in the allowed view (cpuset mems), GPU-memory nodes excluded as hwloc does. */
@@ -191,6 +196,19 @@ export const MemoryFacts = Type.Object({
   availableKb: Nullable(Type.Integer({ minimum: 0 })),
   hugepages: Type.Array(HugePages, { maxItems: 16 }),
   memlock: MemlockFacts,
+  /**
+   * The memory cgroup's hard limit on this process and its ranks: the smallest of v2
+   * memory.max (v1 memory.limit_in_bytes) over its cgroup and every ancestor, in kB; null
+   * when none is set. Absent in facts of agents older than the field.
+   */
+  cgroupLimitKb: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  /**
+   * The smallest v2 memory.high over the same cgroups, where the kernel starts throttling
+   * and reclaiming; null when none is set or on v1. Absent in facts of older agents.
+   */
+  cgroupHighKb: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  /** The memory cgroup the limits were read from, as kind:path; null when none was found. */
+  cgroupPath: Type.Optional(Nullable(Str(1024))),
 });
 export type MemoryFacts = Type.Static<typeof MemoryFacts>;
 
@@ -288,8 +306,29 @@ export const Gpu = Type.Object({
   model: Nullable(Str(256)),
   /** Order among GPUs of the node by PCI address, as CUDA_DEVICE_ORDER=PCI_BUS_ID counts. */
   index: Type.Integer({ minimum: 0 }),
+  /** The driver's UUID (GPU-…), from /proc/driver/nvidia/gpus/<bdf>/information; absent when unknown. */
+  uuid: Type.Optional(Str(128)),
+  /**
+   * Whether this process (and so its ranks) may use the GPU: false when its devices cgroup
+   * (v1) or the agent's CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES (a Slurm allocation,
+   * a pod's device plugin) leaves it out. Absent means allowed (none of these restricts, or
+   * an older agent).
+   */
+  allowed: Type.Optional(Type.Boolean()),
 });
 export type Gpu = Type.Static<typeof Gpu>;
+
+/** What restricted the GPUs: the devices cgroup, and the variables the agent had when it started. */
+export const GpuVisibility = Type.Object({
+  /**
+   * In the order they were applied: "devices cgroup cgroup1:/slurm/uid_1000/job_7" (cgroup
+   * v1 devices.list), then name=value pairs, e.g. ["CUDA_VISIBLE_DEVICES=1"].
+   */
+  from: Type.Array(Str(4096), { maxItems: 4 }),
+  /** Entries of the lists that name no GPU of the node (an unknown UUID, an index past the end). */
+  unmatched: Type.Array(Str(256), { maxItems: 256 }),
+});
+export type GpuVisibility = Type.Static<typeof GpuVisibility>;
 
 export const FactsWarning = Type.Object({
   code: Str(64),
@@ -323,6 +362,8 @@ export const Facts = Type.Object({
     verbsAbi: Type.Optional(Nullable(Type.Integer())),
   }),
   gpus: Type.Array(Gpu, { maxItems: 256 }),
+  /** Set when a variable restricted the GPUs (see Gpu.allowed); absent otherwise and in older agents. */
+  gpuVisibility: Type.Optional(GpuVisibility),
   fabric: Type.Object({
     /** libfabric shared objects found (paths). */
     libfabric: Type.Array(Str(), { maxItems: 64 }),

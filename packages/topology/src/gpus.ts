@@ -7,8 +7,19 @@
 // - Any vendor's processing accelerator: class 0x1200xx.
 // A BMC's VGA (ASPEED, Matrox) is class 0x0300 from another vendor and is left out.
 // `index` counts per vendor in PCI address order, as CUDA_DEVICE_ORDER=PCI_BUS_ID does.
-import type { Gpu } from '@rankd/protocol';
+//
+// Every GPU on the bus is kept; those the reading process may not use are marked
+// (gpu-visibility.ts): sysfs shows the whole machine to a Slurm job or a pod that was
+// granted two of its eight GPUs.
+import type { Facts, Gpu } from '@rankd/protocol';
+import { readDeviceAccess } from './cgroup-devices.js';
+import { applyVisibility, type GpuVisibilityInput } from './gpu-visibility.js';
 import type { Sysfs } from './sysfs.js';
+
+/** The character device major of /dev/nvidiaN, whose minor the driver page gives. */
+const NVIDIA_MAJOR = 195;
+
+export { gpuVisibilityFromEnv, type GpuVisibilityInput } from './gpu-visibility.js';
 
 const PCI = '/sys/bus/pci/devices';
 const VENDORS: Record<string, Gpu['vendor']> = { '0x10de': 'nvidia', '0x1002': 'amd', '0x8086': 'intel' };
@@ -22,7 +33,22 @@ function isAccelerator(vendor: Gpu['vendor'], cls: number): boolean {
   return false;
 }
 
-export function readGpus(sys: Sysfs): Gpu[] {
+export function readGpus(
+  sys: Sysfs,
+  visibility: GpuVisibilityInput = {},
+): { gpus: Gpu[]; gpuVisibility?: NonNullable<Facts['gpuVisibility']> } {
+  const minors = new Map<string, number>();
+  const gpus = listGpus(sys, minors);
+  const access = gpus.some((g) => g.vendor === 'nvidia') ? readDeviceAccess(sys) : null;
+  const devices = access && {
+    source: `devices cgroup ${access.source}`,
+    // a GPU whose minor is unknown (no driver page) cannot be shown to be allowed
+    canOpen: (g: Gpu) => minors.has(g.pciAddress) && access.allowsChar(NVIDIA_MAJOR, minors.get(g.pciAddress)!),
+  };
+  return applyVisibility(gpus, visibility, devices ?? undefined);
+}
+
+function listGpus(sys: Sysfs, minors: Map<string, number>): Gpu[] {
   const found: Omit<Gpu, 'index'>[] = [];
   for (const bdf of (sys.entries(PCI, { optional: true }) ?? []).sort()) {
     const classText = sys.text(`${PCI}/${bdf}/class`, { optional: true });
@@ -34,6 +60,10 @@ export function readGpus(sys: Sysfs): Gpu[] {
     const vendor = VENDORS[vendorId] ?? 'other';
     if (!isAccelerator(vendor, cls)) continue;
     const node = sys.int(`${PCI}/${bdf}/numa_node`, { optional: true });
+    const info = vendor === 'nvidia' ? nvidiaInformation(sys, bdf) : null;
+    const uuid = info ? /^GPU UUID:\s*(\S+)/m.exec(info)?.[1] : undefined;
+    const minor = info ? /^Device Minor:\s*(\d+)/m.exec(info)?.[1] : undefined;
+    if (minor !== undefined) minors.set(bdf.toLowerCase(), Number(minor));
     found.push({
       pciAddress: bdf.toLowerCase(),
       vendor,
@@ -41,7 +71,8 @@ export function readGpus(sys: Sysfs): Gpu[] {
       deviceId: (sys.text(`${PCI}/${bdf}/device`, { optional: true }) ?? '').toLowerCase(),
       pciClass: `0x${cls.toString(16).padStart(6, '0')}`,
       numaNode: node !== null && node >= 0 ? node : null,
-      model: vendor === 'nvidia' ? nvidiaModel(sys, bdf) : null,
+      model: info ? (/^Model:\s*(.+)$/m.exec(info)?.[1]?.trim() ?? null) : null,
+      ...(uuid ? { uuid: uuid.slice(0, 128) } : {}),
     });
   }
   const perVendor = new Map<string, number>();
@@ -52,8 +83,7 @@ export function readGpus(sys: Sysfs): Gpu[] {
   });
 }
 
-function nvidiaModel(sys: Sysfs, bdf: string): string | null {
-  const info = sys.text(`/proc/driver/nvidia/gpus/${bdf}/information`, { optional: true });
-  const m = info ? /^Model:\s*(.+)$/m.exec(info) : null;
-  return m ? m[1]!.trim() : null;
+/** The driver's page for the GPU; absent without the driver, or where a container runtime hides the GPU. */
+function nvidiaInformation(sys: Sysfs, bdf: string): string | null {
+  return sys.text(`/proc/driver/nvidia/gpus/${bdf}/information`, { optional: true });
 }

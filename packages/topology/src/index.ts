@@ -6,12 +6,13 @@
 // never throws for what it reads; what it cannot know is null plus a warning.
 import type { Core, Facts, Nic, NumaNode, RdmaDevice } from '@rankd/protocol';
 import { readAllowed } from './cgroup.js';
+import { readMemoryLimits, type MemoryLimits } from './cgroup-memory.js';
 import { readCaches } from './caches.js';
 import { readCpuIdentity } from './cpuinfo.js';
 import { readCpuKinds } from './cpu-kinds.js';
 import { readCpuTopology, type CpuTopology } from './cpu.js';
 import { readFabric } from './fabric.js';
-import { readGpus } from './gpus.js';
+import { readGpus, type GpuVisibilityInput } from './gpus.js';
 import { readHost } from './host.js';
 import { readHugePages, readMemory } from './memory.js';
 import { readNics } from './nics.js';
@@ -23,12 +24,18 @@ import { topologyCounts } from './topology.js';
 export { factsHash } from './hash.js';
 export { renderFacts, toolFailure, FACTS_FORMATS, type FactsFormat, type ToolFailure } from './format/index.js';
 export { FactsWarningCode } from './sysfs.js';
+export { gpuVisibilityFromEnv, type GpuVisibilityInput } from './gpus.js';
 
 export interface ReadFactsOptions {
   /** Filesystem root to read under; default "/". */
   root?: string;
   /** Read live-only data (IP addresses, os.hostname fallback); default root === "/". */
   live?: boolean;
+  /**
+   * The GPU lists the reading process was started with (gpuVisibilityFromEnv): GPUs they
+   * leave out are kept in the facts with allowed: false. Default: no restriction.
+   */
+  gpuVisibility?: GpuVisibilityInput;
 }
 
 export function readFacts(options: ReadFactsOptions = {}): Facts {
@@ -51,7 +58,7 @@ function snapshot(options: ReadFactsOptions): Facts {
   const identity = readCpuIdentity(sys);
   const topo = readCpuTopology(sys, identity);
   const hugepages = readHugePages(sys);
-  const memory = readMemory(sys, hugepages);
+  const memory = { ...readMemory(sys, hugepages), ...memoryLimitFields(readMemoryLimits(sys)) };
   const numa = withNodes(sys, readNuma(sys, { sizes: hugepages }), topo, memory.totalKb);
   const allowedSets = readAllowed(sys);
   const counts = topologyCounts(topo, numa, allowedSets);
@@ -79,6 +86,7 @@ function snapshot(options: ReadFactsOptions): Facts {
       online: topo.online,
       offline: topo.offline,
       allowed: allowedCpus,
+      cpusetCgroup: allowedSets.source,
       coreList: coreList(topo, nodeOfCpu),
       numaNodes: counts.allowed.numaNodes,
       puList: topo.puList.map((p) => ({
@@ -107,9 +115,20 @@ function snapshot(options: ReadFactsOptions): Facts {
     memory,
     nics,
     rdma: { devices: rdma, verbsAbi: readVerbsAbi(sys) },
-    gpus: readGpus(sys),
+    ...readGpus(sys, options.gpuVisibility),
     fabric: readFabric(sys),
     warnings: sys.warnings,
+  };
+}
+
+/** The limits as MemoryFacts fields: one that could not be known is left out (a warning says why). */
+function memoryLimitFields(
+  limits: MemoryLimits,
+): Pick<Facts['memory'], 'cgroupLimitKb' | 'cgroupHighKb' | 'cgroupPath'> {
+  return {
+    ...(limits.limitKb === undefined ? {} : { cgroupLimitKb: limits.limitKb }),
+    ...(limits.highKb === undefined ? {} : { cgroupHighKb: limits.highKb }),
+    cgroupPath: limits.path,
   };
 }
 

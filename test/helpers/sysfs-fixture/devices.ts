@@ -115,7 +115,7 @@ export function writeDevices(tree: Tree, m: MachineSpec): void {
   tree.dir('sys/class/net');
   for (const n of m.nics ?? []) w.nic(n);
   for (const r of m.rdma ?? []) w.rdma(r);
-  for (const g of m.gpus ?? []) {
+  for (const [i, g] of (m.gpus ?? []).entries()) {
     const vendor = g.vendor ?? '0x10de';
     w.pci(g.pci, {
       vendor,
@@ -126,7 +126,7 @@ export function writeDevices(tree: Tree, m: MachineSpec): void {
     if (vendor === '0x10de' && g.model !== undefined) {
       tree.raw(
         `proc/driver/nvidia/gpus/${g.pci}/information`,
-        `Model: \t\t ${g.model}\nIRQ:   \t\t 0\nGPU UUID: \t GPU-00000000-0000-0000-0000-000000000000\nBus Location: \t ${g.pci}\nDevice Minor: \t 0\n`,
+        `Model: \t\t ${g.model}\nIRQ:   \t\t 0\nGPU UUID: \t ${g.uuid ?? 'GPU-00000000-0000-0000-0000-000000000000'}\nBus Location: \t ${g.pci}\nDevice Minor: \t ${g.minor ?? i}\n`,
       );
     }
   }

@@ -36,7 +36,13 @@ export function writeCgroup(tree: Tree, m: MachineSpec, l: Layout): void {
       'cgroup /sys/fs/cgroup/memory cgroup rw,nosuid,nodev,noexec,relatime,memory 0 0',
       'cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,nodev,noexec,relatime,cpuset 0 0',
     );
-    tree.raw('proc/self/cgroup', `12:memory:${path}\n7:cpuset:${path}\n1:name=systemd:${path}\n`);
+    const devices = spec.devices ? `5:devices:${path}\n` : '';
+    tree.raw('proc/self/cgroup', `12:memory:${path}\n7:cpuset:${path}\n${devices}1:name=systemd:${path}\n`);
+    if (spec.devices) {
+      mounts.push('cgroup /sys/fs/cgroup/devices cgroup rw,nosuid,nodev,noexec,relatime,devices 0 0');
+      tree.attr('sys/fs/cgroup/devices/devices.list', 'a *:* rwm');
+      tree.raw(`sys/fs/cgroup/devices${sub}/devices.list`, spec.devices.map((l) => `${l}\n`).join(''));
+    }
     tree.attr('sys/fs/cgroup/cpuset/cpuset.cpus', allCpus);
     tree.attr('sys/fs/cgroup/cpuset/cpuset.mems', allMems);
     tree.attr(`sys/fs/cgroup/cpuset${sub}/cpuset.cpus`, cpus);
@@ -44,7 +50,35 @@ export function writeCgroup(tree: Tree, m: MachineSpec, l: Layout): void {
     tree.attr(`sys/fs/cgroup/cpuset${sub}/cpuset.effective_cpus`, cpus);
     tree.attr(`sys/fs/cgroup/cpuset${sub}/cpuset.effective_mems`, mems);
   }
+  writeMemoryLimits(tree, spec.version, path, spec.memory ?? {});
   tree.raw('proc/mounts', mounts.join('\n') + '\n');
+}
+
+/** What a v1 memory.limit_in_bytes says for "no limit": PAGE_COUNTER_MAX pages of 4 KiB. */
+const V1_UNLIMITED = '9223372036854771712';
+
+function writeMemoryLimits(
+  tree: Tree,
+  version: 1 | 2,
+  path: string,
+  limits: Record<string, { max?: number | 'max'; high?: number | 'max' }>,
+): void {
+  const parts = path.split('/').filter(Boolean);
+  const ancestry = ['/', ...parts.map((_, i) => '/' + parts.slice(0, i + 1).join('/'))];
+  for (const p of ancestry) {
+    const sub = p === '/' ? '' : p;
+    const l = limits[p] ?? {};
+    if (version === 1) {
+      tree.attr(
+        `sys/fs/cgroup/memory${sub}/memory.limit_in_bytes`,
+        l.max === undefined || l.max === 'max' ? V1_UNLIMITED : String(l.max),
+      );
+    } else if (sub) {
+      // the v2 root cgroup has no memory.max or memory.high
+      tree.attr(`sys/fs/cgroup${sub}/memory.max`, String(l.max ?? 'max'));
+      tree.attr(`sys/fs/cgroup${sub}/memory.high`, String(l.high ?? 'max'));
+    }
+  }
 }
 
 /** The layout of proc_pid_limits(): "%-25s %-20s %-20s %-10s\n". */

@@ -19,6 +19,17 @@ export interface CgroupSpec {
   cpus?: string;
   /** Allowed NUMA nodes in list syntax; default every node. */
   mems?: string;
+  /**
+   * Memory limits in bytes by cgroup path (the process's cgroup or an ancestor, "/" the
+   * mount root): v2 memory.max and memory.high ('max' for none), v1 memory.limit_in_bytes
+   * ('max' writes the kernel's "unlimited" number). v1 cgroups left out get that number too.
+   */
+  memory?: Record<string, { max?: number | 'max'; high?: number | 'max' }>;
+  /**
+   * v1 only: the devices cgroup's devices.list lines for the process's cgroup ("c 195:2 rw"),
+   * as Slurm's ConstrainDevices writes them. Absent: no devices hierarchy at all.
+   */
+  devices?: string[];
 }
 
 export interface HugePagesSpec {
@@ -110,6 +121,10 @@ export interface GpuSpec {
   numaNode?: number;
   /** Written to /proc/driver/nvidia/gpus/<bdf>/information as "Model:". */
   model?: string;
+  /** "GPU UUID:" of the same file; default GPU-00000000-0000-0000-0000-000000000000. */
+  uuid?: string;
+  /** "Device Minor:" of the same file (/dev/nvidiaN); default the GPU's place in the list. */
+  minor?: number;
 }
 
 export interface MachineSpec {

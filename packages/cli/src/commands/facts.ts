@@ -3,7 +3,14 @@
 // summary, or as the output of ibv_devices, ibv_devinfo, numactl -H or lscpu -p.
 import type { Command } from 'commander';
 import type { Facts } from '@rankd/protocol';
-import { FACTS_FORMATS, readFacts, renderFacts, toolFailure, type FactsFormat } from '@rankd/topology';
+import {
+  FACTS_FORMATS,
+  gpuVisibilityFromEnv,
+  readFacts,
+  renderFacts,
+  toolFailure,
+  type FactsFormat,
+} from '@rankd/topology';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { oneOf } from '../options.js';
 
@@ -33,8 +40,12 @@ export function register(program: Command): void {
       if (node !== undefined && opts.root !== undefined) {
         throw new CliError('--root reads a local tree; it cannot be combined with a node name', ExitCode.Usage);
       }
+      // locally, the GPUs this shell was granted (a Slurm job's CUDA_VISIBLE_DEVICES) are what it may use
+      const gpuVisibility = gpuVisibilityFromEnv(process.env);
       const facts =
-        node === undefined ? readFacts(opts.root === undefined ? {} : { root: opts.root }) : await remoteFacts(node);
+        node === undefined
+          ? readFacts(opts.root === undefined ? { gpuVisibility } : { root: opts.root, gpuVisibility })
+          : await remoteFacts(node);
       // where the real tool finds no device list it prints only an error and fails, and so does its rendering
       const failure = format === 'json' ? null : toolFailure(facts, format);
       if (failure) {

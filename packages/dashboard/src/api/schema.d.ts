@@ -307,7 +307,9 @@ export interface paths {
                                     cores: number;
                                     pus: number;
                                     memoryBytes: number | null;
+                                    memoryLimitBytes?: number | null;
                                     gpus: number;
+                                    gpusAllowed?: number;
                                     nics: number;
                                     rdmaPorts: number;
                                     rdmaPortsActive: number;
@@ -384,7 +386,9 @@ export interface paths {
                                 cores: number;
                                 pus: number;
                                 memoryBytes: number | null;
+                                memoryLimitBytes?: number | null;
                                 gpus: number;
+                                gpusAllowed?: number;
                                 nics: number;
                                 rdmaPorts: number;
                                 rdmaPortsActive: number;
@@ -520,6 +524,7 @@ export interface paths {
                                 online: number[];
                                 offline: number[];
                                 allowed: number[];
+                                cpusetCgroup?: string | null;
                                 coreList: {
                                     package: number;
                                     coreId: number;
@@ -592,6 +597,9 @@ export interface paths {
                                     agentHard: number | null;
                                     ranks: number | null;
                                 };
+                                cgroupLimitKb?: number | null;
+                                cgroupHighKb?: number | null;
+                                cgroupPath?: string | null;
                             };
                             nics: {
                                 name: string;
@@ -656,7 +664,13 @@ export interface paths {
                                 numaNode: number | null;
                                 model: string | null;
                                 index: number;
+                                uuid?: string;
+                                allowed?: boolean;
                             }[];
+                            gpuVisibility?: {
+                                from: string[];
+                                unmatched: string[];
+                            };
                             fabric: {
                                 libfabric: string[];
                                 psm3: string[];
@@ -761,7 +775,9 @@ export interface paths {
                                 cores: number;
                                 pus: number;
                                 memoryBytes: number | null;
+                                memoryLimitBytes?: number | null;
                                 gpus: number;
+                                gpusAllowed?: number;
                                 nics: number;
                                 rdmaPorts: number;
                                 rdmaPortsActive: number;
@@ -855,7 +871,9 @@ export interface paths {
                                 cores: number;
                                 pus: number;
                                 memoryBytes: number | null;
+                                memoryLimitBytes?: number | null;
                                 gpus: number;
+                                gpusAllowed?: number;
                                 nics: number;
                                 rdmaPorts: number;
                                 rdmaPortsActive: number;

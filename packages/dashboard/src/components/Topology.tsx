@@ -9,7 +9,9 @@ export function Topology({ node, facts, overlay }: { node: string; facts: Facts;
   return (
     <figure class="machine" aria-label={`Topology of ${node}`} data-testid="topology">
       <figcaption>
-        Machine {node} · {formatKb(facts.memory.totalKb)} · {facts.cpu.model ?? 'unknown CPU'}
+        Machine {node} · {formatKb(facts.memory.totalKb)}
+        {facts.memory.cgroupLimitKb ? ` (cgroup limit ${formatKb(facts.memory.cgroupLimitKb)})` : ''} ·{' '}
+        {facts.cpu.model ?? 'unknown CPU'}
       </figcaption>
       <div class="packages">
         {machine.packages.map((p) => (
@@ -132,6 +134,7 @@ function DeviceList({ devices, overlay, where }: { devices: Devices; overlay: Ov
           <span class="muted">
             {' '}
             {g.model ?? g.vendor} · {g.pciAddress}
+            {g.allowed === false ? ' · not allowed (the agent was not granted it)' : ''}
           </span>
         </li>
       ))}

@@ -144,6 +144,21 @@ export const ProbeTools = Type.Object(
 );
 export type ProbeTools = Type.Static<typeof ProbeTools>;
 
+/**
+ * How the agent runs: an ephemeral agent (`rankd agent --ephemeral`, inside a Slurm
+ * allocation or a pod) runs as the invoking user and starts ranks as that user only.
+ */
+export const AgentMode = Type.Object(
+  {
+    ephemeral: Type.Boolean(),
+    /** The agent's own user name and uid (ranks of an unprivileged agent run as them). */
+    user: Type.String({ minLength: 1, maxLength: 256 }),
+    uid: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type AgentMode = Type.Static<typeof AgentMode>;
+
 export const DoctorNodeReport = message('doctor.report', {
   agentTime: Millis,
   /** Where numactl is, or null when it is not installed. */
@@ -153,6 +168,8 @@ export const DoctorNodeReport = message('doctor.report', {
   launcher: Type.Optional(RankLauncher),
   /** Absent from agents older than `rankd check net`. */
   probeTools: Type.Optional(ProbeTools),
+  /** Absent from agents older than ephemeral agents. */
+  agent: Type.Optional(AgentMode),
 });
 export type DoctorNodeReport = Type.Static<typeof DoctorNodeReport>;
 

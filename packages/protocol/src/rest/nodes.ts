@@ -36,7 +36,15 @@ export const HardwareSummary = Type.Object({
   cores: Type.Integer(),
   pus: Type.Integer(),
   memoryBytes: Nullable(Type.Integer()),
+  /**
+   * The memory cgroup's limit on the agent and its ranks (a Slurm job's, a pod's); null for
+   * none. Absent when the agent did not say (an older agent, an unreadable cgroup).
+   */
+  memoryLimitBytes: Type.Optional(Nullable(Type.Integer())),
+  /** Every GPU on the node's PCI bus. */
   gpus: Type.Integer(),
+  /** Those the agent was granted (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES); absent from older controllers. */
+  gpusAllowed: Type.Optional(Type.Integer()),
   /** Physical network interfaces (virtual ones left out). */
   nics: Type.Integer(),
   rdmaPorts: Type.Integer(),

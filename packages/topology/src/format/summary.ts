@@ -16,6 +16,26 @@ function bytes(n: number | null): string {
   return `${n} B`;
 }
 
+/** The memory cgroup's limit; null for facts of agents that did not read it. */
+function memoryCgroupLine(m: Facts['memory']): string | null {
+  const where = m.cgroupPath ? ` (${m.cgroupPath})` : '';
+  if (m.cgroupLimitKb === undefined) return m.cgroupPath ? `cgroup memory limit unknown${where}` : null;
+  const high = m.cgroupHighKb ? `memory.high ${gib(m.cgroupHighKb)}` : null;
+  if (m.cgroupLimitKb === null)
+    return high ? `no cgroup memory limit; ${high}${where}` : `no cgroup memory limit${where}`;
+  const bits = [high, m.cgroupPath].filter(Boolean).join('; ');
+  return `cgroup limit ${gib(m.cgroupLimitKb)}${bits ? ` (${bits})` : ''}`;
+}
+
+/** Which GPUs the agent's CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES allow. */
+function gpuVisibilityLine(f: Facts): string {
+  const v = f.gpuVisibility!;
+  const allowed = f.gpus.filter((g) => g.allowed === true).map((g) => g.index);
+  const which = allowed.length ? `nvidia #${allowed.join(',')}` : 'no NVIDIA GPU';
+  const unmatched = v.unmatched.length ? `; naming no GPU here: ${v.unmatched.join(',')}` : '';
+  return `allowed by ${v.from.join(' then ')}: ${which}${unmatched}`;
+}
+
 export function renderSummary(f: Facts): string {
   const lines: string[] = [];
   const h = f.host;
@@ -32,9 +52,10 @@ export function renderSummary(f: Facts): string {
   const restricted =
     cpu.packages !== hw.packages || cpu.cores !== hw.cores || cpu.pus !== hw.pus || numaAllowed !== hw.numaNodes;
   const mems = f.numa.allowed ? `, mems ${formatCpuList(f.numa.allowed) || 'none'}` : '';
+  const cgroup = cpu.cpusetCgroup ? `; ${cpu.cpusetCgroup}` : '';
   lines.push(
     restricted
-      ? `         allowed: ${plural(cpu.packages, 'socket')}, ${plural(cpu.cores, 'core')}, ${plural(cpu.pus, 'thread')}, ${plural(numaAllowed, 'NUMA node')} (cpus ${formatCpuList(cpu.allowed) || 'none'}${mems})`
+      ? `         allowed: ${plural(cpu.packages, 'socket')}, ${plural(cpu.cores, 'core')}, ${plural(cpu.pus, 'thread')}, ${plural(numaAllowed, 'NUMA node')} (cpus ${formatCpuList(cpu.allowed) || 'none'}${mems}${cgroup})`
       : '         allowed: all',
   );
   if (cpu.offline.length) lines.push(`         offline: ${formatCpuList(cpu.offline)}`);
@@ -58,6 +79,8 @@ export function renderSummary(f: Facts): string {
   lines.push(
     `         memlock: agent ${bytes(m.memlock.agentSoft)} soft / ${bytes(m.memlock.agentHard)} hard; ranks ${bytes(m.memlock.ranks)}`,
   );
+  const cgroupLine = memoryCgroupLine(m);
+  if (cgroupLine) lines.push(`         ${cgroupLine}`);
 
   const nics = f.nics.filter((n) => !n.virtual);
   nics.forEach((n, i) => {
@@ -89,10 +112,11 @@ export function renderSummary(f: Facts): string {
 
   f.gpus.forEach((g, i) => {
     lines.push(
-      `${i === 0 ? 'gpus     ' : '         '}${g.vendor} #${g.index} ${g.pciAddress}: ${g.model ?? g.deviceId}, numa ${g.numaNode ?? '?'}`,
+      `${i === 0 ? 'gpus     ' : '         '}${g.vendor} #${g.index} ${g.pciAddress}: ${g.model ?? g.deviceId}, numa ${g.numaNode ?? '?'}${g.allowed === false ? ' (not allowed)' : ''}`,
     );
   });
   if (f.gpus.length === 0) lines.push('gpus     none');
+  if (f.gpuVisibility) lines.push(`         ${gpuVisibilityLine(f)}`);
 
   const fab = [...f.fabric.libfabric, ...f.fabric.psm3];
   lines.push(`fabric   ${fab.length ? fab.join(', ') : 'no libfabric found'}`);
