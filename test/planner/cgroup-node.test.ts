@@ -39,7 +39,8 @@ t.test('-c larger than a share names the node, the rank and the fix', async (t) 
   t.equal(err.code, PlanErrorCode.TooManyCpus);
   t.equal(
     err.message,
-    "node shared1: -c 10 asks for more compute cores than local rank 1's share has 9 allowed cores; nearest feasible spec: -c 9",
+    "node shared1: -c 10 asks for more compute cores than local rank 1's share has 9 allowed cores " +
+      "(the cgroup's cpuset allows CPUs 4-16,20-27,36-47,52-59 of CPUs 0-63); nearest feasible spec: -c 9",
   );
 });
 
@@ -57,7 +58,8 @@ t.test('more ranks than allowed cores', async (t) => {
   t.equal(err.code, PlanErrorCode.TooManyRanks);
   t.equal(
     err.message,
-    'node shared1: 22 ranks but only 21 allowed cores (--oversubscribe lets ranks share cores); nearest feasible spec: --ranks-per-node 21',
+    "node shared1: 22 ranks but only 21 allowed cores (the cgroup's cpuset allows CPUs 4-16,20-27,36-47,52-59 " +
+      'of CPUs 0-63; --oversubscribe lets ranks share cores); nearest feasible spec: --ranks-per-node 21',
   );
 });
 

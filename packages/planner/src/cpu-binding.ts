@@ -18,6 +18,8 @@ export interface CpuPolicy {
   ht: 'first' | 'all';
   commWorkers: number;
   commOn: 'siblings' | 'cores';
+  /** Why the node has fewer allowed CPUs than CPUs (limit-notes.ts), for refusals. */
+  cpusetNote?: string | null;
 }
 
 export interface RankCpus {
@@ -28,7 +30,8 @@ export interface RankCpus {
 export function bindShare(share: readonly TopoCore[], policy: CpuPolicy, node: string, localRank: number): RankCpus {
   const k = policy.commWorkers;
   const size = share.length;
-  const where = `local rank ${localRank}'s share has ${size} allowed cores`;
+  const limit = policy.cpusetNote ? ` (${policy.cpusetNote})` : '';
+  const where = `local rank ${localRank}'s share has ${plural(size, 'allowed core')}${limit}`;
   const reserved = policy.commOn === 'cores' ? k : 0;
 
   if (policy.cpusPerRank !== undefined && policy.cpusPerRank > size) {

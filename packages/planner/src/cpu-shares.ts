@@ -38,15 +38,21 @@ export function splitShares(
   mode: ShareMode,
   node: string,
   oversubscribe = false,
+  /** What leaves the node fewer allowed CPUs than it has (cpusetNote), for refusals. */
+  cpusetNote: string | null = null,
 ): TopoCore[][] {
   if (topo.cores.length === 0) {
-    throw new PlanError(PlanErrorCode.NoCpus, 'no allowed CPU (cgroup cpuset or offline CPUs leave none)', { node });
+    throw new PlanError(
+      PlanErrorCode.NoCpus,
+      `no allowed CPU (${cpusetNote ?? 'the cgroup cpuset or offline CPUs leave none'})`,
+      { node },
+    );
   }
   if (ranks > topo.cores.length && oversubscribe && mode.kind === 'count') return sharedCores(topo.cores, ranks);
   if (ranks > topo.cores.length) {
     throw new PlanError(
       PlanErrorCode.TooManyRanks,
-      `${plural(ranks, 'rank')} but only ${plural(topo.cores.length, 'allowed core')} (--oversubscribe lets ranks share cores)`,
+      `${plural(ranks, 'rank')} but only ${plural(topo.cores.length, 'allowed core')} (${cpusetNote ? `${cpusetNote}; ` : ''}--oversubscribe lets ranks share cores)`,
       {
         node,
         suggestion: { ranksPerNode: topo.cores.length },
@@ -60,6 +66,7 @@ export function splitShares(
         ranks,
         { one: 'NUMA node with allowed cores', many: 'NUMA nodes with allowed cores' },
         node,
+        cpusetNote,
       );
     case 'socket':
       return byDomain(
@@ -67,9 +74,10 @@ export function splitShares(
         ranks,
         { one: 'package with allowed cores', many: 'packages with allowed cores' },
         node,
+        cpusetNote,
       );
     case 'gpu':
-      return byGpuDomain(topo, mode.gpuNuma, node) ?? evenShares(topo, ranks);
+      return byGpuDomain(topo, mode.gpuNuma, node, cpusetNote) ?? evenShares(topo, ranks);
     case 'count':
       return evenShares(topo, ranks);
   }
@@ -85,11 +93,12 @@ function byDomain(
   ranks: number,
   what: { one: string; many: string },
   node: string,
+  cpusetNote: string | null,
 ): TopoCore[][] {
   if (ranks > domains.length) {
     throw new PlanError(
       PlanErrorCode.TooManyRanks,
-      `${plural(ranks, 'rank')} but only ${plural(domains.length, what.one, what.many)}`,
+      `${plural(ranks, 'rank')} but only ${plural(domains.length, what.one, what.many)}${cpusetNote ? ` (${cpusetNote})` : ''}`,
       {
         node,
         suggestion: { ranksPerNode: domains.length },
@@ -100,7 +109,12 @@ function byDomain(
 }
 
 /** Ranks grouped by their GPU's NUMA node; null when some GPU's node has no allowed core. */
-function byGpuDomain(topo: NodeTopology, gpuNuma: readonly (number | null)[], node: string): TopoCore[][] | null {
+function byGpuDomain(
+  topo: NodeTopology,
+  gpuNuma: readonly (number | null)[],
+  node: string,
+  cpusetNote: string | null,
+): TopoCore[][] | null {
   const domainOf = new Map(topo.numaDomains.map((d) => [d.id, d]));
   const ranksOf = new Map<number, number[]>();
   for (let r = 0; r < gpuNuma.length; r++) {
@@ -116,7 +130,7 @@ function byGpuDomain(topo: NodeTopology, gpuNuma: readonly (number | null)[], no
     if (localRanks.length > cores.length) {
       throw new PlanError(
         PlanErrorCode.TooManyRanks,
-        `${localRanks.length} GPU ranks on NUMA node ${id}, which has only ${cores.length} allowed cores`,
+        `${localRanks.length} GPU ranks on NUMA node ${id}, which has only ${cores.length} allowed cores${cpusetNote ? ` (${cpusetNote})` : ''}`,
         { node },
       );
     }

@@ -18,6 +18,8 @@ import { CpuPlanCache } from './node-cpu-plan.js';
 import { planNodeRanks } from './node-ranks.js';
 import { PlanError } from './errors.js';
 import { gidPreferenceFromEnv } from './gid.js';
+import { allowedGpus } from './gpus.js';
+import { gpuLimitNote } from './limit-notes.js';
 import { assignRanks, rankCounts } from './layout.js';
 import { parseNicSpec } from './nics.js';
 import { NoteBook } from './notes.js';
@@ -28,6 +30,7 @@ import { topologyOf, type NodeTopology } from './topology.js';
 export { PlanError, formatSpecFlags } from './errors.js';
 export { chooseGid, DEFAULT_GID_PREFERENCE, type GidChoice, type GidPreference } from './gid.js';
 export { nodeNics, type NicCandidate } from './nics.js';
+export { allowedGpus } from './gpus.js';
 export { globGroupResolver, type GroupResolver } from './select-nodes.js';
 export { DEFAULT_MASTER_PORT, type PortPicker } from './rendezvous.js';
 export { topologyOf, type NodeTopology } from './topology.js';
@@ -75,6 +78,7 @@ export function planRankMap(
     capacity,
     spec,
     explicit,
+    (i) => gpuLimitNote(selected[i]!.facts),
   );
   // nodes left without a rank (an implicit node count larger than -n needs) drop out
   const used = selected.map((node, i) => ({ node, topo: topos[i]!, count: counts[i]! })).filter((u) => u.count > 0);
@@ -158,7 +162,7 @@ function capacityOf(topo: NodeTopology, facts: Facts, ppn: NonNullable<Placement
     case 'socket':
       return topo.packageDomains.length;
     case 'gpu':
-      return facts.gpus.length;
+      return allowedGpus(facts).length;
     default:
       return ppn;
   }

@@ -17,6 +17,8 @@ export function rankCounts(
   capacity: ((i: number) => number) | null,
   spec: PlacementSpec,
   explicit: boolean,
+  /** Why node i has fewer GPUs allowed than it has (limit-notes.ts), for --ranks-per-node gpu refusals. */
+  gpuLimit: (i: number) => string | null = () => null,
 ): number[] {
   const n = names.length;
   const ntasks = spec.ntasks;
@@ -42,16 +44,20 @@ export function rankCounts(
   if (empty >= 0) {
     throw new PlanError(
       gpu ? PlanErrorCode.TooManyGpus : PlanErrorCode.TooManyRanks,
-      gpu ? 'no GPU, but --ranks-per-node gpu' : `--ranks-per-node ${spec.ranksPerNode} gives no rank`,
+      gpu
+        ? `${noGpu(gpuLimit(empty))}, but --ranks-per-node gpu`
+        : `--ranks-per-node ${spec.ranksPerNode} gives no rank`,
       { node: names[empty]! },
     );
   }
   if (ntasks === undefined) return caps;
   const total = caps.reduce((a, b) => a + b, 0);
   if (ntasks > total) {
+    const limits = gpu ? names.flatMap((name, i) => [gpuLimit(i)].filter(Boolean).map((l) => `${name}: ${l}`)) : [];
+    const slots = gpu ? (limits.length ? 'allowed GPU' : 'GPU') : 'rank slot';
     throw new PlanError(
       gpu ? PlanErrorCode.TooManyGpus : PlanErrorCode.TooManyRanks,
-      `-n ${ntasks} is more than the ${plural(total, gpu ? 'GPU' : 'rank slot')} of ${plural(n, 'node')} with --ranks-per-node ${spec.ranksPerNode}`,
+      `-n ${ntasks} is more than the ${plural(total, slots)} of ${plural(n, 'node')} with --ranks-per-node ${spec.ranksPerNode}${limits.length ? ` (${limits.join('; ')})` : ''}`,
       { suggestion: { ntasks: total } },
     );
   }
@@ -103,4 +109,8 @@ export function assignRanks(counts: readonly number[], distribution: 'block' | '
     });
   }
   return out;
+}
+
+function noGpu(limit: string | null): string {
+  return limit ? `no allowed GPU (${limit})` : 'no GPU';
 }

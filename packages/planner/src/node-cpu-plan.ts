@@ -27,11 +27,16 @@ export class CpuPlanCache {
     private readonly cpus: RankCpuPolicy,
   ) {}
 
-  planFor(topo: NodeTopology, ranks: number, mode: ShareMode, node: string): NodeCpuPlan {
+  /**
+   * `cpusetNote` says why the node has fewer allowed CPUs than CPUs, for refusals only: it
+   * is the node's own (nodes of one topology may differ in it), so it is not in the key.
+   */
+  planFor(topo: NodeTopology, ranks: number, mode: ShareMode, node: string, cpusetNote: string | null): NodeCpuPlan {
     const key = `${topo.key}|${ranks}|${mode.kind === 'gpu' ? mode.gpuNuma.join(',') : mode.kind}`;
     let plan = this.plans.get(key);
     if (!plan) {
-      plan = planNodeCpus(topo, ranks, mode, this.policyFor(topo), node, this.spec.oversubscribe === true);
+      const policy = { ...this.policyFor(topo), cpusetNote };
+      plan = planNodeCpus(topo, ranks, mode, policy, node, this.spec.oversubscribe === true);
       this.plans.set(key, plan);
     }
     return plan;
@@ -57,7 +62,7 @@ function planNodeCpus(
   node: string,
   oversubscribe: boolean,
 ): NodeCpuPlan {
-  const shares = splitShares(topo, ranks, mode, node, oversubscribe);
+  const shares = splitShares(topo, ranks, mode, node, oversubscribe, policy.cpusetNote ?? null);
   const numaOfCpu = topo.numaOfCpu;
   const notes: string[] = [];
   if (ranks > topo.cores.length) {

@@ -5,7 +5,8 @@ import type { ShareMode } from './cpu-shares.js';
 import { rankEnv } from './env/index.js';
 import { nicValues } from './env/nic-values.js';
 import type { GidPreference } from './gid.js';
-import { assignGpus, gpuPerRank, sortedGpus } from './gpus.js';
+import { allowedGpus, assignGpus, gpuPerRank } from './gpus.js';
+import { cpusetNote, gpuLimitNote } from './limit-notes.js';
 import { memoryBinding } from './memory.js';
 import type { CpuPlanCache } from './node-cpu-plan.js';
 import { nodeNics, pickRankNics, requireNicMatch, type NicMode, type NicPick } from './nics.js';
@@ -41,15 +42,16 @@ export function planNodeRanks(input: NodeRanksInput): NodeRanks {
   const { node, topo, nodeRank, spec, notes } = input;
   const count = input.globalRanks.length;
   const facts = node.facts;
-  const gpus = sortedGpus(facts.gpus);
-  const rankGpus = spec.ranksPerNode === 'gpu' ? gpuPerRank(gpus, count, node.name) : null;
+  const gpus = allowedGpus(facts);
+  const gpuLimit = gpuLimitNote(facts);
+  const rankGpus = spec.ranksPerNode === 'gpu' ? gpuPerRank(gpus, count, node.name, gpuLimit) : null;
   const mode: ShareMode =
     spec.ranksPerNode === 'numa' || spec.ranksPerNode === 'socket'
       ? { kind: spec.ranksPerNode }
       : rankGpus
         ? { kind: 'gpu', gpuNuma: rankGpus.map((g) => g.numaNode) }
         : { kind: 'count' };
-  const cpuPlan = input.cpuPlans.planFor(topo, count, mode, node.name);
+  const cpuPlan = input.cpuPlans.planFor(topo, count, mode, node.name, cpusetNote(facts));
   for (const note of cpuPlan.notes) notes.add(node.name, note);
 
   const gpuSets = rankGpus
@@ -59,6 +61,7 @@ export function planNodeRanks(input: NodeRanksInput): NodeRanks {
         spec.gpusPerRank ?? 0,
         cpuPlan.ranks.map((r) => r.numas),
         node.name,
+        gpuLimit,
       );
   const nics = nodeNics(facts, input.nicMode, input.gidPref);
   requireNicMatch(nics, facts, node.name);

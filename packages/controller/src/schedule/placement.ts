@@ -2,6 +2,7 @@
 // plan on their free facts, and accept the plan only if it has the job's shape.
 import type { PlacementSpec, RankMap } from '@rankd/protocol';
 import {
+  allowedGpus,
   PlanError,
   planRankMap,
   globGroupResolver,
@@ -83,11 +84,10 @@ export function place(job: QueuedJob, ledger: AllocationLedger, ctx: PlacementCo
     if (mode === 'share') return ledger.isExclusive(n.name) ? `${n.name} is held by an --exclusive job` : null;
     const free = ledger.freeFacts(n.name, n.facts);
     const cores = topologyOf(free).cores.length;
-    if (cores >= d.coresPerNode && free.gpus.length >= d.gpusPerNode) return null;
+    const gpus = allowedGpus(free).length;
+    if (cores >= d.coresPerNode && gpus >= d.gpusPerNode) return null;
     const has =
-      d.gpusPerNode > 0
-        ? `${plural(cores, 'free core')} and ${plural(free.gpus.length, 'free GPU')}`
-        : plural(cores, 'free core');
+      d.gpusPerNode > 0 ? `${plural(cores, 'free core')} and ${plural(gpus, 'free GPU')}` : plural(cores, 'free core');
     return `${n.name} has ${has}; the job needs ${describePerNode(d)} there`;
   };
 

@@ -6,6 +6,7 @@
 // holds every CPU and GPU of its nodes; a --share job holds nothing (it overlaps by
 // request), but is still recorded on its nodes so that --exclusive jobs wait for it.
 import type { Facts, PlacementSpec, RankMap } from '@rankd/protocol';
+import { allowedGpus } from '../gpus.js';
 import { topologyOf } from '../topology.js';
 
 export type AllocationMode = 'normal' | 'exclusive' | 'share';
@@ -45,7 +46,7 @@ export function allocationOf(rankMap: RankMap, spec: PlacementSpec, factsOf: (no
     if (mode === 'exclusive') {
       nodes[node] = {
         cpus: topo.cores.flatMap((c) => c.pus).sort((a, b) => a - b),
-        gpus: facts.gpus.map((g) => g.index).sort((a, b) => a - b),
+        gpus: allowedGpus(facts).map((g) => g.index),
       };
       continue;
     }
