@@ -21,6 +21,8 @@
 # with --token-stdin: --token puts it in this script's argv, which ps shows); the
 # agent reads it only until it has enrolled, then lives on its node certificate in
 # /var/lib/rankd/agent (mode 0600) and renews it; the token file may then be deleted.
+#
+# On Kubernetes nodes, deploy/kubernetes/ runs the agent as a DaemonSet instead (docs/kubernetes.md).
 set -eu
 
 PREFIX=/opt/rankd

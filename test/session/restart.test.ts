@@ -66,3 +66,21 @@ t.test('a known node that has not reconnected is not judged during the grace per
   process.kill(agent.pid, 'SIGCONT');
   await waitForNode(second, 'sleeper', 'ready', 10_000);
 });
+
+t.test('SIGTERM with an agent that never answers the close: the controller exits 0, no late write', async (t) => {
+  // a stopped agent answers no close frame: its link's close event comes after the store is
+  // closed, and once crashed the controller with "The database connection is not open"
+  const controller = await startController({ heartbeatMs: HEARTBEAT_MS });
+  const agent = startAgent(controller, { name: 'frozen' });
+  t.teardown(async () => {
+    agent.child.kill('SIGCONT');
+    await agent.stop('SIGKILL');
+  });
+  await waitForNode(controller, 'frozen', 'ready');
+  agent.child.kill('SIGSTOP');
+  controller.child.kill('SIGTERM');
+  const exit = await Promise.race([controller.exited, new Promise<null>((r) => setTimeout(() => r(null), 20_000))]);
+  if (!exit) await controller.stop('SIGKILL');
+  t.same(exit, { code: 0, signal: null }, `exit 0 (output: ${controller.output().slice(-1500)})`);
+  t.notMatch(controller.output(), /database connection is not open|TypeError/, 'no write after the store closed');
+});

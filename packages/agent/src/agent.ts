@@ -11,6 +11,7 @@ import { PmiServer } from './pmi/pmi-server.js';
 import { FLEET_CAPABILITIES, attachFleet } from './fleet/fleet-handlers.js';
 import { describeSupervisor } from './ranks/supervisor-binary.js';
 import { RankRunner } from './ranks/rank-runner.js';
+import type { RankUserPolicy } from './ranks/identity.js';
 import { OpenMpiJobs } from './openmpi/openmpi-jobs.js';
 
 export interface AgentOptions {
@@ -25,6 +26,7 @@ export interface RunningAgent {
   log: Logger;
   /** Settles when the controller refuses this node for good (revoked, expired, another identity). */
   fatal: Promise<RankdError>;
+  /** Stops the agent; a service agent's ranks keep running for the next agent to adopt, an ephemeral one's end. */
   stop(): Promise<void>;
 }
 
@@ -57,7 +59,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     },
   });
   publisher = new FactsPublisher(options.facts, link, config.factsIntervalMs, log);
-  const runner = new RankRunner({ spoolDir: config.spoolDir, allowRoot: config.allowRoot });
+  const users = rankUsers(config);
+  const runner = new RankRunner({
+    spoolDir: config.spoolDir,
+    allowRoot: users.allowRoot,
+    ownUserOnly: users.ownUserOnly,
+  });
   const executor = new JobExecutor(runner, link, baseRankEnv(), log, new PmiServer(link, log));
   // the supervisor that starts ranks here and its version, or why ranks will be refused
   const { supervisor } = runner;
@@ -66,8 +73,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   else log.info({ supervisor: supervisor.path, version: supervisor.version }, describeSupervisor(supervisor));
   if (process.env.RANKD_LAUNCHER)
     log.warn('RANKD_LAUNCHER is no longer read: every rank starts under the rank supervisor');
-  const fleet = attachFleet(link, { allowRoot: config.allowRoot, log, launcher: supervisor });
-  const openmpi = new OpenMpiJobs(runner, executor, link, config.name, baseRankEnv(), config.allowRoot ?? false, log);
+  const fleet = attachFleet(link, { users, ephemeral: config.ephemeral, log, launcher: supervisor });
+  const openmpi = new OpenMpiJobs(runner, executor, link, config.name, baseRankEnv(), users, log);
   // ranks from before an agent restart are taken back before the controller hears from us
   await executor.adopt();
   const fatal = new Promise<RankdError>((resolve) => link.once('fatal', resolve));
@@ -110,13 +117,27 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     async stop() {
       if (renewTimer) clearTimeout(renewTimer);
       publisher?.stop();
-      // ranks keep running (KillMode=process): the next agent adopts them
+      // a service agent's ranks keep running (KillMode=process): the next agent adopts them.
+      // An ephemeral agent has no next one, and its allocation or pod is ending
+      if (config.ephemeral) await executor.endAll(EPHEMERAL_STOP_GRACE_MS);
       executor.close();
       openmpi.close();
       fleet.close();
       await link.stop();
     },
   };
+}
+
+/** How long an ephemeral agent's ranks get between SIGTERM and SIGKILL when it stops. */
+const EPHEMERAL_STOP_GRACE_MS = 3000;
+
+/**
+ * Whom ranks run as. An ephemeral agent runs them as its own user, whoever started it:
+ * root only when root started it, and never anyone else.
+ */
+function rankUsers(config: AgentConfig): RankUserPolicy {
+  if (config.ephemeral) return { allowRoot: process.getuid?.() === 0, ownUserOnly: true };
+  return { allowRoot: config.allowRoot, ownUserOnly: false };
 }
 
 /** What every rank starts from before the planner's and the job's variables. */

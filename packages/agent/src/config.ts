@@ -24,6 +24,11 @@ export const AgentConfigFile = Type.Object(
     factsRoot: Type.Optional(Type.String()),
     factsIntervalMs: Type.Optional(Type.Integer({ minimum: 1000 })),
     allowRoot: Type.Optional(Type.Boolean()),
+    /**
+     * An agent of one allocation or pod set (rankd up --slurm, --pods): it runs as the
+     * invoking user, runs ranks as that user only, and ends them when it stops.
+     */
+    ephemeral: Type.Optional(Type.Boolean()),
     /** Cap of the reconnect backoff. */
     reconnectMaxMs: Type.Optional(Type.Integer({ minimum: 100 })),
   },
@@ -44,6 +49,7 @@ export interface AgentConfig {
   factsRoot: string;
   factsIntervalMs: number;
   allowRoot: boolean;
+  ephemeral: boolean;
   reconnectMaxMs: number;
 }
 
@@ -132,6 +138,7 @@ export function resolveAgentConfig(...layers: AgentConfigFile[]): AgentConfig {
     factsRoot: merged.factsRoot ?? '/',
     factsIntervalMs: merged.factsIntervalMs ?? 30_000,
     allowRoot: merged.allowRoot ?? false,
+    ephemeral: merged.ephemeral ?? false,
     reconnectMaxMs: merged.reconnectMaxMs ?? 30_000,
   };
 }

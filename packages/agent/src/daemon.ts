@@ -4,7 +4,7 @@
 // this module. The command takes everything from here, so that the process never holds
 // two copies of a module (a bundled one and a compiled one).
 import type { FactsSource } from './link/facts-publisher.js';
-import { factsHash, readFacts } from '@rankd/topology';
+import { factsHash, gpuVisibilityFromEnv, readFacts } from '@rankd/topology';
 
 export { startAgent, type RunningAgent } from './agent.js';
 export {
@@ -17,9 +17,14 @@ export {
   type AgentConfigFile,
 } from './config.js';
 
-/** This node's facts from sysfs/procfs under root ("/" for the live system). */
-export function factsSource(root: string): FactsSource {
-  return { read: () => readFacts({ root }), hash: factsHash };
+/**
+ * This node's facts from sysfs/procfs under root ("/" for the live system). The GPUs the
+ * agent was granted (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES: a Slurm allocation, a
+ * pod) are taken from its own environment once, here at its start: never from a job's.
+ */
+export function factsSource(root: string, env: NodeJS.ProcessEnv = process.env): FactsSource {
+  const gpuVisibility = gpuVisibilityFromEnv(env);
+  return { read: () => readFacts({ root, gpuVisibility }), hash: factsHash };
 }
 
 // The files the agent finds relative to its own module, which the bundle must still find

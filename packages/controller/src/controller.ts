@@ -1,7 +1,8 @@
 // Wires the controller together: store, registry, REST API and agent gateway on one port.
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { deriveJoinMaterial } from '@rankd/protocol/join-secret';
 import { pino, type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import {
@@ -67,6 +68,8 @@ export interface ControllerOptions {
   port?: number;
   timing?: Partial<FleetTiming>;
   log?: Logger;
+  /** Log to stderr instead of stdout (the default log only), leaving stdout to a caller's protocol. */
+  logToStderr?: boolean;
   /** An organisation's own serving certificate; default: the controller's own CA issues one. */
   tls?: TlsOptions;
   /** Lifetime of issued node certificates (agents renew at about 2/3 of it). */
@@ -83,6 +86,13 @@ export interface ControllerOptions {
   audit?: AuditOptions;
   /** A node that failed this many attempts (of any jobs) within an hour is drained (default 2; 0: never). */
   excludeAfter?: number;
+  /** The host in the URL the controller writes and prints (default: the listen address). */
+  advertise?: string;
+  /**
+   * An instance's join secret (rankd up --slurm, --pods): the CA key is derived from it, and
+   * so is one join token, registered for `uses` enrollments within `ttlMs`.
+   */
+  joinSecret?: { secret: string; uses: number; ttlMs: number };
   /** Told when a stale lock (a controller that died) was taken over; default: a warning in the log. */
   onStaleLock?: (notice: string) => void;
 }
@@ -104,7 +114,7 @@ export interface RunningController {
 export const DEFAULT_PORT = DEFAULT_CONTROLLER_PORT;
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
-  const log = options.log ?? pino({ name: 'rankd-controller' });
+  const log = options.log ?? pino({ name: 'rankd-controller' }, options.logToStderr ? pino.destination(2) : undefined);
   // the lock comes before anything in the directory is opened: a second controller touches nothing
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const lock = lockDataDir(options.dataDir);
@@ -127,9 +137,26 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
     log.warn({ paths: tightened }, 'data directory: modes tightened to 0700 (directories) and 0600 (files)');
   const tokens = loadOrCreateTokens(options.dataDir);
   const host = options.host ?? '127.0.0.1';
-  const tls = await setupTls(options.dataDir, host, options.tls);
+  const joinMaterial = options.joinSecret ? deriveJoinMaterial(options.joinSecret.secret) : null;
+  const tls = await setupTls(options.dataDir, host, {
+    ...options.tls,
+    ...(joinMaterial ? { derivedCa: { keyPem: joinMaterial.caKeyPem, caHash: joinMaterial.caHash } } : {}),
+    ...(options.advertise ? { advertised: options.advertise } : {}),
+  });
   const db = openDatabase(options.dataDir);
   const enrollment = new Enrollment(db, tls.ca, options.nodeCertTtlMs ?? DEFAULT_NODE_CERT_TTL_MS);
+  if (joinMaterial && options.joinSecret) {
+    const { uses, ttlMs } = options.joinSecret;
+    if (
+      enrollment.registerJoinToken(joinMaterial.joinToken, {
+        uses,
+        ttlMs,
+        description: "the instance's join secret",
+        rejoin: true,
+      })
+    )
+      log.info({ uses, ttlMs }, "the join secret's token now allows these uses and this ttl (from its first start)");
+  }
   const events = new EventsRepo(db);
   const timing = { ...defaultFleetTiming, ...options.timing };
   const registry = new NodeRegistry(new NodesRepo(db), events, timing, log);
@@ -272,7 +299,8 @@ async function startLocked(options: ControllerOptions, log: Logger, lock: DataDi
   registry.start();
 
   const address = app.server.address() as AddressInfo;
-  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const advertised = options.advertise ?? address.address;
+  const shown = isIP(advertised) === 6 ? `[${advertised}]` : advertised;
   const url = `https://${shown}:${address.port}`;
   const caFile = join(options.dataDir, 'ca-bundle.crt');
   writeAtomically(caFile, tls.trustPem);

@@ -488,6 +488,58 @@ export const CheckErrorCode = section('Fabric checks', {
 });
 export type CheckErrorCode = (typeof CheckErrorCode)[keyof typeof CheckErrorCode];
 
+// docs/instances.md: rankd inside a Slurm allocation or a set of pods
+export const InstanceErrorCode = section('Instances inside Slurm and pods', {
+  JoinSecretInvalid: defineError(
+    'RANKD_JOIN_SECRET_INVALID',
+    null,
+    'A join secret that is not 32 to 256 printable ASCII characters without spaces, or that cannot be read.',
+  ),
+  JoinSecretMismatch: defineError(
+    'RANKD_JOIN_SECRET_MISMATCH',
+    null,
+    'A controller data directory whose CA was not derived from the join secret it is started with.',
+  ),
+  NotInAllocation: defineError(
+    'RANKD_NOT_IN_ALLOCATION',
+    null,
+    '`rankd up --slurm` outside a Slurm allocation (no SLURM_JOB_ID), or `--pods` without MASTER_ADDR, RANK, WORLD_SIZE.',
+  ),
+  NodesNotReady: defineError(
+    'RANKD_NODES_NOT_READY',
+    null,
+    'Nodes of the allocation or pod set whose agents did not come up within `--timeout` (`--allow-partial` goes on without them).',
+  ),
+  InstanceGone: defineError(
+    'RANKD_INSTANCE_GONE',
+    null,
+    'A controller or agent step of the instance ended while it was starting or running.',
+  ),
+  InstanceDirLeft: defineError(
+    'RANKD_INSTANCE_DIR_LEFT',
+    null,
+    '`rankd up --slurm` found the instance directory of an instance that does not answer (kept with `--keep`, or an earlier job with the same id): it starts nothing there.',
+  ),
+  WorkDirUnsafe: defineError(
+    'RANKD_WORK_DIR_UNSAFE',
+    null,
+    'An instance directory that is not a directory of the invoking user closed to others, or a daemon ' +
+      'subdirectory in it that rankd did not make: rankd neither writes secrets there nor removes it.',
+  ),
+  WorkDirInUse: defineError(
+    'RANKD_WORK_DIR_IN_USE',
+    null,
+    "A daemon's subdirectory of the instance directory that a running rankd daemon holds.",
+  ),
+  InstanceElsewhere: defineError(
+    'RANKD_INSTANCE_ELSEWHERE',
+    null,
+    '`rankd up --slurm` found rankd steps in the job but no instance in its own instance directory: ' +
+      'another node of the allocation (or another --work-dir) started one, and this one starts nothing.',
+  ),
+});
+export type InstanceErrorCode = (typeof InstanceErrorCode)[keyof typeof InstanceErrorCode];
+
 /** Every section of the registry, in the order docs/errors.md lists them. */
 export const ERROR_SECTIONS: readonly ErrorSection[] = sections;
 

@@ -52,7 +52,7 @@ export class FabricProbes {
    */
   private readonly starting = new Set<string>();
   private readonly stopped = new Set<string>();
-  private readonly identities = new IdentityResolver(true);
+  private readonly identities = new IdentityResolver({ allowRoot: true, ownUserOnly: false });
 
   constructor(private readonly log: Logger) {}
 

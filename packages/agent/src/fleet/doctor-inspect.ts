@@ -2,9 +2,11 @@
 // numactl is installed (for `numactl -H` to compare facts with), the rank supervisor that
 // starts the ranks (its path and version, or why it cannot), the probe programs of
 // `rankd check net` (found the way the probes find them), and the state of required
-// paths — stat'ed by the agent itself, so that a stale NFS mount shows as the error it is.
+// paths — stat'ed by the agent itself, so that a stale NFS mount shows as the error it is —
+// and how the agent runs (ephemeral or the root service, as which user).
 import fs from 'node:fs';
-import type { DoctorInspect, PathState, ProbeTools, RankLauncher } from '@rankd/protocol';
+import os from 'node:os';
+import type { AgentMode, DoctorInspect, PathState, ProbeTools, RankLauncher } from '@rankd/protocol';
 import type { SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { findTool } from '../ranks/program.js';
 
@@ -14,12 +16,14 @@ const STAT_TIMEOUT_MS = 3000;
 export async function inspectNode(
   m: DoctorInspect,
   launcher?: SupervisorBinary,
+  ephemeral = false,
 ): Promise<{
   agentTime: number;
   numactl: string | null;
   paths: PathState[];
   launcher?: RankLauncher;
   probeTools: ProbeTools;
+  agent: AgentMode;
 }> {
   const paths = await Promise.all(m.paths.map((p) => statPath(p)));
   return {
@@ -32,7 +36,20 @@ export async function inspectNode(
       ib_write_bw: findTool('ib_write_bw'),
       ib_write_lat: findTool('ib_write_lat'),
     },
+    agent: agentMode(ephemeral),
   };
+}
+
+function agentMode(ephemeral: boolean): AgentMode {
+  const uid = process.getuid?.() ?? 0;
+  let user: string;
+  try {
+    user = os.userInfo().username || `uid ${uid}`;
+  } catch {
+    // a uid without a passwd entry (a pod's runAsUser) has no name: the number stands for it
+    user = `uid ${uid}`;
+  }
+  return { ephemeral, user: user.slice(0, 256), uid };
 }
 
 export function launcherReport(s: SupervisorBinary): RankLauncher {

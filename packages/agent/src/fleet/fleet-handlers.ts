@@ -6,7 +6,7 @@
 import type { AgentMessage } from '@rankd/protocol';
 import type { Logger } from 'pino';
 import type { ControllerLink } from '../link/controller-link.js';
-import { IdentityResolver } from '../ranks/identity.js';
+import { IdentityResolver, type RankUserPolicy } from '../ranks/identity.js';
 import { findSupervisor, type SupervisorBinary } from '../ranks/supervisor-binary.js';
 import { inspectNode } from './doctor-inspect.js';
 import { runExec } from './exec-runner.js';
@@ -38,10 +38,10 @@ export interface FleetHandlers {
 
 export function attachFleet(
   link: ControllerLink,
-  opts: { allowRoot: boolean; log: Logger; launcher?: SupervisorBinary },
+  opts: { users: RankUserPolicy; ephemeral?: boolean; log: Logger; launcher?: SupervisorBinary },
 ): FleetHandlers {
   const { log } = opts;
-  const identities = new IdentityResolver(opts.allowRoot);
+  const identities = new IdentityResolver(opts.users);
   const send = (message: AgentMessage) => link.send(message);
   // sessions of running fleet commands, and each exec by its request id (for exec.cancel)
   const sessions = new Set<number>();
@@ -79,7 +79,9 @@ export function attachFleet(
   });
   link.handle('fleet.ping', (m) => send({ type: 'fleet.pong', id: m.id, agentTime: Date.now() }));
   link.handle('doctor.inspect', (m) => {
-    void inspectNode(m, opts.launcher).then((r) => send({ type: 'doctor.report', id: m.id, ...r }));
+    void inspectNode(m, opts.launcher, opts.ephemeral ?? false).then((r) =>
+      send({ type: 'doctor.report', id: m.id, ...r }),
+    );
   });
   link.handle('probe.listen', (m) => {
     listenForProbes(m.address, m.ttlMs).then(

@@ -65,6 +65,13 @@ export class JobExecutor {
     if (found.length > 0) this.log.info({ ranks: found.length }, 'adopted ranks from the spool');
   }
 
+  /** Ends every job's ranks here (an ephemeral agent stopping): SIGTERM, then SIGKILL after `graceMs`. */
+  async endAll(graceMs: number): Promise<void> {
+    const jobIds = [...this.jobs.keys()];
+    for (const jobId of jobIds) this.pmi.closeJob(jobId, 'the agent is stopping');
+    await Promise.all(jobIds.map((jobId) => this.runner.abortJob(jobId, graceMs)));
+  }
+
   close(): void {
     this.pmi.close();
     this.stdin.close();

@@ -32,7 +32,7 @@ import {
 import type { Logger } from 'pino';
 import type { JobExecutor } from '../jobs/job-executor.js';
 import type { ControllerLink } from '../link/controller-link.js';
-import { IdentityResolver } from '../ranks/identity.js';
+import { IdentityResolver, type RankUserPolicy } from '../ranks/identity.js';
 import { rankCwd } from '../ranks/preflight.js';
 import type { RankRunner } from '../ranks/rank-runner.js';
 import { findMpirun, findOrted, mpirunArgv, openMpiSettings } from './mpirun.js';
@@ -75,10 +75,10 @@ export class OpenMpiJobs {
     private readonly link: ControllerLink,
     private readonly nodeName: string,
     private readonly baseEnv: Record<string, string>,
-    private readonly allowRoot: boolean,
+    users: RankUserPolicy,
     private readonly log: Logger,
   ) {
-    this.identities = new IdentityResolver(allowRoot);
+    this.identities = new IdentityResolver(users);
     this.ranks = new OpenMpiRanks<OmpiJob>({
       runner,
       executor,

@@ -22,6 +22,14 @@ export interface RankIdentity {
   switchUser: boolean;
 }
 
+/** Whom ranks may run as. */
+export interface RankUserPolicy {
+  /** Ranks may run as root (a service agent refuses unless told, --allow-root). */
+  allowRoot: boolean;
+  /** An ephemeral agent runs ranks as its own user only: no switching, even when it is root. */
+  ownUserOnly: boolean;
+}
+
 // One job has many ranks on a node; one lookup serves them all. Short enough that a
 // user added to a group shows up in the next job.
 const CACHE_MS = 30_000;
@@ -33,7 +41,7 @@ export class IdentityResolver {
   private readonly cache = new Map<string, { at: number; identity: Promise<RankIdentity> }>();
   private readonly agentUid = process.getuid?.() ?? -1;
 
-  constructor(private readonly allowRoot: boolean) {}
+  constructor(private readonly policy: RankUserPolicy) {}
 
   /** Resolves `user` (or the agent's own user when undefined) and applies the root policy. */
   async resolve(user: string | undefined): Promise<RankIdentity> {
@@ -47,13 +55,20 @@ export class IdentityResolver {
       pending.catch(() => this.cache.delete(key));
       identity = await pending;
     }
-    if (identity.uid === 0 && !this.allowRoot) {
+    if (identity.uid === 0 && !this.policy.allowRoot) {
       throw rankError(
         RankErrorCode.RootNotAllowed,
         user === undefined
           ? 'the job names no user and the agent runs as root, which this agent does not allow'
           : `user ${user} is root, which this agent does not allow`,
         { user: user ?? null },
+      );
+    }
+    if (this.policy.ownUserOnly && identity.uid !== this.agentUid) {
+      throw rankError(
+        RankErrorCode.BadUser,
+        `this agent is ephemeral: it runs ranks as its own user (uid ${this.agentUid}) only, not as ${identity.name} (uid ${identity.uid})`,
+        { user },
       );
     }
     if (this.agentUid !== 0 && identity.uid !== this.agentUid) {
@@ -115,7 +130,7 @@ export class IdentityResolver {
       groups,
       home: fields[5] || '/',
       shell: fields[6] || DEFAULT_SHELL,
-      switchUser: this.agentUid === 0 && uid !== 0,
+      switchUser: this.agentUid === 0 && uid !== 0 && !this.policy.ownUserOnly,
     };
   }
 }

@@ -39,6 +39,8 @@ export interface RankRunnerOptions {
   spoolDir: string;
   /** Let ranks run as root (uid 0). Off by default. */
   allowRoot?: boolean;
+  /** Ranks run as the agent's own user only (an ephemeral agent). */
+  ownUserOnly?: boolean;
   cgroup?: CgroupMode;
   /** The rank supervisor binary; the build's (dist/native/rank-supervisor) by default. */
   supervisorPath?: string;
@@ -83,7 +85,10 @@ export class RankRunner extends EventEmitter<Events> {
     super();
     this.spool = new Spool(opts.spoolDir);
     this.output = new RankOutput(this.spool);
-    this.identities = new IdentityResolver(opts.allowRoot ?? false);
+    this.identities = new IdentityResolver({
+      allowRoot: opts.allowRoot ?? false,
+      ownUserOnly: opts.ownUserOnly ?? false,
+    });
     this.cgroupBase = detectCgroupBase(opts.cgroup ?? 'auto');
     this.supervisor = findSupervisor(opts.supervisorPath);
     // once per process and off the first rank's start path

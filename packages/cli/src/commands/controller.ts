@@ -6,6 +6,8 @@ import { rankdHome } from '../client/config.js';
 import { parseListen } from '../listen-address.js';
 import { byteSize, duration, nonNegativeInt, positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
+import { CONTROLLER_SUBDIR, ensureWorkDir, freshSubdir, leaveWorkDir, markKept } from '../up/work-dir.js';
+import { InstanceErrorCode } from '@rankd/protocol/errors';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { USER_NAME } from '@rankd/protocol/user-name';
 
@@ -27,7 +29,19 @@ interface ControllerFlags {
   auditFileKeep?: number;
   defaultCpusPerRank: 'share' | number;
   excludeAfter?: number;
+  advertise?: string;
+  joinSecretFile?: string;
+  joinSecretUses?: number;
+  joinSecretTtl?: number;
+  ephemeral?: boolean;
+  workDir?: string;
+  keep?: boolean;
+  readyJson?: boolean;
 }
+
+/** How long an instance's join secret enrolls nodes: long enough for a pod or a node step to come back. */
+const DEFAULT_JOIN_SECRET_TTL_MS = 7 * 86_400_000;
+const DEFAULT_JOIN_SECRET_USES = 1024;
 
 /** `share`, or a whole number of cores from 1 (the planner's -c range). */
 function cpuDefault(value: string): 'share' | number {
@@ -104,6 +118,30 @@ export function register(program: Command): void {
         'rankd node resume brings it back',
       nonNegativeInt,
     )
+    .option(
+      '--advertise <host>',
+      'the host name or address in the URL clients and agents are told (default: the listen address)',
+    )
+    .option(
+      '--join-secret-file <file|->',
+      'a join secret shared with the agents ("-": standard input): the CA key and one join token are derived from it (docs/instances.md)',
+    )
+    .option(
+      '--join-secret-uses <n>',
+      `enrollments the join secret's token allows (default ${DEFAULT_JOIN_SECRET_USES})`,
+      positiveInt,
+    )
+    .option('--join-secret-ttl <duration>', "how long the join secret's token enrolls nodes (default 7d)", duration)
+    .option(
+      '--ephemeral',
+      "a controller of one allocation or pod set: data in --work-dir's controller/, removed when it stops (unless --keep)",
+    )
+    .option('--work-dir <dir>', 'with --ephemeral: the instance directory on this host')
+    .option('--keep', 'with --ephemeral: keep the data directory (database, logs) when it stops')
+    .option(
+      '--ready-json',
+      'once listening, print one JSON line on stdout: url, caHash, ca, apiToken, pid (for rankd up --slurm, through srun)',
+    )
     .action(async (opts: ControllerFlags) => {
       if (!USER_NAME.test(opts.admin))
         throw new CliError(
@@ -111,12 +149,43 @@ export function register(program: Command): void {
           ExitCode.Usage,
         );
       const { host, port } = parseListen(opts.listen, DEFAULT_PORT);
+      if (opts.ephemeral && !opts.workDir) throw new CliError('--ephemeral needs --work-dir DIR', ExitCode.Usage);
+      if (!opts.ephemeral && (opts.workDir || opts.keep))
+        throw new CliError('--work-dir and --keep go with --ephemeral', ExitCode.Usage);
+      if (opts.joinSecretFile && opts.tlsCert)
+        throw new CliError(
+          "--join-secret-file derives the controller's CA, which --tls-cert would not be served under: use one",
+          ExitCode.Usage,
+        );
+      // an ephemeral controller removes its data directory when it stops: never one the user named
+      if (opts.ephemeral && opts.dataDir)
+        throw new CliError(
+          "--ephemeral keeps its data in --work-dir's controller/ and removes it when it stops: not with --data-dir",
+          ExitCode.Usage,
+        );
+      const joinSecret = opts.joinSecretFile ? await readSecret(opts.joinSecretFile) : null;
+      const dataDir = opts.ephemeral
+        ? ephemeralDataDir(opts.workDir!)
+        : (opts.dataDir ?? join(rankdHome(), 'controller'));
+      // heard from now on: a SIGTERM while the controller starts still removes its directory
+      const signalled = untilSignal();
       // loaded here, not at the top: other commands must not pay for fastify and SQLite
       const { fleetTimingFromHeartbeat, startController, DEFAULT_AUDIT_FILE_LIMITS } =
         await import('@rankd/controller');
       const controller = await startController({
-        dataDir: opts.dataDir ?? join(rankdHome(), 'controller'),
+        dataDir,
         bootstrapAdmin: opts.admin,
+        ...(opts.readyJson ? { logToStderr: true } : {}),
+        ...(opts.advertise ? { advertise: opts.advertise } : {}),
+        ...(joinSecret
+          ? {
+              joinSecret: {
+                secret: joinSecret,
+                uses: opts.joinSecretUses ?? DEFAULT_JOIN_SECRET_USES,
+                ttlMs: opts.joinSecretTtl ?? DEFAULT_JOIN_SECRET_TTL_MS,
+              },
+            }
+          : {}),
         host,
         port,
         timing: {
@@ -145,14 +214,69 @@ export function register(program: Command): void {
           },
         },
       }).catch((err: Error & { code?: string }) => {
-        // one controller per data directory: the other one is what the user wants to reach
+        // one controller per data directory: the other one is what the user wants to reach (and keeps its data)
         if (err.code === 'RANKD_CONTROLLER_RUNNING') throw new CliError(err.message, ExitCode.Unreachable);
+        if (opts.ephemeral && !opts.keep) leaveWorkDir(opts.workDir!, dataDir);
+        if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE')
+          throw new CliError(
+            `${host}:${port} is in use by another process: listen on another port`,
+            ExitCode.Unreachable,
+          );
         // a refused setting (a --tls-ca bundle, …) is the user's to fix: its code, no stack
         if (err.code?.startsWith('RANKD_')) throw new CliError(`${err.message} (${err.code})`, ExitCode.Usage);
         throw err;
       });
-      const signal = await untilSignal();
-      controller.log.info({ signal }, 'controller stopping');
-      await controller.close();
+      if (opts.readyJson)
+        process.stdout.write(
+          JSON.stringify({
+            url: controller.url,
+            caHash: controller.tls.caHash,
+            ca: controller.tls.trustPem,
+            apiToken: controller.tokens.api,
+            pid: process.pid,
+          }) + '\n',
+        );
+      const signal = await signalled;
+      try {
+        controller.log.info({ signal }, 'controller stopping');
+        // an ephemeral controller has KillWait (Slurm) or the pod's grace period before SIGKILL,
+        // after which nothing is removed: its close is bounded, and its directory goes in any case
+        await (opts.ephemeral ? withinMs(controller.close(), EPHEMERAL_CLOSE_MS) : controller.close());
+      } finally {
+        if (opts.ephemeral && opts.keep) markKept(dataDir);
+        if (opts.ephemeral) leaveWorkDir(opts.workDir!, opts.keep ? null : dataDir);
+      }
+      // and it exits, even when something of a close cut short still holds the event loop
+      if (opts.ephemeral) setTimeout(() => process.exit(0), 1000).unref();
     });
+}
+
+/** How long an ephemeral controller's close may take before its directory is removed anyway. */
+const EPHEMERAL_CLOSE_MS = 5000;
+
+function withinMs(work: Promise<void>, ms: number): Promise<void> {
+  return Promise.race([work, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+}
+
+/** The fresh controller/ of an ephemeral controller's work directory (up/work-dir.ts), or the refusal. */
+function ephemeralDataDir(workDir: string): string {
+  try {
+    ensureWorkDir(workDir);
+    return freshSubdir(join(workDir, CONTROLLER_SUBDIR));
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (!code?.startsWith('RANKD_')) throw err;
+    // another controller of this instance runs: as with one data directory, it is the one to reach
+    const exit = code === InstanceErrorCode.WorkDirInUse ? ExitCode.Unreachable : ExitCode.Usage;
+    throw new CliError(`${(err as Error).message} (${code})`, exit);
+  }
+}
+
+async function readSecret(path: string): Promise<string> {
+  const { readJoinSecret } = await import('@rankd/protocol/join-secret');
+  try {
+    return readJoinSecret(path);
+  } catch (err) {
+    throw new CliError(`${(err as Error).message} (${(err as { code?: string }).code})`, ExitCode.Usage);
+  }
 }

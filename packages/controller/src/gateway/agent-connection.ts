@@ -27,8 +27,8 @@ type Authenticated = AgentConnection & AuthenticatedAgent;
 export type LinkRttObserver = (node: string, seconds: number) => void;
 
 const HELLO_TIMEOUT_MS = 10_000;
-/** A revoked node gets this long to answer the close before its socket is cut. */
-const REVOKED_CLOSE_MS = 500;
+/** A revoked node, or any node when the controller shuts down, gets this long to answer the close before its socket is cut. */
+const CLOSE_ANSWER_MS = 500;
 
 export class AgentConnection implements AgentLink {
   private node: string | null = null;
@@ -91,7 +91,19 @@ export class AgentConnection implements AgentLink {
     // and a node that does not answer loses its socket shortly after.
     this.revoked = true;
     if (this.name) this.registry.disconnected(this.name, this, `${code} ${reason}`);
-    setTimeout(() => this.ws.terminate(), REVOKED_CLOSE_MS).unref();
+    setTimeout(() => this.ws.terminate(), CLOSE_ANSWER_MS).unref();
+  }
+
+  /**
+   * The controller is shutting down: the link closes, and nothing it still sends or its close
+   * is handled, because the store closes right after and a late frame would write to it.
+   */
+  shutDown(code: number, reason: string): void {
+    clearTimeout(this.helloTimer);
+    for (const event of ['message', 'pong', 'close'] as const) this.ws.removeAllListeners(event);
+    this.ws.close(code, reason);
+    // an agent that does not answer the close would hold the controller's exit for ws's 30 s
+    setTimeout(() => this.ws.terminate(), CLOSE_ANSWER_MS).unref();
   }
 
   /** Called by the gateway's ping timer: a link that missed the last pong is dead. */

@@ -82,7 +82,8 @@ export class AgentGateway {
 
   close(code: number, reason: string): void {
     clearInterval(this.pingTimer);
-    for (const conn of this.connections) conn.close(code, reason);
+    for (const conn of this.connections) conn.shutDown(code, reason);
+    this.connections.clear();
     this.wss.close();
   }
 

@@ -7,11 +7,17 @@
 // - A CSR whose public key was ever certified is a replay: RANKD_CSR_REPLAYED.
 // - A name that holds a valid (unexpired, unrevoked) certificate is in use:
 //   RANKD_NODE_NAME_IN_USE until an admin runs `rankd node remove NAME`.
+// - Except under an instance's join token (registerJoinToken with `rejoin`), for a name that
+//   token enrolled: a pod restarted by Kubernetes or a retried Slurm step comes back with a
+//   fresh key under its old name. Its old certificates are revoked and the use is not counted
+//   again. Whoever holds the instance's join secret can derive its CA key anyway, so this
+//   grants nothing that secret did not.
 // - Renewal revokes the certificate it renews.
 // - Revoked serials stay revoked; the gateway checks every handshake against this store.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import {
   ErrorCode,
+  InstanceErrorCode,
   JOIN_TOKEN_PATTERN,
   MAX_CSR_BYTES,
   RankdError,
@@ -48,6 +54,8 @@ export interface Issued {
   certificate: string;
   serial: string;
   notAfter: number;
+  /** The serials this enrollment revoked: the same name's earlier certificates (a rejoin). */
+  replaced: string[];
 }
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -64,6 +72,8 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 export class Enrollment {
   /** serial → node and revocation, kept in memory: checked at every agent handshake. */
   private readonly certs = new Map<string, { node: string; revoked: boolean }>();
+  /** Ids of the instance join tokens under which a name may enroll again (a rejoin). */
+  private readonly rejoinTokens = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -95,6 +105,45 @@ export class Enrollment {
       )
       .run(id, sha256(secret), (opts.description ?? '').slice(0, 200), now, now + ttlMs, maxUses);
     return { token: `${id}.${secret}`, id, expiresAt: new Date(now + ttlMs).toISOString(), maxUses };
+  }
+
+  /**
+   * Registers a join token whose value the caller derived (an instance's join secret), once:
+   * a controller restarted on the same data directory keeps the token's count of uses, and
+   * takes the uses and ttl it is given now (the ttl counted from the first registration), so
+   * that raising them in a manifest takes effect. A revoked token stays revoked.
+   * `rejoin`: a name this token enrolled may enroll again under it (see the rules above).
+   * Returns whether an existing registration's uses or expiry changed.
+   */
+  registerJoinToken(
+    token: string,
+    opts: { ttlMs: number; uses: number; description: string; rejoin: boolean },
+  ): boolean {
+    const m = /^([a-z0-9]{6})\.([a-z0-9]{16})$/.exec(token);
+    if (!m) throw new RankdError(ErrorCode.InvalidRequest, 'a join token is id.secret: 6 and 16 of [a-z0-9]');
+    const now = this.now();
+    this.db
+      .prepare(
+        'INSERT OR IGNORE INTO join_tokens (id, secret_hash, description, created_at, expires_at, max_uses) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(m[1], sha256(m[2]!), opts.description.slice(0, 200), now, now + opts.ttlMs, opts.uses);
+    // a kept row of another token under this id would be kept silently, and no agent could enroll
+    const kept = this.db.prepare('SELECT secret_hash FROM join_tokens WHERE id = ?').get(m[1]) as {
+      secret_hash: string;
+    };
+    if (kept.secret_hash !== sha256(m[2]!))
+      throw new RankdError(
+        InstanceErrorCode.JoinSecretMismatch,
+        `join token ${m[1]} in this data directory is not the join secret's: start with a fresh data directory`,
+      );
+    if (opts.rejoin) this.rejoinTokens.add(m[1]!);
+    const changed = this.db
+      .prepare(
+        'UPDATE join_tokens SET max_uses = ?, expires_at = created_at + ? ' +
+          'WHERE id = ? AND (max_uses <> ? OR expires_at <> created_at + ?)',
+      )
+      .run(opts.uses, opts.ttlMs, m[1], opts.uses, opts.ttlMs);
+    return changed.changes > 0;
   }
 
   listJoinTokens(): JoinTokenView[] {
@@ -147,26 +196,26 @@ export class Enrollment {
         `join token "${row.id}" expired at ${new Date(row.expires_at).toISOString()}`,
       );
     const csr = await this.csr(csrPem);
-    if (row.uses >= row.max_uses)
-      throw new RankdError(
-        ErrorCode.JoinTokenUsed,
-        `join token "${row.id}" was already used ${plural(row.uses, 'time')} of ${row.max_uses}`,
-      );
-    this.checkNameFree(csr.name);
+    const via = `join-token:${row.id}`;
+    const rejoin = this.rejoinTokens.has(row.id);
+    // a rejoin is judged again inside the transaction; here it only spares the checks below
+    if (!(rejoin && this.rejoinable(csr.name, via))) {
+      this.checkUses(row.id);
+      this.checkNameFree(csr.name);
+    }
     const issued = await issueNodeCert(this.ca, csr, this.nodeCertTtlMs);
     // the checks above are re-run inside the transaction: two CSRs racing for one use or one name
-    this.db.transaction(() => {
-      const fresh = this.db.prepare('SELECT uses, max_uses FROM join_tokens WHERE id = ?').get(row.id) as {
-        uses: number;
-        max_uses: number;
-      };
-      if (fresh.uses >= fresh.max_uses)
-        throw new RankdError(ErrorCode.JoinTokenUsed, `join token "${row.id}" was already used`);
-      this.checkNameFree(csr.name);
-      this.db.prepare('UPDATE join_tokens SET uses = uses + 1 WHERE id = ?').run(row.id);
-      this.record(issued, csr.name, csr.spkiHash, `join-token:${row.id}`);
+    const replaced = this.db.transaction(() => {
+      const again = rejoin && this.rejoinable(csr.name, via) ? this.revokeNode(csr.name) : [];
+      if (again.length === 0) {
+        this.checkUses(row.id);
+        this.checkNameFree(csr.name);
+        this.db.prepare('UPDATE join_tokens SET uses = uses + 1 WHERE id = ?').run(row.id);
+      }
+      this.record(issued, csr.name, csr.spkiHash, via);
+      return again;
     })();
-    return { node: csr.name, certificate: issued.certPem, serial: issued.serial, notAfter: issued.notAfter };
+    return { node: csr.name, certificate: issued.certPem, serial: issued.serial, notAfter: issued.notAfter, replaced };
   }
 
   /**
@@ -194,7 +243,13 @@ export class Enrollment {
         .run(this.now(), old);
     })();
     this.certs.set(old, { node: peer.node, revoked: true });
-    return { node: csr.name, certificate: issued.certPem, serial: issued.serial, notAfter: issued.notAfter };
+    return {
+      node: csr.name,
+      certificate: issued.certPem,
+      serial: issued.serial,
+      notAfter: issued.notAfter,
+      replaced: [old],
+    };
   }
 
   /** Throws unless this serial was issued to this node and is not revoked (called at every handshake). */
@@ -241,6 +296,26 @@ export class Enrollment {
       );
     }
     return csr;
+  }
+
+  private checkUses(tokenId: string): void {
+    const row = this.db.prepare('SELECT uses, max_uses FROM join_tokens WHERE id = ?').get(tokenId) as {
+      uses: number;
+      max_uses: number;
+    };
+    if (row.uses >= row.max_uses)
+      throw new RankdError(
+        ErrorCode.JoinTokenUsed,
+        `join token "${tokenId}" was already used ${plural(row.uses, 'time')} of ${row.max_uses}`,
+      );
+  }
+
+  /** The name holds valid certificates, and this token enrolled every one of them. */
+  private rejoinable(node: string, via: string): boolean {
+    const active = this.db
+      .prepare('SELECT via FROM node_certs WHERE node = ? AND revoked_at IS NULL AND not_after > ?')
+      .all(node, this.now()) as Array<{ via: string }>;
+    return active.length > 0 && active.every((r) => r.via === via);
   }
 
   private checkNameFree(node: string): void {

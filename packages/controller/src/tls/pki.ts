@@ -8,11 +8,13 @@
 // as the controller.
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
-import { createHash, randomBytes, webcrypto } from 'node:crypto';
+import { X509Certificate, createHash, createPublicKey, randomBytes, webcrypto } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
+import { InstanceErrorCode, RankdError } from '@rankd/protocol';
+import { spkiHash } from '@rankd/protocol/ca-pin';
 
 type CryptoKey = webcrypto.CryptoKey;
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -48,22 +50,51 @@ async function importKey(pem: string): Promise<CryptoKey> {
   return webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
 }
 
+async function importKeyPair(pem: string): Promise<webcrypto.CryptoKeyPair> {
+  const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  const spki = createPublicKey(pem).export({ type: 'spki', format: 'der' });
+  return {
+    privateKey: await webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign']),
+    publicKey: await webcrypto.subtle.importKey('spki', spki, { name: 'ECDSA', namedCurve: 'P-256' }, true, ['verify']),
+  };
+}
+
 function writeSecret(path: string, content: string): void {
   writeFileSync(path + '.tmp', content, { mode: 0o600 });
   chmodSync(path + '.tmp', 0o600);
   renameSync(path + '.tmp', path);
 }
 
-/** Loads the CA from the data directory, or creates it (ca.crt, ca.key, mode 0600). */
-export async function loadOrCreateCa(dataDir: string): Promise<KeyPair> {
+/** The derived CA of an instance: its key, and the pin every agent already knows. */
+export interface DerivedCaKey {
+  keyPem: string;
+  caHash: string;
+}
+
+/**
+ * Loads the CA from the data directory, or creates it (ca.crt, ca.key, mode 0600). With
+ * `derived`, a new CA gets that key, and a kept CA must have it: agents pin the derived key.
+ */
+export async function loadOrCreateCa(dataDir: string, derived?: DerivedCaKey): Promise<KeyPair> {
   const certPath = join(dataDir, 'ca.crt');
   const keyPath = join(dataDir, 'ca.key');
   if (existsSync(certPath) && existsSync(keyPath)) {
     const certPem = readFileSync(certPath, 'utf8');
     const keyPem = readFileSync(keyPath, 'utf8');
+    if (derived) {
+      const kept = spkiHash(new X509Certificate(certPem));
+      if (kept !== derived.caHash)
+        throw new RankdError(
+          InstanceErrorCode.JoinSecretMismatch,
+          `the CA in ${dataDir} (${kept}) is not the join secret's (${derived.caHash}): ` +
+            'start this instance with a fresh data directory, or with the secret it was made with',
+        );
+    }
     return { cert: new x509.X509Certificate(certPem), certPem, keyPem, key: await importKey(keyPem) };
   }
-  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
+  const keys = derived
+    ? await importKeyPair(derived.keyPem)
+    : await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -85,8 +116,8 @@ export async function loadOrCreateCa(dataDir: string): Promise<KeyPair> {
   return { cert, certPem, keyPem, key: keys.privateKey };
 }
 
-/** The serving certificate's subject alternative names: the listen address, loopback, localhost and the hostname. */
-export function servingNames(listenHost: string): { ips: string[]; dns: string[] } {
+/** The serving certificate's subject alternative names: the listen and advertised addresses, loopback, localhost and the hostname. */
+export function servingNames(listenHost: string, advertised?: string): { ips: string[]; dns: string[] } {
   const ips = new Set<string>(['127.0.0.1', '::1']);
   const dns = new Set<string>(['localhost', hostname()]);
   const short = hostname().split('.')[0];
@@ -96,6 +127,8 @@ export function servingNames(listenHost: string): { ips: string[]; dns: string[]
       for (const a of list ?? []) ips.add(a.address.split('%')[0]!);
   } else if (isIP(listenHost)) ips.add(listenHost);
   else if (listenHost) dns.add(listenHost);
+  // the name clients are told to use, which a 0.0.0.0 listener's interface list may not hold
+  if (advertised) (isIP(advertised) ? ips : dns).add(advertised);
   return { ips: [...ips], dns: [...dns] };
 }
 

@@ -10,7 +10,7 @@ import { ErrorCode } from '@rankd/protocol';
 import { pinnableCa } from '@rankd/protocol/ca-pin';
 import type { Logger } from 'pino';
 import type { RefusalEvent } from '../store/audit-refusals.js';
-import { issueServingCert, loadOrCreateCa, servingNames, type KeyPair } from './pki.js';
+import { issueServingCert, loadOrCreateCa, servingNames, type DerivedCaKey, type KeyPair } from './pki.js';
 
 export interface TlsOptions {
   /** PEM files of an organisation's own serving certificate (chain) and key. */
@@ -18,6 +18,10 @@ export interface TlsOptions {
   keyFile?: string;
   /** The root CA that certFile chains to, as clients should trust it (exactly one self-signed CA certificate); default: the last certificate of certFile's chain. */
   caFile?: string;
+  /** An instance's CA key, derived from its join secret (@rankd/protocol/join-secret). */
+  derivedCa?: DerivedCaKey;
+  /** The host name or address clients are told to use (`--advertise`): it goes in the SANs. */
+  advertised?: string;
 }
 
 export interface TlsMaterial {
@@ -32,7 +36,7 @@ export interface TlsMaterial {
 }
 
 export async function setupTls(dataDir: string, listenHost: string, options: TlsOptions = {}): Promise<TlsMaterial> {
-  const ca = await loadOrCreateCa(dataDir);
+  const ca = await loadOrCreateCa(dataDir, options.derivedCa);
   if (options.certFile || options.keyFile) {
     if (!options.certFile || !options.keyFile) throw new Error('--tls-cert and --tls-key go together');
     const serverCert = readFileSync(options.certFile, 'utf8');
@@ -54,7 +58,7 @@ export async function setupTls(dataDir: string, listenHost: string, options: Tls
     new X509Certificate(serverCert); // throws on a file that is not a certificate
     return { ca, serverCert, serverKey, trustPem: trust.pem, caHash: trust.hash };
   }
-  const { certPem, keyPem } = await issueServingCert(ca, dataDir, servingNames(listenHost));
+  const { certPem, keyPem } = await issueServingCert(ca, dataDir, servingNames(listenHost, options.advertised));
   const own = pinnableCa(ca.certPem, `the controller's CA ${dataDir}/ca.crt`);
   return { ca, serverCert: certPem, serverKey: keyPem, trustPem: own.pem, caHash: own.hash };
 }

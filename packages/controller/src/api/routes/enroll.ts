@@ -39,7 +39,18 @@ export async function enrollRoutes(app: FastifyInstance, deps: EnrollDeps): Prom
 
     'POST /v1/enroll': async (request) => {
       const issued = await enrollment.enroll(request.body.token, request.body.csr);
-      request.log.info({ node: issued.node, serial: issued.serial }, 'node enrolled');
+      if (issued.replaced.length === 0) request.log.info({ node: issued.node, serial: issued.serial }, 'node enrolled');
+      else {
+        // a rejoin: whatever still holds the old certificate is cut off now, not at its next handshake
+        const dropped = deps.dropNode(
+          issued.node,
+          "a new agent enrolled under its name with the instance's join token",
+        );
+        request.log.warn(
+          { node: issued.node, serial: issued.serial, revoked: issued.replaced, dropped },
+          'node enrolled again under its name; its earlier certificates are revoked',
+        );
+      }
       return answer(issued);
     },
 

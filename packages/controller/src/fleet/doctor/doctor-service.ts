@@ -21,6 +21,7 @@ import {
   probeToolsCheck,
 } from './node-checks.js';
 import { nicLocalityCheck, rdmaPortCheck, roceGidCheck } from './rdma-checks.js';
+import { agentModeCheck, cpusetCheck, ephemeralMemlockCheck, memoryLimitCheck } from './limit-checks.js';
 import { reachMatrix } from './reach-matrix.js';
 
 export const DEFAULT_DOCTOR_TIMEOUT_S = 10;
@@ -94,13 +95,19 @@ export class DoctorService {
           ),
         );
       } else {
-        checks.push(memlockCheck(n.node, n.facts), rdmaPortCheck(n.node, n.facts));
+        // an ephemeral agent cannot raise its memlock limit: the check says who can
+        const mode = n.report?.agent;
+        const memlock = mode?.ephemeral ? ephemeralMemlockCheck(n.node, n.facts, mode) : memlockCheck(n.node, n.facts);
+        checks.push(memlock, rdmaPortCheck(n.node, n.facts));
         const gid = roceGidCheck(n.node, n.facts);
         const locality = nicLocalityCheck(n.node, n.facts);
         if (gid) checks.push(gid);
         if (locality) checks.push(locality);
-        checks.push(numaMemoryCheck(n.node, n.facts));
+        checks.push(numaMemoryCheck(n.node, n.facts), cpusetCheck(n.node, n.facts));
+        const memoryLimit = memoryLimitCheck(n.node, n.facts);
+        if (memoryLimit) checks.push(memoryLimit);
       }
+      if (n.report?.agent) checks.push(agentModeCheck(n.node, n.report.agent));
       const launcher = n.report ? launcherCheck(n.node, n.report) : null;
       const tools = n.report ? probeToolsCheck(n.node, n.report, n.facts) : null;
       if (n.report)
