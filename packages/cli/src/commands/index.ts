@@ -11,6 +11,7 @@ export interface CommandModule {
 
 export const commandModules: readonly CommandModule[] = [
   { names: ['up'], load: () => import('./up.js') },
+  { names: ['down'], load: () => import('./down.js') },
   { names: ['run'], load: () => import('./run.js') },
   { names: ['plan'], load: () => import('./plan.js') },
   { names: ['jobs', 'job', 'cancel'], load: () => import('./jobs.js') },

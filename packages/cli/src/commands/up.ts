@@ -1,21 +1,24 @@
 // `rankd up`: a controller and one local agent as child processes, data under
 // ~/.rankd, and the client config written so that every other command just works.
+// `--slurm` and `--pods` start an instance across an allocation's nodes or a set of pods
+// instead (up/slurm-instance.ts, up/pods-instance.ts).
 import type { Command } from 'commander';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NodeList } from '@rankd/protocol';
 import { clientConfigPath, rankdHome, type ClientConfig } from '../client/config.js';
 import { call } from '../client/rest.js';
 import { runJob } from '../client/run-job.js';
 import { CliError, ExitCode } from '../exit-codes.js';
-import { nonNegativeInt, positiveInt } from '../options.js';
+import { duration, nonNegativeInt, positiveInt } from '../options.js';
 import { untilSignal } from '../signals.js';
 import { renderTable } from '../table.js';
 import { DaemonProcess } from '../up/daemon-process.js';
 import { waitFor } from '../up/wait.js';
 import { USER_NAME } from '@rankd/protocol/user-name';
+import { DEFAULT_CONTROLLER_PORT } from '@rankd/protocol/wire';
 
 interface UpFlags {
   listen: string;
@@ -23,7 +26,19 @@ interface UpFlags {
   heartbeatMs?: number;
   excludeAfter?: number;
   demo?: boolean;
+  slurm?: boolean;
+  pods?: boolean;
+  detach?: boolean;
+  keep?: boolean;
+  timeout?: number;
+  allowPartial?: boolean;
+  workDir?: string;
+  joinSecretFile?: string;
+  port?: number;
 }
+
+/** How long --slurm and --pods wait for the controller, then for every node. */
+const DEFAULT_INSTANCE_TIMEOUT_MS = 60_000;
 
 /** The demo job's program, shipped with the CLI. */
 const DEMO_PROGRAM = fileURLToPath(new URL('../../demo/allreduce.mjs', import.meta.url));
@@ -33,7 +48,7 @@ export function register(program: Command): void {
     .command('up')
     .description('start a controller and a local agent (data under ~/.rankd) and keep them running until Ctrl-C')
     .option('--listen <addr>', 'controller address', '127.0.0.1:7480')
-    .option('--name <name>', 'name of the local node', hostname().split('.')[0])
+    .option('--name <name>', 'name of the local node (with --pods: of this pod; default its hostname)', defaultName())
     .option('--heartbeat-ms <ms>', 'agent heartbeat interval', positiveInt)
     .option(
       '--exclude-after <k>',
@@ -41,7 +56,52 @@ export function register(program: Command): void {
       nonNegativeInt,
     )
     .option('--demo', 'then run a demo job: 2 pinned ranks computing π together over TCP')
-    .action(async (flags: UpFlags) => {
+    .option(
+      '--slurm',
+      'inside a Slurm allocation: a controller on its first node and an agent on each (docs/instances.md)',
+    )
+    .option('--pods', 'in pods with MASTER_ADDR, RANK and WORLD_SIZE: the controller on RANK 0, an agent in each pod')
+    .option(
+      '--detach',
+      'with --slurm or --pods: print "export RANKD_HOME=…" once every node is ready, and leave the instance ' +
+        'running (in an sbatch script, also a trap that runs "rankd down" when the script exits)',
+    )
+    .option('--keep', 'with --slurm or --pods: keep the instance directory (database, logs) when it ends')
+    .option(
+      '--timeout <duration>',
+      `with --slurm or --pods: how long to wait for the controller, then for every node (default ${DEFAULT_INSTANCE_TIMEOUT_MS / 1000}s)`,
+      duration,
+    )
+    .option('--allow-partial', 'with --slurm or --pods: go on with the nodes that came up when some did not')
+    .option(
+      '--work-dir <dir>',
+      'with --slurm or --pods: the instance directory (default $SLURM_TMPDIR/rankd or /tmp/rankd-JOBID; $TMPDIR/rankd-pods)',
+    )
+    .option(
+      '--join-secret-file <file>',
+      "with --pods: the pods' shared join secret (a mounted Secret); or set RANKD_JOIN_SECRET",
+    )
+    .option(
+      '--port <port>',
+      `with --pods: the controller's port on pod 0 (default ${DEFAULT_CONTROLLER_PORT})`,
+      positiveInt,
+    )
+    .argument('[command...]', 'with --slurm or --pods: run this against the instance, then end it (on pod 0 only)')
+    // the command's own options are its own: `rankd up --slurm rankd run -n 2 …`
+    .passThroughOptions()
+    .action(async (command: string[], flags: UpFlags) => {
+      if (flags.slurm || flags.pods) {
+        process.exitCode = await upInstance(flags, command);
+        return;
+      }
+      const instanceOnly = (
+        ['detach', 'keep', 'timeout', 'allowPartial', 'workDir', 'joinSecretFile', 'port'] as const
+      ).filter((k) => flags[k] !== undefined);
+      if (instanceOnly.length > 0 || command.length > 0)
+        throw new CliError(
+          `${instanceOnly.length > 0 ? `--${kebab(instanceOnly[0]!)}` : 'a command'} goes with --slurm or --pods`,
+          ExitCode.Usage,
+        );
       const home = rankdHome();
       const cluster = await startLocalCluster(home, flags);
       if (flags.demo) {
@@ -234,4 +294,47 @@ async function untilReady<T>(
     if (err instanceof CliError) throw err;
     throw new CliError(`${(err as Error).message}; see ${daemon.logFile}`, ExitCode.Software);
   }
+}
+
+async function upInstance(flags: UpFlags, command: string[]): Promise<number> {
+  if (flags.slurm && flags.pods)
+    throw new CliError('--slurm and --pods are two kinds of instance: use one', ExitCode.Usage);
+  if (flags.demo) throw new CliError('--demo runs on this machine alone: not with --slurm or --pods', ExitCode.Usage);
+  if (flags.detach && command.length > 0)
+    throw new CliError(
+      '--detach leaves the instance running; a command after it ends the instance: use one',
+      ExitCode.Usage,
+    );
+  const instance = {
+    detach: flags.detach ?? false,
+    keep: flags.keep ?? false,
+    timeoutMs: flags.timeout ?? DEFAULT_INSTANCE_TIMEOUT_MS,
+    allowPartial: flags.allowPartial ?? false,
+    ...(flags.workDir ? { workDir: resolve(flags.workDir) } : {}),
+    command,
+  };
+  if (flags.slurm) {
+    if (flags.joinSecretFile || flags.port)
+      throw new CliError('--join-secret-file and --port go with --pods (--slurm makes its own secret)', ExitCode.Usage);
+    const { upSlurm } = await import('../up/slurm-instance.js');
+    return upSlurm(instance, adminName());
+  }
+  const { upPods } = await import('../up/pods-instance.js');
+  return upPods(
+    {
+      ...instance,
+      ...(flags.joinSecretFile ? { joinSecretFile: flags.joinSecretFile } : {}),
+      ...(flags.port ? { port: flags.port } : {}),
+      ...(flags.name !== defaultName() ? { name: flags.name } : {}),
+    },
+    adminName(),
+  );
+}
+
+function kebab(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+function defaultName(): string {
+  return hostname().split('.')[0]!;
 }
