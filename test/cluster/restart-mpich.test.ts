@@ -2,6 +2,9 @@
 // exits 1 before MPI_Init, the other rank waits there and is ended); attempt 1 wires up
 // through its own PMI-1 servers and fence under the attempt's id, <job>-1, and every rank
 // sees the right world size and allreduces over it. UCX_TLS=tcp,self, as in mpi.test.ts.
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { buildMpich, mpichMissing } from '../mpi/helpers.js';
 import { startCluster } from './harness/cluster.js';
@@ -20,6 +23,10 @@ else {
     async (t) => {
       const bin = buildMpich(t, ['restart_hello']);
       const c = await startCluster(t, { hosts: 2 });
+      // where rank 0 marks that it printed, for rank 1 to fail only after it (restart_hello.c)
+      const sync = mkdtempSync(join(tmpdir(), 'rankd-restart-hello-'));
+      chmodSync(sync, 0o777);
+      t.teardown(() => rmSync(sync, { recursive: true, force: true }));
       // 2 ranks on this 2-core machine: MPICH over TCP can deadlock in MPI_Finalize when
       // ranks outnumber CPUs (mpi.test.ts), which would say nothing about restarts
       const run = await c.rankd(
@@ -38,6 +45,8 @@ else {
           '90',
           '--env',
           'UCX_TLS=tcp,self',
+          '--env',
+          `RESTART_HELLO_SYNC_DIR=${sync}`,
           '--',
           bin.restart_hello!,
         ],

@@ -1,5 +1,5 @@
 // What the `rankd check net` tests do to a cluster's fabric and look for in it: a token
-// bucket on a host's veth, the probe programs running in any namespace, listeners that hold
+// bucket on a host's link, the probe programs running in any namespace, listeners that hold
 // the probe ports, and an `iperf3` that takes a connection and then never says a word.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import type { Cluster, Leftover } from './cluster.js';
 import { netnsPids } from './commands.js';
+import type { Namespace } from './network.js';
 import { spawnInNetns, type NsProcess } from './ns-process.js';
 import { registerCleanup } from './teardown.js';
 import { waitFor } from './wait.js';
@@ -21,12 +22,30 @@ export const PORTS_PER_PROBE = 8;
 
 /** `tc qdisc … tbf rate RATE` on the host's end of a veth; removed by the test's teardown. */
 export function throttle(t: Test, veth: string, rate: string): void {
-  execFileSync('tc', ['qdisc', 'add', 'dev', veth, 'root', 'tbf', 'rate', rate, 'burst', '32kbit', 'latency', '400ms']);
+  shape(t, [], veth, rate);
+}
+
+/**
+ * The same bucket at both ends of a host's link: its veth in the root namespace (what is sent
+ * to it) and its eth0 (what it sends). A check that measures some directions only may measure
+ * the host's own sending, which the root end alone slows only through its ACKs (to 22-25 % of
+ * the median, seen in test/cluster/preflight.test.ts).
+ */
+export function throttleBothEnds(t: Test, host: Namespace, rate: string): void {
+  shape(t, [], host.veth, rate);
+  shape(t, ['ip', 'netns', 'exec', host.netns], 'eth0', rate);
+}
+
+/** `tc` on `dev`, run through `via` (a namespace's `ip netns exec`) when given. */
+function shape(t: Test, via: string[], dev: string, rate: string): void {
+  const [command, ...before] = [...via, 'tc'];
+  const tc = (...args: string[]) => execFileSync(command, [...before, ...args], { stdio: 'pipe' });
+  tc('qdisc', 'add', 'dev', dev, 'root', 'tbf', 'rate', rate, 'burst', '32kbit', 'latency', '400ms');
   t.teardown(() => {
     try {
-      execFileSync('tc', ['qdisc', 'del', 'dev', veth, 'root'], { stdio: 'ignore' });
+      tc('qdisc', 'del', 'dev', dev, 'root');
     } catch {
-      // the veth is gone with the network
+      // the link is gone with the network
     }
   });
 }

@@ -3,8 +3,10 @@
  * Before MPI_Init it asks its PMI-1 server on PMI_FD for the KVS name, as MPICH's own PMI
  * client does first thing, and prints it: the test sees which PMI namespace each attempt
  * got. On attempt 0 (RANKD_ATTEMPT) rank 1 then exits 1 without MPI_Init, so the attempt
- * fails with the others waiting in MPI_Init. Otherwise every rank prints the world size
- * MPI got from PMI and the sum of an allreduce over that world. */
+ * fails with the others waiting in MPI_Init. It waits first (at most 30 s) until rank 0 has
+ * printed, which rank 0 marks with a file in RESTART_HELLO_SYNC_DIR: otherwise the restart
+ * may end rank 0 before its line, and the test would find no log of it. Otherwise every
+ * rank prints the world size MPI got from PMI and the sum of an allreduce over that world. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,15 +33,27 @@ static void kvsname(char *out, size_t n) {
     if (name) snprintf(out, n, "%.*s", (int)strcspn(name + 8, " "), name + 8);
 }
 
+/* RESTART_HELLO_SYNC_DIR/printed-ATTEMPT-RANK: this rank's first line is out. */
+static void sync_path(char *out, size_t n, const char *attempt, const char *rank) {
+    const char *dir = getenv("RESTART_HELLO_SYNC_DIR");
+    snprintf(out, n, "%s/printed-%s-%s", dir ? dir : "/nonexistent", attempt ? attempt : "?", rank ? rank : "?");
+}
+
 int main(int argc, char **argv) {
     int rank, size, one = 1, sum = 0;
     char kvs[128];
     const char *attempt = getenv("RANKD_ATTEMPT");
     const char *env_rank = getenv("PMI_RANK");
     kvsname(kvs, sizeof kvs);
+    char mark[512];
     printf("attempt=%s kvsname=%s\n", attempt ? attempt : "?", kvs);
     fflush(stdout);
+    sync_path(mark, sizeof mark, attempt, env_rank);
+    FILE *printed = fopen(mark, "w");
+    if (printed) fclose(printed);
     if (attempt && strcmp(attempt, "0") == 0 && env_rank && strcmp(env_rank, "1") == 0) {
+        sync_path(mark, sizeof mark, attempt, "0");
+        for (int waited = 0; waited < 300 && access(mark, F_OK) != 0; waited++) usleep(100000);
         fprintf(stderr, "rank 1 fails attempt 0\n");
         return 1;
     }
