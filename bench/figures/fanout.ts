@@ -25,7 +25,7 @@ function label(perAgent: number): string {
 export const fanoutFigure: FigureDescriptor = {
   name: 'fanout',
   title: `launch fan-out: ${FANOUT_AGENTS} agents × ${FANOUT_RANKS_PER_AGENT} ranks`,
-  peers: ['mpirun'],
+  peers: ['mpirun.openmpi'],
   run,
 };
 
@@ -86,7 +86,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         "less CPU. Nothing waits on a timer between the last rank's exit and the CLI's exit (setImmediate hops only).",
         `On real hardware each agent has a node of its own and starts its ${perAgent} ranks in parallel there.`,
       ].join(' '),
-      peersUsed: ['mpirun'],
+      peersUsed: ['mpirun.openmpi'],
     };
   } finally {
     if ('fleet' in rankd) await rankd.fleet.stop();

@@ -20,6 +20,7 @@ import { restartScaleFigure } from './restart-scale.js';
 import { scaleFigure } from './scale.js';
 import { scaleLaunchFigure } from './scale-launch.js';
 import { scheduleFigure } from './schedule.js';
+import { slurmFigure } from './slurm.js';
 
 export const figures: readonly FigureDescriptor[] = [
   factsFigure,
@@ -42,4 +43,5 @@ export const figures: readonly FigureDescriptor[] = [
   netcheckFigure,
   netcheckPreflightFigure,
   netcheckScaleFigure,
+  slurmFigure,
 ];

@@ -32,7 +32,7 @@ const SRUN_GOAL: Goal = { on: 'ratio', op: '<=', value: 0.5, text: '≤ 0.5× sr
 export const launchFigure: FigureDescriptor = {
   name: 'launch',
   title: 'launching 2 ranks of `true`',
-  peers: ['srun', 'mpirun'],
+  peers: ['srun', 'mpirun.openmpi'],
   run,
 };
 
@@ -138,7 +138,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         bundleNote,
         'Every side runs without NODE_EXTRA_CA_CERTS (shared/docs/recipes.md: it adds ~80 ms to every Node start here); rankd verifies its controller against RANKD_CA.',
         'srun runs against a Slurm started by this bench on loopback (slurmctld + slurmd -N localhost, auth/none, state in a temp dir), with `--immediate=1`; its time includes the round trips to slurmctld for the allocation and to slurmd for the step.',
-        'mpirun runs with `--allow-run-as-root --oversubscribe` and its transports held to `lo`.',
+        'mpirun.openmpi runs with `--allow-run-as-root --oversubscribe` and its transports held to `lo`.',
         "The other rows run every launcher with stdin on /dev/null, where rankd opens no stdin stream. The stdin row gives `rankd run` and srun a pipe that stays open and silent until they exit, as a terminal nobody types into: rankd then opens the job's stdin WebSocket to the controller (rank 0 reads it), and srun forwards stdin to its tasks.",
         `The CPU profile is \`node --cpu-prof\` of \`${ARM.rankd}\` (5 runs, the one of median length; sampled every 0.2 ms), by the script each sample was in.`,
       ],
@@ -151,7 +151,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         median(ARM.rankdQuiet),
         median(ARM.mpirun),
       ),
-      peersUsed: ['srun', 'mpirun'],
+      peersUsed: ['srun', 'mpirun.openmpi'],
     };
   } finally {
     if ('slurm' in slurm) await slurm.slurm.stop();
@@ -180,7 +180,7 @@ function limitsText(
     : '';
   return [
     'Nothing here is compute: `true` exits at once, so each figure is the launcher’s own path.',
-    'mpirun (C) forks its local daemon logic, maps and wires up the ranks and waits for their exit reports;',
+    'mpirun.openmpi (C) forks its local daemon logic, maps and wires up the ranks and waits for their exit reports;',
     'srun asks slurmctld for an allocation, then slurmd starts a slurmstepd that forks the tasks, with several RPCs between.',
     'rankd pays a Node CLI start, a TLS connection and a request to the controller (which plans the rank map), a message to the agent,',
     'the native rank launcher in front of each rank (it pins the rank itself, ~1.5 ms of CPU), and the exit reports back over the same path.',

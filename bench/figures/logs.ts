@@ -20,7 +20,7 @@ export const PRINTER = ['sh', '-c', PRINTER_SCRIPT];
 
 const ARM = {
   rankd: `rankd run -N 1 --ranks-per-node ${LOG_RANKS} --no-label`,
-  mpirun: `mpirun -np ${LOG_RANKS}`,
+  mpirun: `${OPEN_MPI_LAUNCHER} -np ${LOG_RANKS}`,
   srun: `srun -n ${LOG_RANKS}`,
   direct: 'two printers straight into the pipe',
 } as const;
@@ -30,7 +30,7 @@ const TOTAL = LOG_RANKS * LOG_LINES_PER_RANK;
 export const logsFigure: FigureDescriptor = {
   name: 'logs',
   title: `log throughput, ${LOG_RANKS} ranks × ${LOG_LINES_PER_RANK.toLocaleString('en-US')} lines`,
-  peers: ['mpirun', 'srun'],
+  peers: ['mpirun.openmpi', 'srun'],
   run,
 };
 
@@ -59,7 +59,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         : { name: ARM.rankd, unavailable: rankd.why },
       which(OPEN_MPI_LAUNCHER)
         ? { name: ARM.mpirun, sample: linesPerSecond(mpirunArgv(LOG_RANKS, PRINTER)) }
-        : { name: ARM.mpirun, unavailable: 'mpirun is not installed (Debian package openmpi-bin)' },
+        : { name: ARM.mpirun, unavailable: `${OPEN_MPI_LAUNCHER} is not installed (Debian package openmpi-bin)` },
       'slurm' in slurm
         ? { name: ARM.srun, sample: linesPerSecond(slurm.slurm.srun(LOG_RANKS, PRINTER), slurm.slurm.env) }
         : { name: ARM.srun, unavailable: slurm.why },
@@ -96,7 +96,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         'its stream offset in binary WebSocket frames to the controller, which stores it and streams it (`format=frames`) to',
         '`rankd run`, which prints it: three Node processes touch every byte, but none decodes or re-encodes it.',
       ].join(' '),
-      peersUsed: ['mpirun', 'srun'],
+      peersUsed: ['mpirun.openmpi', 'srun'],
     };
   } finally {
     if ('slurm' in slurm) await slurm.slurm.stop();

@@ -27,7 +27,7 @@ const OPEN_MPI_GOAL: Goal = { on: 'ratio', op: '<=', value: 1, text: '≤ 1× mp
 export const mpiLaunchFigure: FigureDescriptor = {
   name: 'mpi-launch',
   title: `launching ${RANKS} ranks of an MPI hello world`,
-  peers: ['mpiexec.hydra', 'mpirun', 'mpicc.openmpi'],
+  peers: ['mpiexec.hydra', 'mpirun.openmpi', 'mpicc.openmpi'],
   run,
 };
 
@@ -97,7 +97,7 @@ async function run(ctx: BenchContext): Promise<FigureReport> {
         'All three are timed from spawn to the end of their output. Every connection the MPI libraries opened here went to 127.0.0.1 (checked once with strace; UCX binds listening sockets on the machine’s own address and never connects to them for 2 ranks on one host).',
       ],
       limits: limitsText(floor, runHelp, median(ARM.rankdQuiet), median(ARM.hydra), median(ARM.openmpi)),
-      peersUsed: ['mpiexec.hydra', 'mpirun'],
+      peersUsed: ['mpiexec.hydra', 'mpirun.openmpi'],
     };
   } finally {
     if ('fleet' in rankd) await rankd.fleet.stop();

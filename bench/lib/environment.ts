@@ -2,7 +2,7 @@
 //
 // NODE_EXTRA_CA_CERTS makes every Node process parse a CA bundle at start-up, before
 // any code runs: on the machines these figures were first taken on it was set for a
-// registry proxy and added ~80 ms to each start, more than a whole `mpirun -np 2 true`.
+// registry proxy and added ~80 ms to each start, more than a whole `mpirun.openmpi -np 2 true`.
 // rankd talks to its controller over plain HTTP on these runs and reads no certificate,
 // so the bench unsets it for every process it starts, and says so with the measured cost.
 import { MIN_ROUNDS } from './interleave.js';

@@ -67,7 +67,8 @@ export interface FigureDescriptor {
 }
 
 /** Named as the command is (mpirun is Open MPI's mpirun.openmpi; see peers/install.ts). */
-export type PeerCommand = 'lstopo' | 'mpirun' | 'mpiexec.hydra' | 'mpicc.openmpi' | 'srun' | 'ansible' | 'torchrun';
+export type PeerCommand =
+  'lstopo' | 'mpirun.openmpi' | 'mpiexec.hydra' | 'mpicc.openmpi' | 'srun' | 'ansible' | 'torchrun';
 
 export type Verdict =
   { kind: 'met' } | { kind: 'missed'; gap: string } | { kind: 'not-measured' } | { kind: 'no-goal' };

@@ -15,7 +15,7 @@ import { which } from '../lib/which.js';
  */
 export const PEER_PACKAGES: Record<PeerCommand, { pkgs: string[]; binaries: string[]; headers?: string[] }> = {
   lstopo: { pkgs: ['hwloc'], binaries: ['lstopo'] },
-  mpirun: { pkgs: ['openmpi-bin'], binaries: ['mpirun.openmpi'] },
+  'mpirun.openmpi': { pkgs: ['openmpi-bin'], binaries: ['mpirun.openmpi'] },
   'mpicc.openmpi': {
     pkgs: ['openmpi-bin', 'libopenmpi-dev'],
     binaries: ['mpicc.openmpi'],

@@ -25,41 +25,49 @@ export interface LocalSlurm {
 
 export const SLURM_READY_TIMEOUT_MS = 30_000;
 
+/**
+ * What every throw-away Slurm of the bench runs with, beside its addresses, paths and nodes:
+ * no munge, no cgroups, no accounting, and node lines that win over what slurmd detects.
+ */
+export const BENCH_SLURM_SETTINGS: readonly string[] = [
+  'AuthType=auth/none',
+  'CredType=cred/none',
+  'SlurmUser=root',
+  'SlurmdUser=root',
+  'SlurmctldDebug=info',
+  'SlurmdDebug=info',
+  // linuxproc needs no cgroup setup, which a container may not allow.
+  'ProctrackType=proctrack/linuxproc',
+  'TaskPlugin=task/affinity',
+  'SchedulerType=sched/builtin',
+  'SelectType=select/cons_tres',
+  'SelectTypeParameters=CR_Core',
+  'MpiDefault=none',
+  'ReturnToService=2',
+  'InactiveLimit=0',
+  // Finished jobs leave the controller's tables quickly, so a long bench does not grow its state.
+  'MinJobAge=2',
+  'KillWait=2',
+  'JobCompType=jobcomp/none',
+  'JobAcctGatherType=jobacct_gather/none',
+  'AccountingStorageType=accounting_storage/none',
+  // The node lines are what we want Slurm to schedule, whatever slurmd detects.
+  'SlurmdParameters=config_overrides',
+];
+
 export function slurmConf(dir: string, ports: { ctld: number; slurmd: number }, cpus: number): string {
   return [
     'ClusterName=rankdbench',
     'SlurmctldHost=localhost(127.0.0.1)',
     `SlurmctldPort=${ports.ctld}`,
     `SlurmdPort=${ports.slurmd}`,
-    'AuthType=auth/none',
-    'CredType=cred/none',
-    'SlurmUser=root',
-    'SlurmdUser=root',
+    ...BENCH_SLURM_SETTINGS,
     `StateSaveLocation=${dir}/state`,
     `SlurmdSpoolDir=${dir}/spool`,
     `SlurmctldPidFile=${dir}/slurmctld.pid`,
     `SlurmdPidFile=${dir}/slurmd.pid`,
     `SlurmctldLogFile=${dir}/slurmctld.log`,
     `SlurmdLogFile=${dir}/slurmd.log`,
-    'SlurmctldDebug=info',
-    'SlurmdDebug=info',
-    // linuxproc needs no cgroup setup, which a container may not allow.
-    'ProctrackType=proctrack/linuxproc',
-    'TaskPlugin=task/affinity',
-    'SchedulerType=sched/builtin',
-    'SelectType=select/cons_tres',
-    'SelectTypeParameters=CR_Core',
-    'MpiDefault=none',
-    'ReturnToService=2',
-    'InactiveLimit=0',
-    // Finished jobs leave the controller's tables quickly, so a long bench does not grow its state.
-    'MinJobAge=2',
-    'KillWait=2',
-    'JobCompType=jobcomp/none',
-    'JobAcctGatherType=jobacct_gather/none',
-    'AccountingStorageType=accounting_storage/none',
-    // The node line below is what we want Slurm to schedule, whatever slurmd detects.
-    'SlurmdParameters=config_overrides',
     `NodeName=localhost NodeAddr=127.0.0.1 Sockets=1 CoresPerSocket=${cpus} ThreadsPerCore=1 State=UNKNOWN`,
     'PartitionName=bench Nodes=localhost Default=YES MaxTime=INFINITE State=UP',
     '',

@@ -9,7 +9,7 @@ const run = promisify(execFile);
 const PROBES: Record<string, { argv: string[]; pick: RegExp }> = {
   lstopo: { argv: ['lstopo', '--version'], pick: /lstopo\s+(\S+)/ },
   // called by its full name it says "(OpenRTE)", as plain mpirun says "(Open MPI)"
-  mpirun: { argv: ['mpirun.openmpi', '--version'], pick: /\((?:Open MPI|OpenRTE)\)\s+(\S+)/ },
+  'mpirun.openmpi': { argv: ['mpirun.openmpi', '--version'], pick: /\((?:Open MPI|OpenRTE)\)\s+(\S+)/ },
   'mpiexec.hydra': { argv: ['mpiexec.hydra', '--version'], pick: /Version:\s+(\S+)/ },
   // srun --version wants a config file; slurmd -V does not, and ships in the same build.
   srun: { argv: ['slurmd', '-V'], pick: /slurm(?:-wlm)?\s+(\S+)/ },
@@ -20,7 +20,7 @@ const PROBES: Record<string, { argv: string[]; pick: RegExp }> = {
 
 const LABELS: Record<string, string> = {
   lstopo: 'hwloc (lstopo)',
-  mpirun: 'Open MPI (mpirun)',
+  'mpirun.openmpi': 'Open MPI (mpirun.openmpi)',
   'mpiexec.hydra': 'MPICH (mpiexec.hydra)',
   srun: 'Slurm (srun)',
   ansible: 'ansible-core',
