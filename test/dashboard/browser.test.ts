@@ -11,7 +11,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { buildSysfs } from '../helpers/sysfs-fixture.js';
 import { epycNps4Gpu8 } from '../helpers/machines.js';
-import { browserMissing, launchChromium, spkiPin } from '../helpers/browser.js';
+import { browserMissing, launchChromium, recordPage, shown, spkiPin } from '../helpers/browser.js';
 
 // what page.evaluate callbacks touch runs in the browser; the test project has no DOM types
 declare const document: any, getComputedStyle: any;
@@ -35,6 +35,7 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
   const context = await browser.newContext();
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
+  const pageRecord = recordPage(page);
 
   // a job that prints until cancelled, on this machine's agent; bounded (about 2 minutes) so
   // that a failed test never leaves it running: ranks outlive their agent by design
@@ -63,7 +64,7 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
     t.equal(r.code, 0, r.stderr);
     const url = r.stdout.trim();
     await page.goto(url);
-    await page.getByRole('heading', { name: 'Fleet' }).waitFor();
+    await shown(page.getByRole('heading', { name: 'Fleet' }), pageRecord);
     t.notMatch(page.url(), /login=/, 'the code leaves the address bar');
     const cookies = await context.cookies();
     const session = cookies.find((k) => k.name === 'rankd_session');
@@ -76,10 +77,11 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
     // the same URL again, in a fresh browser profile: the code is spent
     const other = await browser.newContext();
     const p2 = await other.newPage();
+    const p2Record = recordPage(p2);
     await p2.goto(url);
     // any alert first, with room for a loaded CI machine, then its words: a failure names what it said instead
     const alert = p2.getByRole('alert').first();
-    await alert.waitFor({ timeout: 90_000 });
+    await shown(alert, p2Record, 90_000);
     t.match(await alert.textContent(), /unknown, used or expired login code/, 'the spent code is refused');
     t.ok(await p2.getByLabel('API token').isVisible(), 'the login form is offered instead');
     await other.close();

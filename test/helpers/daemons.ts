@@ -17,6 +17,27 @@ export interface Daemon {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
+/**
+ * The data and spool directories the helpers made: removed when the test process exits, after
+ * its teardowns have stopped the daemons, so that a restarted controller finds its data until then.
+ */
+const scratchDirs: string[] = [];
+process.once('exit', () => {
+  for (const dir of scratchDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch (err) {
+      // a leftover directory must not fail the test that made it: say so, and go on
+      process.stderr.write(`# could not remove ${dir}: ${(err as Error).message}\n`);
+    }
+  }
+});
+function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  scratchDirs.push(dir);
+  return dir;
+}
+
 /** `wrap`: a command that execs the daemon, e.g. unshare(1) into a mount namespace of the test's. */
 export function spawnDaemon(args: string[], env: NodeJS.ProcessEnv = {}, wrap: string[] = []): Daemon {
   const [command, ...before] = [...wrap, process.execPath];
@@ -97,7 +118,7 @@ export interface ControllerHandle extends Daemon {
 export async function startController(
   opts: { dataDir?: string; port?: number; heartbeatMs?: number; restartGraceMs?: number; extra?: string[] } = {},
 ): Promise<ControllerHandle> {
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
+  const dataDir = opts.dataDir ?? scratchDir('rankd-ctl-');
   const stateFile = join(dataDir, 'controller.json');
   rmSync(stateFile, { force: true });
   const args = ['controller', '--listen', `127.0.0.1:${opts.port ?? 0}`, '--data-dir', dataDir];
@@ -216,7 +237,7 @@ export function startAgent(
   if (process.getuid?.() === 0) args.push('--allow-root');
   for (const l of opts.labels ?? []) args.push('--label', l);
   if (opts.root) args.push('--root', opts.root);
-  args.push('--spool-dir', opts.spoolDir ?? mkdtempSync(join(tmpdir(), 'rankd-spool-')));
+  args.push('--spool-dir', opts.spoolDir ?? scratchDir('rankd-spool-'));
   args.push(...(opts.extra ?? []));
   // short reconnect backoff keeps restart tests quick; the token goes by environment, off the command line
   return spawnDaemon(args, { RANKD_RECONNECT_MAX_MS: '500', RANKD_JOIN_TOKEN: controller.joinToken }, opts.wrap);

@@ -202,7 +202,8 @@ t.test(
       t.equal(revoked.status, 204, 'the token is revoked');
       const at = Date.now();
       t.equal(await closed, 4401, 'the stdin socket closes with 4401');
-      t.ok(Date.now() - at < 1000, 'within 1 s of the answer');
+      // the revocation itself ends it: a bound far below the job's own end, loose for a loaded CI machine
+      t.ok(Date.now() - at < 5000, 'promptly after the answer, while the rank still waits on its stdin');
       t.ok(
         events.some((e) => /RANKD_CREDENTIAL_REVOKED/.test(e)),
         'after an error event RANKD_CREDENTIAL_REVOKED',
