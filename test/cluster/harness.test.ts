@@ -2,13 +2,13 @@
 // runs on success, on failure, on SIGINT/SIGTERM of the test process, and — for a process
 // killed outright — at the next run.
 import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { ip, ipQuiet, netnsPids } from './harness/commands.js';
 import { createNetwork, sweepStaleRuns, type Namespace, type Network } from './harness/network.js';
 import { spawnInNetns } from './harness/ns-process.js';
 import { clusterTest } from './harness/requirements.js';
+import { heldByChild } from './harness/held-child.js';
 import { waitFor } from './harness/wait.js';
 import { processAlive } from '../helpers/cluster.js';
 
@@ -73,22 +73,9 @@ async function listenIn(ns: Namespace, port: number) {
   return p;
 }
 
-function hold(t: Test): Promise<{ child: ReturnType<typeof spawn>; held: Held }> {
-  const child = spawn(process.execPath, [...process.execArgv, HOLD, '--hold', '2'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  t.teardown(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) resolve({ child, held: JSON.parse(out.slice(0, nl)) as Held });
-    });
-    child.once('exit', (code, signal) => reject(new Error(`hold-network exited early (${code ?? signal}): ${err}`)));
-  });
+/** hold-network.ts: a network of 2 hosts with a process in one, in a process of its own. */
+function hold(t: Test): ReturnType<typeof heldByChild<Held>> {
+  return heldByChild<Held>(t, HOLD, ['--hold', '2']);
 }
 
 clusterTest(t, 'a network follows the guarded recipe', { timeout: 120_000 }, async (t) => {

@@ -3,7 +3,6 @@
 // cgroups (cgroup v1 on this machine and in CI), allocations that end when cancelled, and a
 // stop that leaves nothing.
 import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +12,7 @@ import { processAlive } from '../helpers/cluster.js';
 import { netnsId, netnsOfPid } from './harness/ns-process.js';
 import { parseCpuList } from './harness/slurm-cgroups.js';
 import { slurmDaemonsOnMachine, slurmTest, startSlurm, type SlurmCluster, type SlurmNode } from './harness/slurm.js';
+import { heldByChild } from './harness/held-child.js';
 import { waitFor } from './harness/wait.js';
 
 const HOLD = fileURLToPath(new URL('./harness/hold-slurm.ts', import.meta.url));
@@ -97,20 +97,8 @@ interface Held {
 }
 
 /** hold-slurm.ts: a run with a running allocation, in a process of its own. */
-function hold(t: Test): Promise<{ child: ReturnType<typeof spawn>; held: Held }> {
-  const child = spawn(process.execPath, [...process.execArgv, HOLD, '--hold'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) resolve({ child, held: JSON.parse(out.slice(0, nl)) as Held });
-    });
-    child.once('exit', (code, signal) => reject(new Error(`hold-slurm exited early (${code ?? signal}): ${err}`)));
-  });
+function hold(t: Test): ReturnType<typeof heldByChild<Held>> {
+  return heldByChild<Held>(t, HOLD, ['--hold']);
 }
 
 slurmTest(t, 'what a run killed outright left, the next run ends', { timeout: 120_000 }, async (t) => {
