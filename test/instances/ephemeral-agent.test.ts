@@ -17,6 +17,7 @@ import {
   waitUntil,
   type ControllerHandle,
 } from '../helpers/daemons.js';
+import { processAlive } from '../helpers/cluster.js';
 
 const isRoot = process.getuid?.() === 0;
 const SECRET = 'ephemeral-agent-test-secret-' + 'k'.repeat(20);
@@ -78,15 +79,6 @@ function backgroundRun(t: Test, env: NodeJS.ProcessEnv, args: string[]): ChildPr
   return child;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The pid a rank wrote into `file`, once it did. */
 async function rankPid(file: string): Promise<number> {
   return waitUntil(`the rank's pid in ${file}`, 20_000, () => {
@@ -140,13 +132,13 @@ t.test('SIGTERM to the agent ends a running rank within the grace and removes it
     `trap '' TERM; echo $$ > ${pidFile}; while :; do sleep 1; done`,
   ]);
   const pid = await rankPid(pidFile);
-  t.ok(alive(pid), 'the rank runs');
-  t.teardown(() => alive(pid) && process.kill(pid, 'SIGKILL'));
+  t.ok(processAlive(pid), 'the rank runs');
+  t.teardown(() => processAlive(pid) && process.kill(pid, 'SIGKILL'));
 
   agent.child.kill('SIGTERM');
   // waitUntil throws past its bound: the rank is gone within the grace and 5 s
-  await waitUntil('the rank to be gone', STOP_GRACE_MS + 5000, () => !alive(pid));
-  t.notOk(alive(pid), 'the rank is gone within the grace');
+  await waitUntil('the rank to be gone', STOP_GRACE_MS + 5000, () => !processAlive(pid));
+  t.notOk(processAlive(pid), 'the rank is gone within the grace');
   const exit = await Promise.race([agent.exited, new Promise<null>((r) => setTimeout(() => r(null), 10_000).unref())]);
   t.ok(exit, 'the agent exited within 10 s of its ranks');
   t.equal(exit?.code, 0, agent.output().slice(-2000));
@@ -164,7 +156,7 @@ t.test('the orphan timeout: the controller dies, the agent exits 0 within it and
   const pidFile = path.join(dir, 'rank.pid');
   backgroundRun(t, controller.clientEnv, ['-n', '1', '-q', '--', 'sh', '-c', `echo $$ > ${pidFile}; exec sleep 300`]);
   const pid = await rankPid(pidFile);
-  t.teardown(() => alive(pid) && process.kill(pid, 'SIGKILL'));
+  t.teardown(() => processAlive(pid) && process.kill(pid, 'SIGKILL'));
 
   const killed = Date.now();
   await controller.stop('SIGKILL');
@@ -174,7 +166,7 @@ t.test('the orphan timeout: the controller dies, the agent exits 0 within it and
   t.equal(exit?.code, 0, agent.output().slice(-2000));
   t.ok(Date.now() - killed >= timeoutS * 1000, 'not before the timeout');
   t.match(agent.output(), /the controller has been gone for 2 s; stopping/);
-  t.notOk(alive(pid), 'its rank is ended too');
+  t.notOk(processAlive(pid), 'its rank is ended too');
   t.notOk(fs.existsSync(work), 'its directory is gone');
 });
 
@@ -223,10 +215,10 @@ t.test('a service agent (not ephemeral) still leaves its ranks running when it s
   const pidFile = path.join(dir, 'rank.pid');
   backgroundRun(t, controller.clientEnv, ['-n', '1', '-q', '--', 'sh', '-c', `echo $$ > ${pidFile}; exec sleep 300`]);
   const pid = await rankPid(pidFile);
-  t.teardown(() => alive(pid) && process.kill(pid, 'SIGKILL'));
+  t.teardown(() => processAlive(pid) && process.kill(pid, 'SIGKILL'));
   await agent.stop('SIGTERM');
   await new Promise((r) => setTimeout(r, STOP_GRACE_MS + 1000));
-  t.ok(alive(pid), 'the rank outlives its agent, for the next one to adopt');
+  t.ok(processAlive(pid), 'the rank outlives its agent, for the next one to adopt');
 });
 
 t.test('an ephemeral agent killed and started again under its name rejoins, as a restarted pod does', async (t) => {

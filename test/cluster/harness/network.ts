@@ -15,6 +15,7 @@
 // its network objects are removed.
 import { CommandError, ip, ipQuiet, netnsPids } from './commands.js';
 import { registerCleanup } from './teardown.js';
+import { processAlive } from '../../helpers/cluster.js';
 
 export const TEST_RANGE_PREFIX = '10.77';
 /** The controller's namespace gets this last octet; hosts get 1…K. */
@@ -141,7 +142,7 @@ export function sweepStaleRuns(): void {
   const stale = new Map<number, string[]>();
   for (const name of names) {
     const m = NAME_RE.exec(name);
-    if (!m || pidAlive(Number(m[2]))) continue;
+    if (!m || processAlive(Number(m[2]))) continue;
     const subnet = Number(m[1]);
     stale.set(subnet, [...(stale.get(subnet) ?? []), name]);
   }
@@ -163,14 +164,5 @@ function killQuiet(pid: number): void {
     process.kill(pid, 'SIGKILL');
   } catch {
     // already gone
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -30,6 +30,7 @@
 // which is relative to the hierarchy's root, not to Slurm's; it answers "no" in this rig.
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processAlive } from '../../helpers/cluster.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 /** Mount options that say how, not which subsystems. */
@@ -223,7 +224,7 @@ export function sweepStaleCgroups(hierarchies: Hierarchy[]): void {
     }
     for (const e of entries) {
       const m = RUN_CGROUP_RE.exec(e);
-      if (!m || pidAlive(Number(m[1]))) continue;
+      if (!m || processAlive(Number(m[1]))) continue;
       walk(join(own, e), stale);
     }
   }
@@ -330,14 +331,5 @@ function rmdirQuiet(dir: string): void {
     rmdirSync(dir);
   } catch {
     // still holds a task, or already gone
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
