@@ -24,6 +24,14 @@ export interface RequestOptions {
 
 /** One keep-alive agent per scheme and CA file. */
 const agents = new Map<string, HttpAgent>();
+
+/**
+ * The agents' own socket timeout. Node applies a server's `Keep-Alive: timeout=N` hint only
+ * to an agent that has one: an idle socket then closes 1 s before the controller's announced
+ * 5 s, instead of being reused for a request the controller's close races (ECONNRESET).
+ * A socket in use is not ended by it: a log stream may stay quiet for longer.
+ */
+const AGENT_OPTIONS = { keepAlive: true, timeout: 60_000 } as const;
 const caCache = new Map<string, string>();
 
 /** The PEM of the configured CA file (read once); undefined means the system's roots. */
@@ -126,10 +134,10 @@ async function httpsAgent(config: ClientConfig): Promise<HttpAgent> {
   const ca = readCa(config);
   if (!ca) {
     const { Agent } = await import('node:https');
-    return agentFor('https:', () => new Agent({ keepAlive: true }));
+    return agentFor('https:', () => new Agent(AGENT_OPTIONS));
   }
   const { PinnedCaAgent } = await import('./pinned-agent.js');
-  return agentFor(`https:${config.ca}`, () => new PinnedCaAgent({ keepAlive: true }, ca));
+  return agentFor(`https:${config.ca}`, () => new PinnedCaAgent(AGENT_OPTIONS, ca));
 }
 
 async function readText(res: IncomingMessage, config: ClientConfig): Promise<string> {
