@@ -86,7 +86,12 @@ export interface RequestOptions {
 }
 
 export class ControllerApi {
-  /** Keep-alive connections, as a real client would hold them. */
+  /**
+   * Keep-alive connections, as a real client would hold them, each closed when idle 1 s
+   * before the controller's announced Keep-Alive timeout (Node applies the hint only to an
+   * agent with a timeout of its own): reused any later, it raced the controller's close
+   * and failed with "socket hang up".
+   */
   private readonly agent: https.Agent;
 
   constructor(
@@ -94,7 +99,7 @@ export class ControllerApi {
     public apiToken: string,
     readonly ca: string,
   ) {
-    this.agent = new https.Agent({ keepAlive: true, maxSockets: 32, ca });
+    this.agent = new https.Agent({ keepAlive: true, timeout: 60_000, maxSockets: 32, ca });
   }
 
   /** Enrolls a node name as an agent would (a new key, a CSR, the join token): its TLS identity. */
