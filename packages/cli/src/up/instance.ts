@@ -179,16 +179,26 @@ export async function waitForNodes(
 }
 
 /**
- * The refusal of a start whose nodes did not all come up, naming them. `logs` is where to
- * look, or null when the instance directory goes as the start is undone (no --keep).
+ * Whether a start goes on with the nodes that came up: all of them, or with --allow-partial
+ * some, which it then names on stderr. Otherwise it is refused, naming the missing ones and
+ * `log`, which is kept only with --keep (the instance directory goes as the start is undone).
  */
-export function notReady(missing: readonly string[], timeoutMs: number, logs: string | null): CliError {
-  const see = logs ? `see ${logs}` : '--keep keeps the logs';
-  return new CliError(
-    `${missing.join(', ')}: no agent ready within ${timeoutMs / 1000} s ` +
-      `(RANKD_NODES_NOT_READY); ${see}. --allow-partial goes on without ${missing.length === 1 ? 'it' : 'them'}`,
-    ExitCode.Unreachable,
-  );
+export function goOnWith(
+  outcome: NodesOutcome,
+  flags: { allowPartial: boolean; keep: boolean; timeoutMs: number },
+  log: string,
+): void {
+  const { missing } = outcome;
+  if (missing.length === 0) return;
+  if (!flags.allowPartial || outcome.ready.length === 0) {
+    const see = flags.keep ? `see ${log}` : '--keep keeps the logs';
+    throw new CliError(
+      `${missing.join(', ')}: no agent ready within ${flags.timeoutMs / 1000} s ` +
+        `(RANKD_NODES_NOT_READY); ${see}. --allow-partial goes on without ${missing.length === 1 ? 'it' : 'them'}`,
+      ExitCode.Unreachable,
+    );
+  }
+  process.stderr.write(`rankd: going on without ${missing.join(', ')} (--allow-partial)\n`);
 }
 
 /** The one line a shell evals: stdout holds nothing else. */

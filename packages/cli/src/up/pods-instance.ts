@@ -11,7 +11,7 @@ import { DEFAULT_CONTROLLER_PORT } from '@rankd/protocol/wire';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { DaemonProcess } from './daemon-process.js';
 import {
-  notReady,
+  goOnWith,
   openInstanceHome,
   POD_RANK_LABEL,
   printExport,
@@ -153,11 +153,7 @@ export async function upPods(flags: PodsFlags, admin: string): Promise<number> {
     const outcome = await waitForNodes(client, { pods: pod.worldSize }, flags.timeoutMs, () =>
       !controller.alive ? ended(controller) : !own.alive ? ended(own) : null,
     );
-    if (outcome.missing.length > 0 && (!flags.allowPartial || outcome.ready.length === 0))
-      // stop() removes the directory, logs and all, unless --keep
-      throw notReady(outcome.missing, flags.timeoutMs, flags.keep ? join(home, 'controller.log') : null);
-    if (outcome.missing.length > 0)
-      process.stderr.write(`rankd: going on without ${outcome.missing.join(', ')} (--allow-partial)\n`);
+    goOnWith(outcome, flags, join(home, 'controller.log'));
     writeClientSide(home, ready, {
       ...record,
       nodes: outcome.ready,

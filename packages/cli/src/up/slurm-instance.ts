@@ -12,7 +12,7 @@ import { deriveJoinMaterial, newJoinSecret } from '@rankd/protocol/join-secret';
 import { CliError, ExitCode } from '../exit-codes.js';
 import { DaemonProcess } from './daemon-process.js';
 import {
-  notReady,
+  goOnWith,
   openInstanceHome,
   printEndTrap,
   printExport,
@@ -141,11 +141,7 @@ export async function upSlurm(flags: InstanceFlags, admin: string): Promise<numb
     const outcome = await waitForNodes(client, { names: nodes }, flags.timeoutMs, () =>
       !controller.alive ? ended(controller) : !agents.alive ? ended(agents) : null,
     );
-    if (outcome.missing.length > 0 && (!flags.allowPartial || outcome.ready.length === 0))
-      // the log goes with the instance directory unless --keep
-      throw notReady(outcome.missing, flags.timeoutMs, flags.keep ? join(home, 'agents.log') : null);
-    if (outcome.missing.length > 0)
-      process.stderr.write(`rankd: going on without ${outcome.missing.join(', ')} (--allow-partial)\n`);
+    goOnWith(outcome, flags, join(home, 'agents.log'));
     writeClientSide(home, ready, { ...record, ready: outcome.ready });
     process.stderr.write(
       [
