@@ -96,11 +96,15 @@ export function createHostNetwork(hostCount: number): HostNetwork {
     process.removeListener('exit', remove);
   });
   try {
+    // no IPv6 link-local addresses in the root namespace either: each one is a network
+    // change to every process there (Chromium fails its requests in flight)
     ip('link', 'add', bridge, 'type', 'bridge');
+    ip('link', 'set', bridge, 'addrgenmode', 'none');
     ip('link', 'set', bridge, 'up');
     for (const n of all) {
       ip('netns', 'add', n.netns);
       ip('link', 'add', n.veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', n.netns);
+      ip('link', 'set', n.veth, 'addrgenmode', 'none');
       ip('link', 'set', n.veth, 'master', bridge);
       ip('link', 'set', n.veth, 'up');
       ip('-n', n.netns, 'addr', 'add', `${n.address}/24`, 'dev', 'eth0');

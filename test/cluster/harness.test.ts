@@ -105,6 +105,10 @@ clusterTest(t, 'a network follows the guarded recipe', { timeout: 120_000 }, asy
   });
   t.match(fromRoot, /^E(HOST|NET)UNREACH$/, 'the root namespace cannot reach a host');
   t.equal(await tryConnect(h2, h1.address, 7001), 'connected', 'host2 reaches host1 over the bridge');
+  // by now the kernel would have given an IPv6 link-local address to any root-namespace
+  // link left to generate one
+  for (const link of [nw.bridge, ...[nw.controller, ...nw.hosts].map((n) => n.veth)])
+    t.notMatch(ip('addr', 'show', 'dev', link), /inet/, `${link} has no address, IPv4 or IPv6`);
 
   nw.cut(h1);
   t.notOk(nw.linkUp(h1), 'the cut host has its link down');

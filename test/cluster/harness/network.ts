@@ -6,6 +6,11 @@
 //      <n>: the kernel refuses a second identical route, so two runs never share a subnet.
 //   2. a bridge with no address (the root namespace stays outside the test network);
 //   3. per host a namespace, and a veth pair whose inner end is eth0 with one address;
+//      the bridge and the root-namespace ends are set `addrgenmode none` before they go
+//      up, so the kernel gives them no IPv6 link-local address either. Every address that
+//      comes and goes in the root namespace is a network change to the processes there:
+//      Chromium then fails what it has in flight with net::ERR_NETWORK_CHANGED, so another
+//      test's cluster coming up broke a dashboard test's page load;
 //      namespaces get no default route, so nothing in them can leave the machine;
 //   4. teardown: veths first (deleting only the namespace leaves the veth for up to a
 //      second), then the namespaces, the bridge, and the guard route last.
@@ -80,10 +85,12 @@ export function createNetwork(hostCount: number): Network {
 
   try {
     ip('link', 'add', bridge, 'type', 'bridge');
+    ip('link', 'set', bridge, 'addrgenmode', 'none');
     ip('link', 'set', bridge, 'up');
     for (const n of all) {
       ip('netns', 'add', n.netns);
       ip('link', 'add', n.veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', n.netns);
+      ip('link', 'set', n.veth, 'addrgenmode', 'none');
       ip('link', 'set', n.veth, 'master', bridge);
       ip('link', 'set', n.veth, 'up');
       ip('-n', n.netns, 'addr', 'add', `${n.address}/24`, 'dev', 'eth0');
