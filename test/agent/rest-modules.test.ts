@@ -3,12 +3,12 @@
 // work must not leave a library behind: the key and CSR come from node:crypto. The agent
 // runs from its bundle (packages/agent/dist/bundle/daemon.js, made by `npm run build`,
 // scripts/bundle-agent.mjs): that file stands for the source modules its manifest lists.
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import { agentStateDir, spawnDaemon, startController, waitForNode } from '../helpers/daemons.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const REGISTER = pathToFileURL(join(import.meta.dirname, '../helpers/module-log/register.mjs')).href;
 const ROOT = join(import.meta.dirname, '../..');
@@ -40,7 +40,7 @@ t.test('an agent that enrolled at start runs one module graph and has loaded no 
     '--config',
     '/dev/null',
   ];
-  args.push('--spool-dir', mkdtempSync(join(tmpdir(), 'rankd-spool-')));
+  args.push('--spool-dir', scratchDir('rankd-spool-'));
   if (process.getuid?.() === 0) args.push('--allow-root');
   const agent = spawnDaemon(args, {
     RANKD_JOIN_TOKEN: controller.joinToken,

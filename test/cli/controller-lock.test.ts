@@ -5,12 +5,13 @@
 // taken over with a one-line notice.
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { hostname, tmpdir } from 'node:os';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CLI, runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { processAlive } from '../helpers/cluster.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const ALREADY = /^rankd: a controller is already running \(pid (\d+)\) at (https:\/\/127\.0\.0\.1:\d+)\n/;
 
@@ -61,7 +62,7 @@ t.test(
 
     const args = ['controller', '--listen', '127.0.0.1:0', '--data-dir', ctl.dataDir];
     const strace = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0;
-    const traceFile = join(mkdtempSync(join(tmpdir(), 'rankd-lock-trace-')), 'trace');
+    const traceFile = join(scratchDir('rankd-lock-trace-'), 'trace');
     const second = strace
       ? spawnSync(
           'strace',
@@ -141,7 +142,7 @@ t.test(
       },
     ];
     for (const c of cases) {
-      const dataDir = mkdtempSync(join(tmpdir(), 'rankd-stale-'));
+      const dataDir = scratchDir('rankd-stale-');
       writeFileSync(join(dataDir, 'controller.pid'), JSON.stringify(c.holder) + '\n');
       const ctl = await startController({ dataDir });
       const lines = ctl
@@ -159,7 +160,7 @@ t.test(
 );
 
 t.test('a second `rankd up` on the same home exits 69 and leaves the first cluster as it was', async (t) => {
-  const home = mkdtempSync(join(tmpdir(), 'rankd-up2-'));
+  const home = scratchDir('rankd-up2-');
   const env = { ...process.env, RANKD_HOME: home, RANKD_URL: '', RANKD_TOKEN: '', RANKD_CA: '' };
   // the first finds the lock of a controller that died: it takes it over and says so
   const dead = spawnSync('true').pid;

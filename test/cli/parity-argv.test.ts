@@ -2,10 +2,10 @@
 // after it are the program's argv, options included. Each row runs the same words under a
 // local Slurm and under `rankd run`, and the ranks' output must be the same bytes.
 import t from 'tap';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parityMissing, parityRig } from '../helpers/srun-parity.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const skip = parityMissing();
 
@@ -24,7 +24,7 @@ interface Row {
   ranksInterleave?: true;
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'rankd-parity-argv-'));
+const dir = scratchDir('rankd-parity-argv-');
 writeFileSync(join(dir, 'a file'), 'x');
 
 const both = (...words: string[]) => ({ srun: ['-l', ...words], rankd: words });

@@ -1,10 +1,10 @@
 // srun parity: the exit code a user's shell sees. Each row runs under a local Slurm and
 // under `rankd run`, and the two must agree unless the row says why they differ.
 import t from 'tap';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parityMissing, parityRig, type Outcome } from '../helpers/srun-parity.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const skip = parityMissing();
 
@@ -22,7 +22,7 @@ interface Row {
 }
 
 // Files both tools are asked to run, in a directory both can read (the rig runs them as root).
-const dir = mkdtempSync(join(tmpdir(), 'rankd-parity-exit-'));
+const dir = scratchDir('rankd-parity-exit-');
 chmodSync(dir, 0o755);
 const notExecutable = join(dir, 'not-executable.sh');
 writeFileSync(notExecutable, '#!/bin/sh\necho ran\n', { mode: 0o644 });

@@ -3,11 +3,11 @@
 // and a clean stop on Ctrl-C (SIGINT) with both daemons gone.
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, waitUntil } from '../helpers/daemons.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -30,7 +30,7 @@ const alive = (pid: number): boolean => {
 };
 
 t.test('rankd up --demo runs the demo job, prints the dashboard URL and stops on Ctrl-C', async (t) => {
-  const home = mkdtempSync(join(tmpdir(), 'rankd-up-'));
+  const home = scratchDir('rankd-up-');
   const port = await freePort();
   const child = spawn(process.execPath, [CLI, 'up', '--demo', '--listen', `127.0.0.1:${port}`, '--name', 'upnode'], {
     env: { ...process.env, RANKD_HOME: home, RANKD_URL: '', RANKD_TOKEN: '', RANKD_CA: '' },

@@ -4,14 +4,12 @@
 // NUMA nodes, follow a running job's rank map and output, cancel it from the page, and
 // check that a reader can do none of that, plus landmarks, labels and keyboard focus.
 import t from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { buildSysfs } from '../helpers/sysfs-fixture.js';
 import { epycNps4Gpu8 } from '../helpers/machines.js';
 import { browserMissing, launchChromium, recordPage, shown, spkiPin } from '../helpers/browser.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 // what page.evaluate callbacks touch runs in the browser; the test project has no DOM types
 declare const document: any, getComputedStyle: any;
@@ -24,7 +22,7 @@ t.test('the dashboard in a browser', { skip: missing ?? false }, async (t) => {
   t.teardown(() => c.stop());
   const local = startAgent(c, { name: 'local' });
   t.teardown(() => local.stop());
-  const root = buildSysfs(mkdtempSync(join(tmpdir(), 'rankd-dgx-')), epycNps4Gpu8(1));
+  const root = buildSysfs(scratchDir('rankd-dgx-'), epycNps4Gpu8(1));
   const dgx = startAgent(c, { name: 'dgx1', root });
   t.teardown(() => dgx.stop());
   await waitForNode(c, 'local', 'ready');

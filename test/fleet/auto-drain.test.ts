@@ -7,12 +7,12 @@
 // Lost nodes count as failures too, and the count is the store's: it survives a SIGKILLed
 // controller.
 import t from 'tap';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { localCluster } from '../helpers/cluster.js';
 import { drainReason } from '#controller/nodes/auto-drain';
+import { scratchDir } from '../helpers/scratch.js';
 
 interface NodeLike {
   name: string;
@@ -117,7 +117,7 @@ t.test('--exclude-after 0 drains nothing; --exclude-after 3 waits for the third 
 });
 
 t.test('rankd controller --exclude-after refuses what is not a whole number', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
+  const dataDir = scratchDir('rankd-ctl-');
   for (const bad of ['-1', 'two', '1.5']) {
     const r = await runCli(['controller', '--listen', '127.0.0.1:0', '--exclude-after', bad, '--data-dir', dataDir]);
     t.equal(r.code, 64, `--exclude-after ${bad}: exit 64`);

@@ -9,6 +9,7 @@ import t from 'tap';
 import { buildSysfs, type GidSpec, type MachineSpec } from '../helpers/sysfs-fixture.js';
 import { ipv4Gid } from '../helpers/machines.js';
 import { fleetUnderTest } from './helpers.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 interface CheckLike {
   node: string | null;
@@ -114,7 +115,7 @@ t.test(
       { name: 'nov2', root: nov2 },
     ]);
     t.equal((await f.importInventory('hosts.ini', '[lab]\ngood\nlowlock\nnov2\nghost\n')).code, 0);
-    const present = mkdtempSync(join(tmpdir(), 'rankd-model-'));
+    const present = scratchDir('rankd-model-');
 
     const r = await f.cli([
       'doctor',

@@ -1,10 +1,10 @@
 // Real controller and agent processes for tests, started from the built CLI and
 // stopped by their own PIDs. Every helper is bounded in time.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { scratchDir } from './scratch.js';
 import { httpsFetch } from './tls.js';
 
 export const CLI = fileURLToPath(new URL('../../packages/cli/dist/main.js', import.meta.url));
@@ -15,27 +15,6 @@ export interface Daemon {
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
-}
-
-/**
- * The data and spool directories the helpers made: removed when the test process exits, after
- * its teardowns have stopped the daemons, so that a restarted controller finds its data until then.
- */
-const scratchDirs: string[] = [];
-process.once('exit', () => {
-  for (const dir of scratchDirs) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch (err) {
-      // a leftover directory must not fail the test that made it: say so, and go on
-      process.stderr.write(`# could not remove ${dir}: ${(err as Error).message}\n`);
-    }
-  }
-});
-function scratchDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  scratchDirs.push(dir);
-  return dir;
 }
 
 /** `wrap`: a command that execs the daemon, e.g. unshare(1) into a mount namespace of the test's. */

@@ -3,14 +3,12 @@
 // Each side is a real client process given exactly the environment and stdin a row names,
 // so a row compares what a user of either tool would see.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Test } from 'tap';
 import { startLocalSlurm } from '../../bench/peers/slurm.js';
 import { which } from '../../bench/lib/which.js';
 import { localCluster } from './cluster.js';
 import { CLI } from './daemons.js';
+import { scratchDir } from './scratch.js';
 
 export interface Outcome {
   code: number | null;
@@ -56,7 +54,7 @@ export function parityMissing(): string | null {
 
 /** Starts a local Slurm and a one-node rankd cluster, both torn down with t. */
 export async function parityRig(t: Test): Promise<ParityRig> {
-  const slurmDir = mkdtempSync(join(tmpdir(), 'rankd-parity-slurm-'));
+  const slurmDir = scratchDir('rankd-parity-slurm-');
   const slurm = await startLocalSlurm(slurmDir, (m) => t.comment(m));
   t.teardown(() => slurm.stop());
   const cluster = await localCluster(t, ['parity']);

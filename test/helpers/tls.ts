@@ -1,13 +1,11 @@
 // TLS for tests: a fetch-alike over node:https that trusts a given CA (Node 20's fetch
 // cannot be given one), and node identities enrolled the way agents do it.
-import { mkdtempSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import WebSocket from 'ws';
 import { pino } from 'pino';
 import { enroll, type NodeIdentity } from '#agent/link/enroll';
+import { scratchDir } from './scratch.js';
 
 export interface TlsResponse {
   status: number;
@@ -75,7 +73,7 @@ export async function enrollIdentity(
     joinToken: controller.joinToken,
     caHash: controller.caHash,
     name,
-    stateDir: stateDir ?? mkdtempSync(join(tmpdir(), 'rankd-id-')),
+    stateDir: stateDir ?? scratchDir('rankd-id-'),
     log: pino({ level: 'silent' }),
   });
 }

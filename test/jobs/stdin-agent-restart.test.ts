@@ -3,17 +3,15 @@
 // EOF. The new agent adopts it; the client hears that no rank takes more, stops reading its
 // stdin (which stays open) without an error, and exits with the job's code.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
 import { CLI, runCli, startAgent, startController, waitForNode, waitUntil } from '../helpers/daemons.js';
 import { processAlive } from '../helpers/cluster.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 t.test("an agent restart ends its ranks' stdin; the ranks run on", async (t) => {
   const controller = await startController();
   t.teardown(() => controller.stop());
-  const spoolDir = mkdtempSync(join(tmpdir(), 'rankd-spool-'));
+  const spoolDir = scratchDir('rankd-spool-');
   let agent = startAgent(controller, { name: 'solo', spoolDir });
   t.teardown(() => agent.stop());
   await waitForNode(controller, 'solo', 'ready');

@@ -2,11 +2,11 @@
 // submitted environments, audit.jsonl, job logs) is 0700 with 0600 files: created so under
 // a umask that would allow anything, and tightened at start when an older release (or a
 // careless admin) left it open.
-import { chmodSync, existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { startController } from '../helpers/daemons.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 /** Every path in the data directory (one level, and logs/) with its permission bits. */
 function modes(dataDir: string): Record<string, string> {
@@ -47,7 +47,7 @@ function tight(t: Test, dataDir: string): void {
 }
 
 t.test('created under umask 000: the directory 0700, rankd.db, its WAL and every other file 0600', async (t) => {
-  const parent = mkdtempSync(join(tmpdir(), 'rankd-modes-'));
+  const parent = scratchDir('rankd-modes-');
   const dataDir = join(parent, 'data');
   const before = process.umask(0o000);
   let controller: Awaited<ReturnType<typeof startController>> | undefined;
@@ -62,7 +62,7 @@ t.test('created under umask 000: the directory 0700, rankd.db, its WAL and every
 });
 
 t.test('an existing directory with loose modes is tightened at start', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'rankd-modes-'));
+  const dataDir = scratchDir('rankd-modes-');
   const first = await startController({ dataDir });
   await first.stop();
   // as an older release left it, or worse

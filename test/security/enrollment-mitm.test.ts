@@ -4,15 +4,15 @@
 // join token (in a 0600 file), is pointed at him. It must refuse with a stable code and
 // exit 77, no join token may reach him, and nothing may be saved in its state directory.
 import { X509Certificate, createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { fetchPinnedCa } from '#agent/link/enroll';
 import { spawnDaemon, startController, type ControllerHandle } from '../helpers/daemons.js';
 import { enrollIdentity } from '../helpers/tls.js';
 import { issueServer, makeCa, makeIntermediate, type Issued } from '../helpers/test-pki.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 interface Mitm {
   url: string;
@@ -47,7 +47,7 @@ const spkiHash = (pem: string) =>
 
 /** Runs a real agent against `url`, pinned to `caHash`, with the join token in a 0600 file; returns its exit, output and state dir. */
 async function runAgent(url: string, caHash: string, joinToken: string) {
-  const dir = mkdtempSync(join(tmpdir(), 'rankd-mitm-'));
+  const dir = scratchDir('rankd-mitm-');
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, joinToken + '\n', { mode: 0o600 });
   const stateDir = join(dir, 'state');
@@ -200,7 +200,7 @@ t.test('whatever /v1/enroll/ca serves must be exactly one self-signed CA certifi
 t.test(
   'a state directory whose ca.crt holds a second certificate (pinned by an older agent) is refused at start, not trusted',
   async (t) => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'rankd-old-state-'));
+    const stateDir = scratchDir('rankd-old-state-');
     await enrollIdentity(controller, 'old-agent', stateDir);
     appendFileSync(join(stateDir, 'ca.crt'), (await makeCa('CN=mitm, O=mitm')).certPem);
     const agent = spawnDaemon([

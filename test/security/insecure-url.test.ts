@@ -2,12 +2,12 @@
 // controller URL (RANKD_URL, or "url" in the client config) is refused with
 // RANKD_INSECURE_URL before any connection is made. A plain TCP listener on loopback
 // records whether anyone connected, and what they sent.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { runCli, waitUntil } from '../helpers/daemons.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const TOKEN = 'rankd_' + 'S'.repeat(43);
 const connections: string[] = [];
@@ -29,7 +29,7 @@ t.teardown(() => {
   listener.close();
 });
 
-const home = mkdtempSync(join(tmpdir(), 'rankd-home-'));
+const home = scratchDir('rankd-home-');
 const plain = `http://127.0.0.1:${port}`;
 
 for (const argv of [['nodes'], ['run', '--', 'true'], ['logs', 'j1'], ['shell', 'node-a'], ['join-command']]) {
@@ -46,7 +46,7 @@ for (const argv of [['nodes'], ['run', '--', 'true'], ['logs', 'j1'], ['shell', 
 }
 
 t.test('"url": "http://…" in the client config file: refused, nothing connects', async (t) => {
-  const fileHome = mkdtempSync(join(tmpdir(), 'rankd-home-'));
+  const fileHome = scratchDir('rankd-home-');
   mkdirSync(fileHome, { recursive: true });
   writeFileSync(join(fileHome, 'config.json'), JSON.stringify({ url: plain, token: TOKEN }), { mode: 0o600 });
   const before = connections.length;

@@ -3,8 +3,7 @@
 // `rankd join-command` prints, run as printed) and from RANKD_JOIN_TOKEN; then no process's
 // command line on this machine holds the secret. --join-token still works, and warns.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import {
@@ -17,6 +16,7 @@ import {
   type ControllerHandle,
   type Daemon,
 } from '../helpers/daemons.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 let controller: ControllerHandle;
 t.before(async () => {
@@ -48,7 +48,7 @@ function cmdlinesHolding(text: string): number[] {
 }
 
 function baseArgs(name: string): string[] {
-  const dir = mkdtempSync(join(tmpdir(), 'rankd-argv-'));
+  const dir = scratchDir('rankd-argv-');
   return [
     '--state-dir',
     join(dir, 'state'),
@@ -72,7 +72,7 @@ async function enrolled(t: Test, agent: Daemon, name: string, secret: string): P
 
 t.test('--join-token-file: a real agent enrolls, and the secret is in no command line', async (t) => {
   const token = await mint();
-  const file = join(mkdtempSync(join(tmpdir(), 'rankd-tok-')), 'token');
+  const file = join(scratchDir('rankd-tok-'), 'token');
   writeFileSync(file, token + '\n', { mode: 0o600 });
   const agent = spawnDaemon([
     'agent',
@@ -90,7 +90,7 @@ t.test('--join-token-file: a real agent enrolls, and the secret is in no command
 
 t.test('a join token file that other users can read still enrolls, with a warning that says so', async (t) => {
   const token = await mint();
-  const file = join(mkdtempSync(join(tmpdir(), 'rankd-tok-')), 'token');
+  const file = join(scratchDir('rankd-tok-'), 'token');
   writeFileSync(file, token + '\n');
   chmodSync(file, 0o644);
   const agent = spawnDaemon([
@@ -119,7 +119,7 @@ t.test('RANKD_JOIN_TOKEN: a real agent enrolls, and the secret is in no command 
 t.test(
   'rankd join-command prints lines that, run as printed, put the token in a 0600 file and enroll an agent from it',
   async (t) => {
-    const tokenFile = join(mkdtempSync(join(tmpdir(), 'rankd-jc-')), 'etc', 'token');
+    const tokenFile = join(scratchDir('rankd-jc-'), 'etc', 'token');
     const r = await runCli(['join-command', '--token-file', tokenFile, '--json'], controller.clientEnv);
     t.equal(r.code, 0, r.stderr);
     const printed = JSON.parse(r.stdout) as { token: string; writeToken: string; command: string; tokenFile: string };

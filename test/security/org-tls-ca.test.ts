@@ -2,14 +2,14 @@
 // --tls-ca`): the chain is leaf + intermediate, the pin is the organisation's root, alone.
 // Agents enroll and connect through it; a --tls-ca of several certificates, or an
 // intermediate, is refused at start, since every agent would refuse to pin it.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { runCli, startAgent, startController, waitForNode } from '../helpers/daemons.js';
 import { issueServer, makeCa, makeIntermediate } from '../helpers/test-pki.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'rankd-org-pki-'));
+const dir = scratchDir('rankd-org-pki-');
 const file = (name: string, content: string) => {
   const path = join(dir, name);
   writeFileSync(path, content, { mode: 0o600 });
@@ -46,7 +46,7 @@ for (const [what, ca, why] of [
   ['the server certificate', leaf.certPem, /is not a CA certificate/],
 ] as const) {
   t.test(`--tls-ca ${what} is refused at start with RANKD_CA_BUNDLE_INVALID`, async (t) => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'rankd-ctl-'));
+    const dataDir = scratchDir('rankd-ctl-');
     const r = await runCli([
       'controller',
       '--listen',
