@@ -9,8 +9,8 @@
 //      the bridge and the root-namespace ends are set `addrgenmode none` before they go
 //      up, so the kernel gives them no IPv6 link-local address either. Every address that
 //      comes and goes in the root namespace is a network change to the processes there:
-//      Chromium then fails what it has in flight with net::ERR_NETWORK_CHANGED, so another
-//      test's cluster coming up broke a dashboard test's page load;
+//      Chromium then fails what it has in flight with net::ERR_NETWORK_CHANGED, so any
+//      cluster coming up beside a dashboard test could break its page loads;
 //      namespaces get no default route, so nothing in them can leave the machine;
 //   4. teardown: veths first (deleting only the namespace leaves the veth for up to a
 //      second), then the namespaces, the bridge, and the guard route last.
