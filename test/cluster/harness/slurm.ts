@@ -164,6 +164,9 @@ export class SlurmCluster {
   private scripts = 0;
   private stopped: Promise<StopReport> | null = null;
   private readonly unregister: () => void;
+  /** Runs the run directory's cleanup: removes it unless it is to be kept. */
+  private readonly removeRunDir: () => void;
+  private keepRunDir = process.env['RANKD_CLUSTER_KEEP'] === '1';
 
   constructor(
     readonly net: Network,
@@ -174,18 +177,21 @@ export class SlurmCluster {
   ) {
     this.confPath = join(runDir, 'slurm.conf');
     this.login = net.controller;
-    // last resort for an interrupted process: no await possible here
-    this.unregister = registerCleanup(`slurm in ${net.cidr}`, () => {
-      this.killEverything();
-      if (process.env['RANKD_CLUSTER_KEEP'] !== '1') rmSync(runDir, { recursive: true, force: true });
+    // last resorts for an interrupted process (no await possible there), newest first: the
+    // processes go before their directory. stop() runs the first; close() the second, so
+    // a failed test's logs are still there when close() is told to keep them.
+    this.removeRunDir = registerCleanup(`slurm run dir ${runDir}`, () => {
+      if (!this.keepRunDir) rmSync(runDir, { recursive: true, force: true });
     });
+    this.unregister = registerCleanup(`slurm in ${net.cidr}`, () => this.killEverything());
   }
 
   /** stop(), then removes the network this run made and (unless `keepRunDir`) the run's directory. */
   async close(keepRunDir = false): Promise<StopReport> {
     const report = await this.stop();
     if (this.ownNetwork) this.net.teardown();
-    if (!keepRunDir) rmSync(this.runDir, { recursive: true, force: true });
+    this.keepRunDir ||= keepRunDir;
+    this.removeRunDir();
     return report;
   }
 
