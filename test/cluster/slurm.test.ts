@@ -123,6 +123,18 @@ async function nothingLeft(t: Test, slurm: SlurmCluster, jobId: string): Promise
 /** The cpuset.cpus of the rank's Slurm job cgroup (the step's parent), as "jobcpus=LIST". */
 const JOB_CPUS = String.raw`echo "jobcpus=$(cat /sys/fs/cgroup/cpuset$(sed 's|/step_.*||' /proc/self/cpuset)/cpuset.cpus)"`;
 
+/** The last lines of a kept instance's logs, for a failed assertion's diagnostics. */
+function instanceLogs(dir: string): Record<string, string> {
+  const tail = (file: string) => {
+    try {
+      return readFileSync(`${dir}/${file}`, 'utf8').split('\n').slice(-60).join('\n');
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  return { instanceDir: dir, controllerLog: tail('controller.log'), agentsLog: tail('agents.log') };
+}
+
 /** The figure `rankd up --slurm` prints: "3 of 3 nodes ready in 2.1 s". */
 function readyIn(stderr: string): string {
   return /(\d+ of \d+ nodes ready in [\d.]+ s)/.exec(stderr)?.[1] ?? 'no ready line';
@@ -170,9 +182,21 @@ slurmTest(t, 'rankd up --slurm in a real Slurm across three hosts', { timeout: 6
     const run = `${RANKD} run -N 3 --ranks-per-node 1 --timeout 60 --env UCX_TLS=tcp,self -- sh -c ${sq(
       `${JOB_CPUS}; echo "addr=$(ip -4 -o addr show eth0 | awk '{ print $4 }')"; exec ${bin['allreduce']!}`,
     )}`;
-    const r = await slurm.salloc(ALLOC, `${RANKD} up --slurm ${UP_TIMEOUT} -- ${run}\n`, { timeoutMs: 120_000 });
+    // --keep, in the Slurm run's directory: a failure keeps both (the harness keeps a failed
+    // run's directory) and shows the instance's logs; a success removes them with the run
+    const kept = `${slurm.runDir}/work/instances`;
+    const r = await slurm.salloc(
+      ALLOC,
+      `mkdir -p ${kept} && ${RANKD} up --slurm --keep --work-dir ${kept}/$SLURM_JOB_ID ${UP_TIMEOUT} -- ${run}\n`,
+      { timeoutMs: 120_000 },
+    );
     t.comment(`up --slurm: ${readyIn(r.stderr)}`);
-    t.equal(r.code, 0, `salloc, rankd up and the MPI job exit 0 (stderr: ${r.stderr.trim()})`);
+    t.equal(
+      r.code,
+      0,
+      `salloc, rankd up and the MPI job exit 0 (stderr: ${r.stderr.trim()})`,
+      r.code === 0 ? {} : instanceLogs(`${kept}/${r.jobId}`),
+    );
     const { byRank } = splitLabelled(r.stdout);
     const hosts = new Set<string>();
     for (const rank of [0, 1, 2]) {
