@@ -19,7 +19,6 @@ import {
 } from '../helpers/daemons.js';
 import { httpsFetch } from '../helpers/tls.js';
 import { soloOn, type Solo } from '../queue/helpers.js';
-import { scratchDir } from '../helpers/scratch.js';
 
 const isRoot = process.getuid?.() === 0;
 const MEMLOCK = 8 * 1024 * 1024;
@@ -32,7 +31,7 @@ function startCappedAgent(
   controller: ControllerHandle,
   name: string,
 ): { pid: number; stop: () => Promise<void>; output: () => string } {
-  const spool = scratchDir('rankd-spool-');
+  const spool = mkdtempSync(join(tmpdir(), 'rankd-spool-'));
   const args = [
     'agent',
     '--controller',

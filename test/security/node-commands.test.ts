@@ -6,7 +6,7 @@
 // stable code and audited under its name; the marker never appears, no daemon is asked of
 // the other agents, and both jobs run on untouched. The daemon that the real launcher asks
 // of the tampered node arrives as arguments the controller built, never as a command.
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -16,7 +16,6 @@ import { readHistory } from '../cluster/harness/history.js';
 import { startAgent, startController, waitForNode, waitUntil, type ControllerHandle } from '../helpers/daemons.js';
 import { enrollIdentity, gatewayUrl } from '../helpers/tls.js';
 import { openMpiUnsupported } from '../mpi/helpers.js';
-import { scratchDir } from '../helpers/scratch.js';
 
 type Frame = {
   type: string;
@@ -86,7 +85,7 @@ t.test(
     t.teardown(() => controller.stop());
     const spools: Record<string, string> = {};
     for (const name of ['alpha', 'victim']) {
-      spools[name] = scratchDir(`rankd-spool-${name}-`);
+      spools[name] = mkdtempSync(join(tmpdir(), `rankd-spool-${name}-`));
       const agent = startAgent(controller, { name, spoolDir: spools[name] });
       t.teardown(async () => {
         await agent.stop();
@@ -295,7 +294,7 @@ t.test(
   async (t) => {
     const controller = await startController();
     t.teardown(() => controller.stop());
-    const spool = scratchDir('rankd-spool-victim-');
+    const spool = mkdtempSync(join(tmpdir(), 'rankd-spool-victim-'));
     const victim = startAgent(controller, { name: 'victim', spoolDir: spool });
     t.teardown(async () => {
       await victim.stop();

@@ -163,7 +163,8 @@ export class SlurmCluster {
   private readonly clients = new Set<NsProcess>();
   private scripts = 0;
   private stopped: Promise<StopReport> | null = null;
-  private readonly unregister: () => void;
+  /** Runs the processes' cleanup: ends whatever of the run still runs. */
+  private readonly endProcesses: () => void;
   /** Runs the run directory's cleanup: removes it unless it is to be kept. */
   private readonly removeRunDir: () => void;
   private keepRunDir = process.env['RANKD_CLUSTER_KEEP'] === '1';
@@ -178,12 +179,12 @@ export class SlurmCluster {
     this.confPath = join(runDir, 'slurm.conf');
     this.login = net.controller;
     // last resorts for an interrupted process (no await possible there), newest first: the
-    // processes go before their directory. stop() runs the first; close() the second, so
-    // a failed test's logs are still there when close() is told to keep them.
+    // processes go before their directory. stop() runs endProcesses, close() removeRunDir,
+    // so a failed test's logs are still there when close() is told to keep them.
     this.removeRunDir = registerCleanup(`slurm run dir ${runDir}`, () => {
       if (!this.keepRunDir) rmSync(runDir, { recursive: true, force: true });
     });
-    this.unregister = registerCleanup(`slurm in ${net.cidr}`, () => this.killEverything());
+    this.endProcesses = registerCleanup(`slurm in ${net.cidr}`, () => this.killEverything());
   }
 
   /** stop(), then removes the network this run made and (unless `keepRunDir`) the run's directory. */
@@ -429,7 +430,7 @@ export class SlurmCluster {
         () => this.cgroups.allPids().length === 0,
       ).catch(() => undefined);
       const cgroupsLeft = this.cgroups.remove();
-      this.unregister();
+      this.endProcesses();
       return { killed, cgroupsLeft };
     })());
   }
